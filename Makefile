@@ -1,0 +1,40 @@
+# The front door. `make demo` and `make check` do all the set-up on a fresh
+# Debian 12 machine (they install what is missing, as root or with sudo).
+# Everything else is CMake: build/ holds the build, build-asan/ the sanitised one.
+
+BUILD      ?= build
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+
+.PHONY: all deps configure check check-asan demo bench clean
+
+all: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	@scripts/install-deps.sh
+
+configure:
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS) >/dev/null 2>&1 || \
+	  cmake -S . -B $(BUILD) $(CMAKE_ARGS)
+
+check: deps all
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The whole test suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+check-asan: deps
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
+
+demo: deps all
+	@scripts/demo.sh $(BUILD)
+
+bench: all
+	$(BUILD)/bench/opmsg-bench
+
+clean:
+	rm -rf $(BUILD) build-asan
+
+# Further targets (fuzz, package, dist, bench-report, ...) live in mk/*.mk.
+-include $(wildcard mk/*.mk)

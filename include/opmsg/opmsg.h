@@ -1,0 +1,464 @@
+/*
+ * opmsg.h - MongoDB OP_MSG wire protocol: parse, validate, merge, view.
+ *
+ * Copyright 2026 The opmsg authors. Licensed under the Apache License 2.0.
+ *
+ * This is the one header a program includes. It documents every function:
+ * what it reads, what it writes, who owns memory and which errors it gives.
+ * The parts added after the engine (compression, encoding, the legacy
+ * handshake and the stream reader) live in the headers included at the end
+ * and are documented there in the same way.
+ *
+ * Conventions (the same as libbson's):
+ *  - Every input buffer is `const`; opmsg never writes into a buffer it was
+ *    handed to read.
+ *  - Functions that can fail return bool (or NULL) and fill an optional
+ *    `bson_error_t *error` whose domain is OPMSG_ERROR_DOMAIN and whose code
+ *    is an opmsg_error_code_t naming the violated rule. The message says what
+ *    was wrong and at which byte offset of the message.
+ *  - No global state. Nothing allocates unless its documentation says so;
+ *    allocations go through libbson's bson_malloc() so an application's
+ *    bson_mem_set_vtable() applies.
+ */
+#ifndef OPMSG_H
+#define OPMSG_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(OPMSG_STATIC)
+#define OPMSG_EXPORT
+#elif defined(__GNUC__)
+#define OPMSG_EXPORT __attribute__((visibility("default")))
+#else
+#define OPMSG_EXPORT
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Version
+ * ------------------------------------------------------------------------- */
+
+#define OPMSG_VERSION_MAJOR 0
+#define OPMSG_VERSION_MINOR 1
+#define OPMSG_VERSION_PATCH 0
+#define OPMSG_VERSION_STRING "0.1.0"
+/* One number that grows with every release: MAJOR*10000 + MINOR*100 + PATCH. */
+#define OPMSG_VERSION_NUMBER \
+   (OPMSG_VERSION_MAJOR * 10000 + OPMSG_VERSION_MINOR * 100 + OPMSG_VERSION_PATCH)
+
+/* The version of the library actually loaded, e.g. "0.1.0". Static string. */
+OPMSG_EXPORT const char *opmsg_version_string(void);
+/* OPMSG_VERSION_NUMBER of the library actually loaded. */
+OPMSG_EXPORT unsigned opmsg_version_number(void);
+
+/* ---------------------------------------------------------------------------
+ * Wire constants
+ * ------------------------------------------------------------------------- */
+
+#define OPMSG_OP_REPLY 1
+#define OPMSG_OP_QUERY 2004
+#define OPMSG_OP_COMPRESSED 2012
+#define OPMSG_OP_MSG 2013
+
+#define OPMSG_HEADER_SIZE 16
+
+/* OP_MSG flagBits. Bits 0-15 are "required": an unknown one fails the
+ * message. Bits 16-31 are "optional": unknown ones are ignored. */
+#define OPMSG_FLAG_CHECKSUM_PRESENT 0x00000001u
+#define OPMSG_FLAG_MORE_TO_COME 0x00000002u
+#define OPMSG_FLAG_EXHAUST_ALLOWED 0x00010000u
+#define OPMSG_FLAG_REQUIRED_MASK 0x0000FFFFu
+
+/* Defaults from the handshake spec, used until a hello reply says otherwise. */
+#define OPMSG_DEFAULT_MAX_MESSAGE_SIZE 48000000u   /* decimal, not 48 MiB */
+#define OPMSG_DEFAULT_MAX_BSON_SIZE 16777216u      /* 16 MiB */
+#define OPMSG_DEFAULT_MAX_WRITE_BATCH 100000u
+/* A command body may exceed maxBsonObjectSize by this much. */
+#define OPMSG_BODY_ALLOWANCE 16384u
+
+/* ---------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------- */
+
+/* bson_error_t.domain of every error opmsg reports ("OPMS"). */
+#define OPMSG_ERROR_DOMAIN 0x4F504D53u
+
+/* bson_error_t.code: one per rule. The numbers are stable: new codes are only
+ * ever added at the end. opmsg_error_name() gives each a short stable name
+ * ("checksum-mismatch") that the CLI prints and scripts may match on. */
+typedef enum {
+   OPMSG_OK = 0,
+
+   /* Framing, every opcode. */
+   OPMSG_ERR_TRUNCATED = 1,         /* fewer bytes than a header, or than messageLength says */
+   OPMSG_ERR_LENGTH_MISMATCH = 2,   /* messageLength differs from the bytes given */
+   OPMSG_ERR_LENGTH_TOO_SMALL = 3,  /* messageLength negative or below the opcode's minimum */
+   OPMSG_ERR_LENGTH_TOO_LARGE = 4,  /* messageLength above the configured limit */
+   OPMSG_ERR_UNKNOWN_OPCODE = 5,    /* not OP_MSG, OP_COMPRESSED, OP_QUERY or OP_REPLY */
+
+   /* OP_MSG. */
+   OPMSG_ERR_REQUIRED_FLAGS = 6,    /* an unknown required flag bit (2-15) is set */
+   OPMSG_ERR_CHECKSUM_MISSING = 7,  /* checksumPresent set but no room for 4 bytes */
+   OPMSG_ERR_CHECKSUM_MISMATCH = 8, /* CRC-32C differs from the stored checksum */
+   OPMSG_ERR_NO_BODY = 9,           /* no kind-0 section */
+   OPMSG_ERR_MULTIPLE_BODIES = 10,  /* more than one kind-0 section */
+   OPMSG_ERR_UNKNOWN_SECTION = 11,  /* a section kind other than 0 or 1 */
+   OPMSG_ERR_SECTION_TRUNCATED = 12,/* a section's fixed part runs past the end */
+   OPMSG_ERR_SEQUENCE_SIZE = 13,    /* kind-1 size negative, too small or past the end */
+   OPMSG_ERR_SEQUENCE_IDENTIFIER = 14, /* identifier unterminated, empty, bad path or bad UTF-8 */
+   OPMSG_ERR_SEQUENCE_OVERRUN = 15, /* a sequence document crosses its section's end */
+   OPMSG_ERR_DUPLICATE_IDENTIFIER = 16, /* two sequences with one identifier (or one a prefix path of another) */
+   OPMSG_ERR_IDENTIFIER_CLASH = 17, /* an identifier names a body field (also as a dotted path) */
+   OPMSG_ERR_TRAILING_BYTES = 18,   /* bytes after the last section (OP_MSG) or document (legacy) */
+
+   /* BSON documents (body, sequence documents, legacy documents). */
+   OPMSG_ERR_DOCUMENT_LENGTH = 19,     /* length below 5, or past the bytes available */
+   OPMSG_ERR_DOCUMENT_TERMINATOR = 20, /* the last byte is not 0, or an element runs into it */
+   OPMSG_ERR_DOCUMENT_ELEMENT = 21,    /* bad element: unknown type, unterminated key, bad value size */
+   OPMSG_ERR_DUPLICATE_KEY = 22,       /* a top-level key twice in the body */
+   OPMSG_ERR_DOCUMENT_TOO_LARGE = 23,  /* a document above maxBsonObjectSize (+16 KiB for a body) */
+   OPMSG_ERR_INVALID_UTF8 = 24,        /* full validation: a string or key is not UTF-8 */
+   OPMSG_ERR_INVALID_BOOLEAN = 25,     /* full validation: a boolean byte other than 0 or 1 */
+   OPMSG_ERR_NESTING_TOO_DEEP = 26,    /* full validation: more than OPMSG_MAX_DEPTH levels */
+   OPMSG_ERR_INVALID_VALUE = 27,       /* full validation: a value breaks its type's rules */
+
+   /* Callers' mistakes and resources. */
+   OPMSG_ERR_INVALID_ARGUMENT = 28, /* NULL where a pointer is needed, bad option */
+   OPMSG_ERR_BUFFER_TOO_SMALL = 29, /* the caller's buffer is smaller than the size needed */
+   OPMSG_ERR_WRONG_OPCODE = 30,     /* the function does not apply to this opcode */
+   OPMSG_ERR_NO_MEMORY = 31,        /* an allocation failed */
+   OPMSG_ERR_OUTPUT_TOO_LARGE = 32, /* the result would exceed the size limit */
+
+   /* OP_COMPRESSED (opmsg/compress.h). */
+   OPMSG_ERR_UNKNOWN_COMPRESSOR = 33,  /* compressorId 4-255 */
+   OPMSG_ERR_COMPRESSOR_UNAVAILABLE = 34, /* a known codec this build lacks */
+   OPMSG_ERR_UNCOMPRESSED_SIZE = 35,   /* uncompressedSize out of range, or not what decompressing gave */
+   OPMSG_ERR_DECOMPRESS = 36,          /* the codec failed: corrupt or truncated stream */
+   OPMSG_ERR_NESTED_COMPRESSION = 37,  /* OP_COMPRESSED inside OP_COMPRESSED */
+   OPMSG_ERR_BAD_ORIGINAL_OPCODE = 38, /* originalOpcode is not one opmsg can carry */
+   OPMSG_ERR_COMPRESSION_FORBIDDEN = 39, /* hello, auth and user commands are never compressed */
+   OPMSG_ERR_COMPRESS = 40,            /* the codec failed while compressing */
+
+   /* Encoder (opmsg/build.h). */
+   OPMSG_ERR_DOCUMENT_OVER_LIMIT = 41, /* one document larger than a message may carry (names its index) */
+   OPMSG_ERR_BAD_COMMAND = 42,         /* command empty, or an invalid document */
+
+   /* Stream reader (opmsg/reader.h). */
+   OPMSG_ERR_STREAM_TRUNCATED = 43,    /* the stream ended inside a message */
+   OPMSG_ERR_EXHAUST_SEQUENCE = 44,    /* a moreToCome reply's follow-up does not answer it */
+
+   /* Legacy OP_QUERY / OP_REPLY (opmsg/legacy.h). */
+   OPMSG_ERR_QUERY_NAMESPACE = 45,     /* fullCollectionName unterminated or empty */
+   OPMSG_ERR_REPLY_COUNT = 46,         /* numberReturned negative or not the documents present */
+
+   OPMSG_ERR_MISSING_DB = 47,          /* OPMSG_PARSE_REQUEST: no "$db" string in the body */
+
+   OPMSG_ERR_COUNT_ /* not a code: one past the last */
+} opmsg_error_code_t;
+
+/* A short stable name for an error code ("checksum-mismatch"), or "unknown". */
+OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
+
+/* ---------------------------------------------------------------------------
+ * Options
+ * ------------------------------------------------------------------------- */
+
+/* opmsg_options_t.flags */
+/* Also check every nested element: types, lengths, UTF-8 of strings and keys,
+ * booleans 0/1, and the rules of each type (the BSON corpus's rules). */
+#define OPMSG_PARSE_FULL_VALIDATE 0x1u
+/* Do not verify the CRC-32C (it is still required to be present when the
+ * flag says so). For peers that already verified it. */
+#define OPMSG_PARSE_SKIP_CHECKSUM 0x2u
+/* The message is a command (a request): the body must have a "$db" string. */
+#define OPMSG_PARSE_REQUEST 0x4u
+
+/* Deepest nesting full validation follows (libbson's own limit is 100). */
+#define OPMSG_MAX_DEPTH 100
+
+typedef struct {
+   /* Largest messageLength accepted; 0 means OPMSG_DEFAULT_MAX_MESSAGE_SIZE.
+    * Also bounds every allocation opmsg makes for a message (decompression,
+    * merging): the merged document may be at most this size plus the array
+    * keys of its sequences, and never more than 2 GiB - 1 (BSON's limit). */
+   size_t max_message_size;
+   /* Largest document; 0 means OPMSG_DEFAULT_MAX_BSON_SIZE. A body may be
+    * OPMSG_BODY_ALLOWANCE larger. */
+   size_t max_bson_size;
+   /* OPMSG_PARSE_* bits. */
+   uint32_t flags;
+} opmsg_options_t;
+
+/* Fills *opts with the defaults (all limits 0 = default, no flags). */
+OPMSG_EXPORT void opmsg_options_init(opmsg_options_t *opts);
+
+/* ---------------------------------------------------------------------------
+ * Parsing
+ *
+ * opmsg_parse() validates one whole wire message and fills an opmsg_msg_t
+ * that points into the caller's bytes: nothing is copied and, for bodies of up
+ * to 256 top-level keys, nothing is allocated (a larger body borrows one
+ * bounded table for its duplicate-key check). The bytes must outlive the
+ * opmsg_msg_t.
+ * ------------------------------------------------------------------------- */
+
+typedef struct {
+   /* The whole message as given, and its header. */
+   const uint8_t *data;
+   size_t len;
+   int32_t message_length;
+   int32_t request_id;
+   int32_t response_to;
+   int32_t opcode;
+
+   /* OP_MSG flagBits; OP_QUERY flags; OP_REPLY responseFlags; 0 otherwise. */
+   uint32_t flags;
+   bool checksum_present; /* OP_MSG: flag bit 0 was set (and checked) */
+   uint32_t checksum;     /* the stored CRC-32C when checksum_present */
+
+   /* The main document: the OP_MSG body (kind 0), the OP_QUERY query, the
+    * first OP_REPLY document (NULL when numberReturned is 0); NULL for
+    * OP_COMPRESSED. A valid BSON document of body_len bytes. */
+   const uint8_t *body;
+   uint32_t body_len;
+
+   /* OP_MSG: how many kind-1 sections (document sequences) there are. */
+   uint32_t n_sequences;
+
+   /* OP_QUERY (see opmsg/legacy.h). */
+   const char *full_collection_name; /* NUL-terminated, inside data */
+   int32_t number_to_skip;
+   int32_t number_to_return;
+   const uint8_t *field_selector;    /* NULL when absent */
+   uint32_t field_selector_len;
+
+   /* OP_REPLY (see opmsg/legacy.h). Every document is checked. */
+   int64_t cursor_id;
+   int32_t starting_from;
+   int32_t number_returned;
+   const uint8_t *documents; /* the documents back to back */
+   size_t documents_len;
+
+   /* OP_COMPRESSED (see opmsg/compress.h). Framing only: the payload is
+    * checked when it is decompressed. */
+   int32_t original_opcode;
+   int32_t uncompressed_size;
+   uint8_t compressor_id;
+   const uint8_t *compressed;
+   size_t compressed_len;
+
+   /* Private: set by opmsg_parse(), read by the merge and view functions. */
+   const uint8_t *priv_sections;  /* OP_MSG sections (checksum excluded) */
+   size_t priv_sections_len;
+   size_t priv_merged_size;       /* exact size of the merged document */
+   size_t priv_max_output;        /* limit for the merged document */
+   uint32_t priv_seq_bytes_dotted; /* nonzero when an identifier has a dot */
+} opmsg_msg_t;
+
+/*
+ * Parses and validates the message in data[0..len). len must be the whole
+ * message: messageLength must equal len (use opmsg_frame_length() or the
+ * stream reader to cut a stream into messages). opts may be NULL.
+ *
+ * Checks every rule of the OP_MSG spec: header bounds and the size limit,
+ * flag bits, the CRC-32C when present, exactly one body, kind-1 sizes,
+ * identifiers and document bounds, unique identifiers, identifiers clashing
+ * with body fields (as dotted paths too), unknown section kinds, trailing
+ * bytes, duplicate top-level body keys, every document's length, terminator
+ * and top-level elements (every nested element too with
+ * OPMSG_PARSE_FULL_VALIDATE). OP_QUERY and OP_REPLY are checked completely,
+ * OP_COMPRESSED as far as its framing goes.
+ *
+ * Returns true and fills *msg, or false with *error set (msg is then
+ * unspecified). Allocates nothing except as said above.
+ */
+OPMSG_EXPORT bool opmsg_parse(const uint8_t *data, size_t len,
+                              const opmsg_options_t *opts, opmsg_msg_t *msg,
+                              bson_error_t *error);
+
+/*
+ * Reads the 16-byte header at data[0..len) and stores in *message_length the
+ * length of the message that starts there, after checking it against the
+ * opcode's minimum and the limit in opts. Returns false with *error set when
+ * fewer than 4 bytes are given or the length is out of bounds. For cutting a
+ * stream: the message is complete once *message_length bytes are there.
+ */
+OPMSG_EXPORT bool opmsg_frame_length(const uint8_t *data, size_t len,
+                                     const opmsg_options_t *opts,
+                                     size_t *message_length,
+                                     bson_error_t *error);
+
+/* ---------------------------------------------------------------------------
+ * Merging
+ *
+ * The merged document is the body's fields in their order, then each
+ * document sequence as an array field (keys "0", "1", ...) in wire order.
+ * A dotted identifier such as "cursor.firstBatch" is placed at its path,
+ * inside the body's "cursor" sub-document (created at the end when the body
+ * has no such field). Nested documents are copied as opaque bytes. For
+ * OP_QUERY the result is the query document, for OP_REPLY its only document.
+ * ------------------------------------------------------------------------- */
+
+/* The exact size in bytes of the merged document of a parsed message. */
+OPMSG_EXPORT size_t opmsg_merged_size(const opmsg_msg_t *msg);
+
+/*
+ * Writes the merged document into buf[0..buf_len). Allocates nothing.
+ * Returns false with OPMSG_ERR_BUFFER_TOO_SMALL when buf_len is less than
+ * opmsg_merged_size(msg) (nothing useful is written then), with
+ * OPMSG_ERR_WRONG_OPCODE for OP_COMPRESSED or an OP_REPLY without exactly one
+ * document. On success *written (if not NULL) is the size written.
+ */
+OPMSG_EXPORT bool opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf,
+                                   size_t buf_len, size_t *written,
+                                   bson_error_t *error);
+
+/*
+ * Returns the merged document as a new bson_t made with exactly one
+ * allocation (the bson_t and its bytes in one block). The document is
+ * read-only (bson_append_* on it fail: bson_copy() it to extend it);
+ * bson_destroy() frees it. NULL with *error set on failure.
+ */
+OPMSG_EXPORT bson_t *opmsg_merge_bson(const opmsg_msg_t *msg,
+                                      bson_error_t *error);
+
+/* ---------------------------------------------------------------------------
+ * Zero-copy view
+ *
+ * Read a parsed message as if it were merged, without copying or
+ * allocating. Every pointer points into the message's bytes.
+ * ------------------------------------------------------------------------- */
+
+/* The command name: the body's first key (NULL for an empty body). */
+OPMSG_EXPORT const char *opmsg_command_name(const opmsg_msg_t *msg);
+
+/* The body's "$db" string, and its length if len is not NULL; NULL when the
+ * body has no "$db" string. */
+OPMSG_EXPORT const char *opmsg_db(const opmsg_msg_t *msg, uint32_t *len);
+
+/* Initialises *body as a read-only static view of the body (bson_init_static;
+ * bson_destroy() is not needed). False when the message has no body. */
+OPMSG_EXPORT bool opmsg_body(const opmsg_msg_t *msg, bson_t *body);
+
+/* One document sequence. */
+typedef struct {
+   const char *identifier;   /* NUL-terminated, inside the message */
+   uint32_t identifier_len;
+   const uint8_t *documents; /* the documents back to back */
+   uint32_t documents_len;
+   uint32_t count;           /* how many documents */
+   uint32_t offset;          /* byte offset of the section's kind byte */
+} opmsg_sequence_t;
+
+/* Iterates the sequences in wire order. */
+typedef struct {
+   const uint8_t *p;
+   const uint8_t *end;
+   const uint8_t *base;
+} opmsg_sequence_iter_t;
+
+OPMSG_EXPORT void opmsg_sequence_iter_init(opmsg_sequence_iter_t *it,
+                                           const opmsg_msg_t *msg);
+/* Stores the next sequence in *seq; false when there are no more. */
+OPMSG_EXPORT bool opmsg_sequence_iter_next(opmsg_sequence_iter_t *it,
+                                           opmsg_sequence_t *seq);
+/* Finds the sequence with this exact identifier. */
+OPMSG_EXPORT bool opmsg_sequence_find(const opmsg_msg_t *msg,
+                                      const char *identifier,
+                                      opmsg_sequence_t *seq);
+
+/* Iterates the documents of one sequence. */
+typedef struct {
+   const uint8_t *p;
+   const uint8_t *end;
+} opmsg_document_iter_t;
+
+OPMSG_EXPORT void opmsg_document_iter_init(opmsg_document_iter_t *it,
+                                           const opmsg_sequence_t *seq);
+/* Initialises *doc as a static view of the next document; false at the end. */
+OPMSG_EXPORT bool opmsg_document_iter_next(opmsg_document_iter_t *it,
+                                           bson_t *doc);
+
+/*
+ * An iterator over the top level of the merged document, field by field in
+ * the merged order, with no copy. Each field is one of:
+ *  - OPMSG_FIELD_BODY: a body field carried over unchanged; `iter` is a
+ *    bson_iter_t on it (use bson_iter_key(), bson_iter_type(), ...).
+ *  - OPMSG_FIELD_SEQUENCE: a document sequence that becomes an array; `seq`
+ *    describes it.
+ *  - OPMSG_FIELD_PATH: a sub-document that gains sequences at a dotted path
+ *    (e.g. "cursor" for "cursor.firstBatch"). `iter` is on the body's field,
+ *    or has no document when the body had none (the merge creates it);
+ *    opmsg_view_enter() iterates its merged contents in turn.
+ */
+typedef enum {
+   OPMSG_FIELD_BODY = 1,
+   OPMSG_FIELD_SEQUENCE = 2,
+   OPMSG_FIELD_PATH = 3
+} opmsg_field_kind_t;
+
+typedef struct {
+   opmsg_field_kind_t kind;
+   const char *key;          /* NUL-terminated for BODY and PATH fields */
+   uint32_t key_len;
+   bson_iter_t iter;         /* BODY; PATH when path_in_body */
+   bool path_in_body;        /* PATH: the body has the sub-document */
+   opmsg_sequence_t seq;     /* SEQUENCE */
+} opmsg_field_t;
+
+typedef struct {
+   const opmsg_msg_t *msg;
+   bson_iter_t iter;          /* over the (sub-)document of the body */
+   bool has_doc;              /* false: a sub-document the merge creates */
+   int phase;                 /* 0: body fields, 1: sequences and new paths */
+   const char *prefix;        /* the dotted path of this level ("" at the top) */
+   uint32_t prefix_len;
+   opmsg_sequence_iter_t seqs;
+   const char *last_new;      /* last created path component emitted */
+   uint32_t last_new_len;
+   uint32_t emitted_new;      /* how many sequence entries phase 1 consumed */
+} opmsg_view_t;
+
+/* Starts a view of the top level of msg's merged document. False for an
+ * OP_COMPRESSED message (decompress it first) or one without a body. */
+OPMSG_EXPORT bool opmsg_view_init(opmsg_view_t *view, const opmsg_msg_t *msg);
+/* Stores the next field in *field; false after the last. */
+OPMSG_EXPORT bool opmsg_view_next(opmsg_view_t *view, opmsg_field_t *field);
+/* For an OPMSG_FIELD_PATH field: starts a view of its merged contents. */
+OPMSG_EXPORT bool opmsg_view_enter(const opmsg_view_t *view,
+                                   const opmsg_field_t *field,
+                                   opmsg_view_t *child);
+
+/* ---------------------------------------------------------------------------
+ * CRC-32C (Castagnoli), the OP_MSG checksum
+ * ------------------------------------------------------------------------- */
+
+/*
+ * Updates a running CRC-32C with data[0..len) and returns it. Start with
+ * crc = 0; the value returned after the last piece is the checksum (the
+ * initial and final inversions are done inside, as zlib's crc32() does).
+ * opmsg_crc32c(0, "123456789", 9) == 0xE3069283. Uses ISA-L's crc32_iscsi
+ * when the library was built with it, a portable table otherwise.
+ */
+OPMSG_EXPORT uint32_t opmsg_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* "isa-l" or "portable": which implementation opmsg_crc32c() uses. */
+OPMSG_EXPORT const char *opmsg_crc32c_implementation(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* The parts beyond the engine; each documents its own functions. */
+#include <opmsg/compress.h>
+#include <opmsg/build.h>
+#include <opmsg/legacy.h>
+#include <opmsg/reader.h>
+
+#endif /* OPMSG_H */

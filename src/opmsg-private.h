@@ -1,0 +1,158 @@
+/*
+ * opmsg-private.h - internals shared by the library's source files.
+ * Not installed. Tests may include it (they link the static library).
+ */
+#ifndef OPMSG_PRIVATE_H
+#define OPMSG_PRIVATE_H
+
+#include <opmsg/opmsg.h>
+
+#include <string.h>
+
+#if defined(__GNUC__)
+#define OPMSG_LIKELY(x) __builtin_expect(!!(x), 1)
+#define OPMSG_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define OPMSG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define OPMSG_LIKELY(x) (x)
+#define OPMSG_UNLIKELY(x) (x)
+#define OPMSG_PRINTF(f, a)
+#endif
+
+/* The wire is little-endian. memcpy lets the compiler emit one load and keeps
+ * unaligned reads defined. */
+static inline uint32_t
+opmsg_read_u32(const uint8_t *p)
+{
+   uint32_t v;
+   memcpy(&v, p, 4);
+   return BSON_UINT32_FROM_LE(v);
+}
+
+static inline int32_t
+opmsg_read_i32(const uint8_t *p)
+{
+   return (int32_t) opmsg_read_u32(p);
+}
+
+static inline int64_t
+opmsg_read_i64(const uint8_t *p)
+{
+   uint64_t v;
+   memcpy(&v, p, 8);
+   return (int64_t) BSON_UINT64_FROM_LE(v);
+}
+
+static inline void
+opmsg_write_u32(uint8_t *p, uint32_t v)
+{
+   v = BSON_UINT32_TO_LE(v);
+   memcpy(p, &v, 4);
+}
+
+static inline void
+opmsg_write_i64(uint8_t *p, int64_t v)
+{
+   uint64_t u = BSON_UINT64_TO_LE((uint64_t) v);
+   memcpy(p, &u, 8);
+}
+
+/* Fills *error (when not NULL) with OPMSG_ERROR_DOMAIN, code and a message.
+ * Always returns false so callers can `return opmsg_fail(...)`. */
+bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt,
+                ...) OPMSG_PRINTF(3, 4);
+
+/* The limits in force for one call, with defaults applied. */
+typedef struct {
+   size_t max_message_size;
+   size_t max_bson_size;
+   uint32_t flags;
+} opmsg_limits_t;
+
+void opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits);
+
+/* ---------------------------------------------------------------------------
+ * BSON element walking (document.c)
+ * ------------------------------------------------------------------------- */
+
+/* One top-level element of a document. */
+typedef struct {
+   const uint8_t *start; /* the type byte */
+   uint8_t type;
+   const char *key;      /* NUL-terminated */
+   uint32_t key_len;
+   const uint8_t *value;
+   uint32_t value_len;
+   uint32_t key_hash;    /* computed while the key is scanned */
+} opmsg_element_t;
+
+/*
+ * Checks the frame of the document at doc with at most avail bytes:
+ * length >= 5, <= avail, <= max_len, and a terminating 0. base is the
+ * document's offset in the message, for error messages; what names the
+ * document ("body", "document 3 of sequence \"documents\""). Stores the
+ * length in *len.
+ */
+bool opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len,
+                     size_t base, const char *what, uint32_t *len,
+                     bson_error_t *error);
+
+/*
+ * Reads the element at *p (inside a framed document whose terminator is at
+ * end) into *e and advances *p past it. Checks the type, the key's
+ * terminator and the value's length (a nested document's length and
+ * terminator too, not its contents). base + (p - doc) is the element's
+ * offset for errors.
+ */
+bool opmsg_next_element(const uint8_t **p, const uint8_t *end,
+                        opmsg_element_t *e, size_t offset, bson_error_t *error);
+
+/* Checks every top-level element of a framed document. Stores the number of
+ * elements in *count if not NULL. */
+bool opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
+                         const char *what, uint32_t *count, bson_error_t *error);
+
+/* Full validation of every nested element (validate.c). The document has
+ * already passed opmsg_doc_frame(). depth is its nesting level (0 at the
+ * top). */
+bool opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
+                             const char *what, bson_error_t *error);
+
+/* FNV-1a, the hash the duplicate checks use. */
+static inline uint32_t
+opmsg_hash_step(uint32_t h, uint8_t c)
+{
+   return (h ^ c) * 16777619u;
+}
+#define OPMSG_HASH_INIT 2166136261u
+
+/* ---------------------------------------------------------------------------
+ * Per-opcode parsers, called by opmsg_parse() after the header checks.
+ * msg->data, len, header fields are set; each fills the rest.
+ * ------------------------------------------------------------------------- */
+bool opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits,
+                     bson_error_t *error);
+bool opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits,
+                       bson_error_t *error);
+bool opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits,
+                       bson_error_t *error);
+bool opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
+                            bson_error_t *error);
+
+/* The smallest messageLength each opcode can have. */
+size_t opmsg_min_length(int32_t opcode);
+
+/* ---------------------------------------------------------------------------
+ * Array keys "0", "1", ... without printf (merge.c)
+ * ------------------------------------------------------------------------- */
+
+/* Total bytes the keys "0".."count-1" take, NULs included. */
+size_t opmsg_array_keys_size(uint32_t count);
+
+/* Writes the decimal digits of i and a NUL at p; returns bytes written. */
+size_t opmsg_write_index_key(uint8_t *p, uint32_t i);
+
+/* The portable CRC-32C, always built, so tests can compare it with ISA-L. */
+uint32_t opmsg_crc32c_portable(uint32_t crc, const void *data, size_t len);
+
+#endif /* OPMSG_PRIVATE_H */

@@ -1,0 +1,56 @@
+/* testutil.h - helpers shared by the unit tests. */
+#ifndef OPMSG_TESTUTIL_H
+#define OPMSG_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include <opmsg/opmsg.h>
+#include "opmsg-private.h"
+
+/* Reads tests/data/<rel> into a new buffer (free with free()); fails the test
+ * when it is missing. */
+uint8_t *tu_read_file(const char *rel, size_t *len);
+/* True when tests/data/<rel> exists. */
+int tu_file_exists(const char *rel);
+
+/* A growable byte buffer for building messages by hand. */
+typedef struct {
+   uint8_t *data;
+   size_t len;
+   size_t cap;
+} tu_buf_t;
+
+void tu_buf_init(tu_buf_t *b);
+void tu_buf_free(tu_buf_t *b);
+void tu_put(tu_buf_t *b, const void *p, size_t n);
+void tu_put_u8(tu_buf_t *b, uint8_t v);
+void tu_put_i32(tu_buf_t *b, int32_t v);
+void tu_put_cstr(tu_buf_t *b, const char *s);
+/* Appends the bytes of a document given as relaxed/canonical Extended JSON. */
+void tu_put_json_doc(tu_buf_t *b, const char *json);
+/* Appends raw bytes of a bson_t. */
+void tu_put_bson(tu_buf_t *b, const bson_t *doc);
+
+/* Building an OP_MSG: tu_msg_begin() writes the header and flags,
+ * tu_msg_body() a kind-0 section, tu_msg_seq_begin()/tu_msg_seq_end() a kind-1
+ * section around tu_put_json_doc() calls, and tu_msg_end() fixes
+ * messageLength and appends the CRC-32C when the flags ask for it. */
+void tu_msg_begin(tu_buf_t *b, uint32_t flags);
+void tu_msg_body(tu_buf_t *b, const char *json);
+size_t tu_msg_seq_begin(tu_buf_t *b, const char *identifier);
+void tu_msg_seq_end(tu_buf_t *b, size_t mark);
+void tu_msg_end(tu_buf_t *b);
+
+/* Asserts parse fails with this code. */
+void tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags,
+                       opmsg_error_code_t code);
+/* Parses (asserting success), merges, and returns the merged document as
+ * canonical Extended JSON (free with bson_free()). */
+char *tu_merge_json(const uint8_t *data, size_t len, uint32_t flags);
+
+#endif
