@@ -139,6 +139,11 @@ bool opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits,
 bool opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
                             bson_error_t *error);
 
+/* OP_UPDATE, OP_INSERT, OP_GET_MORE, OP_DELETE, OP_KILL_CURSORS (removed.c). */
+bool opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
+                         bson_error_t *error);
+size_t opmsg_removed_min_length(int32_t opcode);
+
 /* The smallest messageLength each opcode can have. */
 size_t opmsg_min_length(int32_t opcode);
 
@@ -156,3 +161,18 @@ size_t opmsg_write_index_key(uint8_t *p, uint32_t i);
 uint32_t opmsg_crc32c_portable(uint32_t crc, const void *data, size_t len);
 
 #endif /* OPMSG_PRIVATE_H */
+
+/* ---------------------------------------------------------------------------
+ * Sequences and dotted paths (view.c, merge.c)
+ * ------------------------------------------------------------------------- */
+
+/* A message with a dotted identifier may hold at most this many sequences:
+ * placing paths compares sequences pairwise. mongod accepts 2. */
+#define OPMSG_MAX_DOTTED_SEQUENCES 64
+
+/* opmsg_sequence_iter_next(), counting the documents only when asked. */
+bool opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq,
+                         bool count);
+
+/* The merged size of a message with dotted identifiers (merge.c). */
+size_t opmsg_merge_paths_size(const opmsg_msg_t *msg);

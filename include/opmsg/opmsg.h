@@ -65,6 +65,13 @@ OPMSG_EXPORT unsigned opmsg_version_number(void);
 #define OPMSG_OP_QUERY 2004
 #define OPMSG_OP_COMPRESSED 2012
 #define OPMSG_OP_MSG 2013
+/* Removed in MongoDB 5.1; opmsg checks their framing (proxies still see them
+ * from old clients) but has nothing to merge for them. */
+#define OPMSG_OP_UPDATE 2001
+#define OPMSG_OP_INSERT 2002
+#define OPMSG_OP_GET_MORE 2005
+#define OPMSG_OP_DELETE 2006
+#define OPMSG_OP_KILL_CURSORS 2007
 
 #define OPMSG_HEADER_SIZE 16
 
@@ -258,7 +265,7 @@ typedef struct {
    size_t priv_sections_len;
    size_t priv_merged_size;       /* exact size of the merged document */
    size_t priv_max_output;        /* limit for the merged document */
-   uint32_t priv_seq_bytes_dotted; /* nonzero when an identifier has a dot */
+   uint32_t priv_n_dotted;         /* sequences whose identifier has a dot */
 } opmsg_msg_t;
 
 /*
@@ -405,24 +412,31 @@ typedef enum {
 
 typedef struct {
    opmsg_field_kind_t kind;
-   const char *key;          /* NUL-terminated for BODY and PATH fields */
+   /* The field's name, key_len bytes. NUL-terminated for BODY fields and for
+    * PATH fields in the body; a created PATH field's name is a component of
+    * an identifier ("cursor" in "cursor.firstBatch") and is not. */
+   const char *key;
    uint32_t key_len;
-   bson_iter_t iter;         /* BODY; PATH when path_in_body */
-   bool path_in_body;        /* PATH: the body has the sub-document */
+   bson_iter_t iter;         /* BODY, and PATH when path_in_body */
+   bool path_in_body;        /* PATH: the body has this sub-document */
    opmsg_sequence_t seq;     /* SEQUENCE */
+   /* PATH: the dotted path down to this field ("cursor"), path_len bytes,
+    * pointing into an identifier. */
+   const char *path;
+   uint32_t path_len;
 } opmsg_field_t;
 
+/* Read its fields only through the functions below. */
 typedef struct {
    const opmsg_msg_t *msg;
-   bson_iter_t iter;          /* over the (sub-)document of the body */
-   bool has_doc;              /* false: a sub-document the merge creates */
-   int phase;                 /* 0: body fields, 1: sequences and new paths */
-   const char *prefix;        /* the dotted path of this level ("" at the top) */
+   bson_iter_t iter;          /* over the body (or the body's sub-document) */
+   const uint8_t *doc;        /* that document, NULL when the merge creates it */
+   uint32_t doc_len;
+   bool has_doc;
+   bool in_sequences;         /* past the body's fields */
+   const char *prefix;        /* dotted path of this level; NULL at the top */
    uint32_t prefix_len;
    opmsg_sequence_iter_t seqs;
-   const char *last_new;      /* last created path component emitted */
-   uint32_t last_new_len;
-   uint32_t emitted_new;      /* how many sequence entries phase 1 consumed */
 } opmsg_view_t;
 
 /* Starts a view of the top level of msg's merged document. False for an

@@ -1,0 +1,248 @@
+/*
+ * document.c - bounds-checked walking of one level of a BSON document.
+ *
+ * The merger copies nested documents as opaque bytes, so by default only the
+ * top level of each document is walked: every element's type, key and value
+ * length, and each nested document's own length and terminator. Full
+ * validation (validate.c) goes on from here into every level.
+ */
+#include "opmsg-private.h"
+
+
+bool
+opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len, size_t base,
+                const char *what, uint32_t *len, bson_error_t *error)
+{
+   if (avail < 5) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
+                        "%s at offset %zu: %zu bytes left, a document needs at least 5",
+                        what, base, avail);
+   }
+   int32_t n = opmsg_read_i32(doc);
+   if (n < 5) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
+                        "%s at offset %zu: length %d is below the minimum of 5",
+                        what, base, n);
+   }
+   if ((size_t) n > avail) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
+                        "%s at offset %zu: length %d runs past the %zu bytes available",
+                        what, base, n, avail);
+   }
+   if ((size_t) n > max_len) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TOO_LARGE,
+                        "%s at offset %zu: length %d is above the limit of %zu",
+                        what, base, n, max_len);
+   }
+   if (doc[n - 1] != 0) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
+                        "%s at offset %zu: last byte (offset %zu) is 0x%02x, not 0",
+                        what, base, base + (size_t) n - 1, doc[n - 1]);
+   }
+   *len = (uint32_t) n;
+   return true;
+}
+
+/* A length-prefixed string value (string, code, symbol): int32 length
+ * counting the NUL, the bytes, the NUL. Returns its size or 0 if bad. */
+static size_t
+string_value_size(const uint8_t *v, size_t avail)
+{
+   if (avail < 5) {
+      return 0;
+   }
+   int32_t n = opmsg_read_i32(v);
+   if (n < 1 || (size_t) n > avail - 4 || v[4 + n - 1] != 0) {
+      return 0;
+   }
+   return 4 + (size_t) n;
+}
+
+/* A nested document or array: its own length and terminator. */
+static size_t
+nested_doc_size(const uint8_t *v, size_t avail)
+{
+   if (avail < 5) {
+      return 0;
+   }
+   int32_t n = opmsg_read_i32(v);
+   if (n < 5 || (size_t) n > avail || v[n - 1] != 0) {
+      return 0;
+   }
+   return (size_t) n;
+}
+
+/* code_w_scope: int32 total, string, document, and the total must add up. */
+static size_t
+code_w_scope_size(const uint8_t *v, size_t avail)
+{
+   if (avail < 14) {
+      return 0;
+   }
+   int32_t total = opmsg_read_i32(v);
+   if (total < 14 || (size_t) total > avail) {
+      return 0;
+   }
+   size_t s = string_value_size(v + 4, (size_t) total - 4);
+   if (s == 0) {
+      return 0;
+   }
+   size_t d = nested_doc_size(v + 4 + s, (size_t) total - 4 - s);
+   if (d == 0 || 4 + s + d != (size_t) total) {
+      return 0;
+   }
+   return (size_t) total;
+}
+
+/* Size of the value of the given type at v, with avail bytes before the
+ * enclosing document's terminator; 0 when it does not fit or is malformed
+ * (no valid value is 0 bytes except those handled by the caller). */
+static size_t
+value_size(uint8_t type, const uint8_t *v, size_t avail)
+{
+   const uint8_t *nul;
+   size_t n;
+
+   switch (type) {
+   case BSON_TYPE_DOUBLE:
+   case BSON_TYPE_DATE_TIME:
+   case BSON_TYPE_TIMESTAMP:
+   case BSON_TYPE_INT64:
+      return avail >= 8 ? 8 : 0;
+   case BSON_TYPE_UTF8:
+   case BSON_TYPE_CODE:
+   case BSON_TYPE_SYMBOL:
+      return string_value_size(v, avail);
+   case BSON_TYPE_DOCUMENT:
+   case BSON_TYPE_ARRAY:
+      return nested_doc_size(v, avail);
+   case BSON_TYPE_BINARY: {
+      if (avail < 5) {
+         return 0;
+      }
+      int32_t b = opmsg_read_i32(v);
+      if (b < 0 || (size_t) b > avail - 5) {
+         return 0;
+      }
+      return 5 + (size_t) b;
+   }
+   case BSON_TYPE_OID:
+      return avail >= 12 ? 12 : 0;
+   case BSON_TYPE_BOOL:
+      return avail >= 1 ? 1 : 0;
+   case BSON_TYPE_REGEX:
+      nul = memchr(v, 0, avail);
+      if (!nul) {
+         return 0;
+      }
+      n = (size_t) (nul - v) + 1;
+      nul = memchr(v + n, 0, avail - n);
+      return nul ? (size_t) (nul - v) + 1 : 0;
+   case BSON_TYPE_DBPOINTER:
+      n = string_value_size(v, avail);
+      return (n && avail - n >= 12) ? n + 12 : 0;
+   case BSON_TYPE_CODEWSCOPE:
+      return code_w_scope_size(v, avail);
+   case BSON_TYPE_INT32:
+      return avail >= 4 ? 4 : 0;
+   case BSON_TYPE_DECIMAL128:
+      return avail >= 16 ? 16 : 0;
+   default:
+      return 0;
+   }
+}
+
+static bool
+type_is_known(uint8_t type)
+{
+   return (type >= BSON_TYPE_DOUBLE && type <= BSON_TYPE_DECIMAL128) ||
+          type == BSON_TYPE_MAXKEY || type == BSON_TYPE_MINKEY;
+}
+
+static bool
+type_is_empty(uint8_t type)
+{
+   return type == BSON_TYPE_UNDEFINED || type == BSON_TYPE_NULL ||
+          type == BSON_TYPE_MAXKEY || type == BSON_TYPE_MINKEY;
+}
+
+bool
+opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e,
+                   size_t offset, bson_error_t *error)
+{
+   const uint8_t *p = *pp;
+   uint8_t type = *p;
+
+   if (OPMSG_UNLIKELY(type == 0)) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
+                        "element at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
+                        offset, (size_t) (end - p));
+   }
+   if (OPMSG_UNLIKELY(!type_is_known(type))) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
+                        "element at offset %zu: unknown type 0x%02x", offset, type);
+   }
+   const char *key = (const char *) p + 1;
+   const uint8_t *nul = memchr(key, 0, (size_t) (end - p) - 1);
+   if (OPMSG_UNLIKELY(!nul)) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
+                        "element at offset %zu: key has no terminating NUL inside the document",
+                        offset);
+   }
+   const uint8_t *v = nul + 1;
+   size_t avail = (size_t) (end - v);
+   size_t n = 0;
+   if (!type_is_empty(type)) {
+      n = value_size(type, v, avail);
+      if (OPMSG_UNLIKELY(n == 0)) {
+         return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
+                           "element \"%.64s\" at offset %zu: %s value of bad length or past the document's end",
+                           key, offset, type == BSON_TYPE_REGEX ? "regex" : "the");
+      }
+      if (OPMSG_UNLIKELY(type == BSON_TYPE_BOOL && *v > 1)) {
+         return opmsg_fail(error, OPMSG_ERR_INVALID_BOOLEAN,
+                           "element \"%.64s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
+                           key, offset, *v);
+      }
+   }
+   e->start = p;
+   e->type = type;
+   e->key = key;
+   e->key_len = (uint32_t) ((const char *) nul - key);
+   e->value = v;
+   e->value_len = (uint32_t) n;
+   *pp = v + n;
+   return true;
+}
+
+bool
+opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
+                    const char *what, uint32_t *count, bson_error_t *error)
+{
+   const uint8_t *p = doc + 4;
+   const uint8_t *end = doc + len - 1;
+   uint32_t n = 0;
+   opmsg_element_t e;
+
+   while (p < end) {
+      if (!opmsg_next_element(&p, end, &e, base + (size_t) (p - doc), error)) {
+         /* Name the document too: the element's offset alone is not enough
+          * to tell a body from the 90,000th document of a sequence. */
+         if (error) {
+            char *m = error->message;
+            size_t wl = strlen(what); /* our own names, under 100 bytes */
+            memmove(m + wl + 2, m, sizeof error->message - wl - 3);
+            memcpy(m, what, wl);
+            m[wl] = ':';
+            m[wl + 1] = ' ';
+            m[sizeof error->message - 1] = '\0';
+         }
+         return false;
+      }
+      n++;
+   }
+   if (count) {
+      *count = n;
+   }
+   return true;
+}

@@ -1,0 +1,118 @@
+/*
+ * header.c - the 16-byte message header shared by every opcode, and the
+ * dispatch from opmsg_parse() to each opcode's parser.
+ */
+#include "opmsg-private.h"
+
+size_t
+opmsg_min_length(int32_t opcode)
+{
+   switch (opcode) {
+   case OPMSG_OP_MSG:
+      /* header, flagBits, kind byte, the smallest document. */
+      return OPMSG_HEADER_SIZE + 4 + 1 + 5;
+   case OPMSG_OP_COMPRESSED:
+      /* header, originalOpcode, uncompressedSize, compressorId. */
+      return OPMSG_HEADER_SIZE + 9;
+   case OPMSG_OP_QUERY:
+      /* header, flags, a one-byte namespace, skip, return, a document. */
+      return OPMSG_HEADER_SIZE + 4 + 2 + 4 + 4 + 5;
+   case OPMSG_OP_REPLY:
+      /* header, responseFlags, cursorID, startingFrom, numberReturned. */
+      return OPMSG_HEADER_SIZE + 20;
+   default:
+      return opmsg_removed_min_length(opcode);
+   }
+}
+
+/* Checks messageLength and the opcode; used on a whole message and on the
+ * first bytes of a stream alike. */
+static bool
+check_header(const uint8_t *data, const opmsg_limits_t *limits,
+             size_t *message_length, bson_error_t *error)
+{
+   int32_t length = opmsg_read_i32(data);
+   int32_t opcode = opmsg_read_i32(data + 12);
+   size_t min = opmsg_min_length(opcode);
+
+   if (min == 0) {
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_OPCODE,
+                        "opCode %d at offset 12 is not one MongoDB defines",
+                        opcode);
+   }
+   /* Signed first: a negative length must not pass a size_t comparison. */
+   if (length < 0 || (size_t) length < min) {
+      return opmsg_fail(error, OPMSG_ERR_LENGTH_TOO_SMALL,
+                        "messageLength %d at offset 0 is below the %zu bytes opCode %d needs",
+                        length, min, opcode);
+   }
+   if ((size_t) length > limits->max_message_size) {
+      return opmsg_fail(error, OPMSG_ERR_LENGTH_TOO_LARGE,
+                        "messageLength %d at offset 0 is above the limit of %zu bytes",
+                        length, limits->max_message_size);
+   }
+   *message_length = (size_t) length;
+   return true;
+}
+
+bool
+opmsg_frame_length(const uint8_t *data, size_t len, const opmsg_options_t *opts,
+                   size_t *message_length, bson_error_t *error)
+{
+   opmsg_limits_t limits;
+   if (!data || !message_length) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and message_length must not be NULL");
+   }
+   if (len < OPMSG_HEADER_SIZE) {
+      return opmsg_fail(error, OPMSG_ERR_TRUNCATED,
+                        "%zu bytes are fewer than the 16-byte header", len);
+   }
+   opmsg_limits_from(opts, &limits);
+   return check_header(data, &limits, message_length, error);
+}
+
+bool
+opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts,
+            opmsg_msg_t *msg, bson_error_t *error)
+{
+   opmsg_limits_t limits;
+   size_t length;
+
+   if (!data || !msg) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");
+   }
+   if (len < OPMSG_HEADER_SIZE) {
+      return opmsg_fail(error, OPMSG_ERR_TRUNCATED,
+                        "%zu bytes are fewer than the 16-byte header", len);
+   }
+   opmsg_limits_from(opts, &limits);
+   if (!check_header(data, &limits, &length, error)) {
+      return false;
+   }
+   if (length != len) {
+      return opmsg_fail(error, length > len ? OPMSG_ERR_TRUNCATED : OPMSG_ERR_LENGTH_MISMATCH,
+                        "messageLength %zu at offset 0 but %zu bytes given", length, len);
+   }
+
+   memset(msg, 0, sizeof *msg);
+   msg->data = data;
+   msg->len = len;
+   msg->message_length = (int32_t) length;
+   msg->request_id = opmsg_read_i32(data + 4);
+   msg->response_to = opmsg_read_i32(data + 8);
+   msg->opcode = opmsg_read_i32(data + 12);
+   msg->priv_max_output = limits.max_message_size;
+
+   switch (msg->opcode) {
+   case OPMSG_OP_MSG:
+      return opmsg_parse_msg(msg, &limits, error);
+   case OPMSG_OP_QUERY:
+      return opmsg_parse_query(msg, &limits, error);
+   case OPMSG_OP_REPLY:
+      return opmsg_parse_reply(msg, &limits, error);
+   case OPMSG_OP_COMPRESSED:
+      return opmsg_parse_compressed(msg, &limits, error);
+   default:
+      return opmsg_parse_removed(msg, &limits, error);
+   }
+}

@@ -1,0 +1,269 @@
+/*
+ * merge.c - the flat merger: one document from a body and its sequences.
+ *
+ * Only the top level is walked; nested documents are copied as opaque
+ * bytes. The exact size is known from opmsg_parse(), so the output is
+ * written in one pass into one buffer. Array keys "0", "1", ... come from a
+ * decimal odometer, not printf.
+ */
+#include "opmsg-private.h"
+
+size_t
+opmsg_array_keys_size(uint32_t count)
+{
+   /* Keys 0..count-1: each its digits and a NUL. */
+   size_t total = count; /* the NULs */
+   uint64_t lo = 0, hi = 10;
+   for (size_t digits = 1; lo < count; digits++, lo = hi, hi *= 10) {
+      uint64_t top = hi < count ? hi : count;
+      total += (size_t) (top - lo) * digits;
+   }
+   return total;
+}
+
+size_t
+opmsg_write_index_key(uint8_t *p, uint32_t i)
+{
+   char tmp[10];
+   size_t n = 0;
+   do {
+      tmp[n++] = (char) ('0' + i % 10);
+      i /= 10;
+   } while (i);
+   for (size_t k = 0; k < n; k++) {
+      p[k] = (uint8_t) tmp[n - 1 - k];
+   }
+   p[n] = 0;
+   return n + 1;
+}
+
+/* The next decimal key after key (klen digits), in place. */
+static inline void
+key_increment(char *key, size_t *klen)
+{
+   size_t i = *klen;
+   while (i > 0 && key[i - 1] == '9') {
+      key[--i] = '0';
+   }
+   if (i == 0) {
+      memmove(key + 1, key, *klen + 1);
+      key[0] = '1';
+      (*klen)++;
+   } else {
+      key[i - 1]++;
+   }
+}
+
+/* Writes one sequence as an array field named name: type, name, NUL, the
+ * array with its documents keyed "0", "1", ... Returns the end. */
+static uint8_t *
+write_sequence(uint8_t *o, const char *name, size_t name_len,
+               const uint8_t *docs, size_t docs_len)
+{
+   char key[12] = "0";
+   size_t klen = 1;
+   const uint8_t *d = docs;
+   const uint8_t *end = docs + docs_len;
+
+   *o++ = BSON_TYPE_ARRAY;
+   memcpy(o, name, name_len);
+   o += name_len;
+   *o++ = 0;
+   uint8_t *array = o;
+   o += 4;
+   while (d < end) {
+      uint32_t n = opmsg_read_u32(d);
+      *o++ = BSON_TYPE_DOCUMENT;
+      memcpy(o, key, klen + 1);
+      o += klen + 1;
+      memcpy(o, d, n);
+      o += n;
+      d += n;
+      key_increment(key, &klen);
+   }
+   *o++ = 0;
+   opmsg_write_u32(array, (uint32_t) (o - array));
+   return o;
+}
+
+static size_t
+sequence_size(size_t name_len, size_t docs_len, uint32_t count)
+{
+   return 1 + name_len + 1 + 4 + count + opmsg_array_keys_size(count) + docs_len + 1;
+}
+
+/* ---------------------------------------------------------------------------
+ * Dotted identifiers: the merged document is written by walking the view,
+ * level by level, so the view and the merge agree by construction. With
+ * out == NULL only the size is computed.
+ * ------------------------------------------------------------------------- */
+
+static size_t
+write_level(opmsg_view_t *v, uint8_t *out)
+{
+   size_t n = 4;
+   opmsg_field_t f;
+   opmsg_view_t child;
+
+   while (opmsg_view_next(v, &f)) {
+      switch (f.kind) {
+      case OPMSG_FIELD_BODY: {
+         size_t size = f.iter.next_off - f.iter.off;
+         if (out) {
+            memcpy(out + n, f.iter.raw + f.iter.off, size);
+         }
+         n += size;
+         break;
+      }
+      case OPMSG_FIELD_SEQUENCE:
+         if (out) {
+            write_sequence(out + n, f.key, f.key_len, f.seq.documents, f.seq.documents_len);
+         }
+         n += sequence_size(f.key_len, f.seq.documents_len, f.seq.count);
+         break;
+      case OPMSG_FIELD_PATH:
+         if (out) {
+            out[n] = BSON_TYPE_DOCUMENT;
+            memcpy(out + n + 1, f.key, f.key_len);
+            out[n + 1 + f.key_len] = 0;
+         }
+         n += 2 + f.key_len;
+         (void) opmsg_view_enter(v, &f, &child);
+         n += write_level(&child, out ? out + n : NULL);
+         break;
+      }
+   }
+   if (out) {
+      out[n] = 0;
+      opmsg_write_u32(out, (uint32_t) (n + 1));
+   }
+   return n + 1;
+}
+
+size_t
+opmsg_merge_paths_size(const opmsg_msg_t *msg)
+{
+   opmsg_view_t v;
+   return opmsg_view_init(&v, msg) ? write_level(&v, NULL) : 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Public entry points
+ * ------------------------------------------------------------------------- */
+
+/* Whether msg has a merged document, and its size. */
+static bool
+merged_size(const opmsg_msg_t *msg, size_t *size, bson_error_t *error)
+{
+   switch (msg->opcode) {
+   case OPMSG_OP_MSG:
+      *size = msg->priv_merged_size;
+      return true;
+   case OPMSG_OP_QUERY:
+      *size = msg->body_len;
+      return true;
+   case OPMSG_OP_REPLY:
+      if (msg->number_returned == 1 && msg->body) {
+         *size = msg->body_len;
+         return true;
+      }
+      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
+                        "an OP_REPLY with %d documents has no single document to merge to",
+                        msg->number_returned);
+   case OPMSG_OP_COMPRESSED:
+      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
+                        "an OP_COMPRESSED message must be decompressed before it is merged");
+   default:
+      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
+                        "opCode %d (removed in MongoDB 5.1) has no document to merge to",
+                        msg->opcode);
+   }
+}
+
+size_t
+opmsg_merged_size(const opmsg_msg_t *msg)
+{
+   size_t size = 0;
+   return merged_size(msg, &size, NULL) ? size : 0;
+}
+
+static void
+write_merged(const opmsg_msg_t *msg, uint8_t *out, size_t size)
+{
+   if (msg->opcode != OPMSG_OP_MSG || msg->n_sequences == 0) {
+      memcpy(out, msg->body, msg->body_len);
+      return;
+   }
+   if (msg->priv_n_dotted) {
+      opmsg_view_t v;
+      (void) opmsg_view_init(&v, msg);
+      (void) write_level(&v, out);
+      return;
+   }
+   /* The common case: the body's fields, then each sequence at the top. */
+   uint8_t *o = out;
+   opmsg_write_u32(o, (uint32_t) size);
+   memcpy(o + 4, msg->body + 4, msg->body_len - 5);
+   o += msg->body_len - 1;
+   opmsg_sequence_iter_t it;
+   opmsg_sequence_t seq;
+   opmsg_sequence_iter_init(&it, msg);
+   while (opmsg_sequence_next(&it, &seq, false)) {
+      o = write_sequence(o, seq.identifier, seq.identifier_len, seq.documents,
+                         seq.documents_len);
+   }
+   *o = 0;
+}
+
+bool
+opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
+                 size_t *written, bson_error_t *error)
+{
+   size_t size;
+   if (!msg || !buf) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg and buf must not be NULL");
+   }
+   if (!merged_size(msg, &size, error)) {
+      return false;
+   }
+   if (buf_len < size) {
+      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
+                        "the merged document needs %zu bytes, the buffer has %zu", size, buf_len);
+   }
+   write_merged(msg, buf, size);
+   if (written) {
+      *written = size;
+   }
+   return true;
+}
+
+/* libbson's private flag for a bson_t whose struct it must not free
+ * (bson-private.h, unchanged since libbson 1.0). bson_init_static() sets it
+ * with BSON_FLAG_RDONLY; clearing it makes bson_destroy() free our single
+ * block (struct and bytes) while RDONLY keeps it from freeing the bytes. */
+#define OPMSG_BSON_FLAG_STATIC (1u << 1)
+
+bson_t *
+opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
+{
+   size_t size;
+   if (!msg) {
+      opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg must not be NULL");
+      return NULL;
+   }
+   if (!merged_size(msg, &size, error)) {
+      return NULL;
+   }
+   /* One block: the bson_t, then the document. sizeof(bson_t) is a
+    * multiple of its alignment, so the bytes behind it are aligned too. */
+   bson_t *b = bson_malloc(sizeof(bson_t) + size);
+   uint8_t *data = (uint8_t *) (b + 1);
+   write_merged(msg, data, size);
+   if (!bson_init_static(b, data, size)) {
+      bson_free(b);
+      opmsg_fail(error, OPMSG_ERR_INVALID_VALUE, "internal error: merged document is malformed");
+      return NULL;
+   }
+   b->flags &= ~OPMSG_BSON_FLAG_STATIC;
+   return b;
+}

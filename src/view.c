@@ -1,0 +1,304 @@
+/*
+ * view.c - reading a parsed message as if it were merged, with no copy and
+ * no allocation: the command name, $db, the body, each sequence and its
+ * documents, and an iterator over the merged document's top level.
+ *
+ * Everything here walks bytes opmsg_parse() has already checked, so the
+ * walks trust the frames they meet.
+ */
+#include "opmsg-private.h"
+
+const char *
+opmsg_command_name(const opmsg_msg_t *msg)
+{
+   if (!msg->body || msg->body_len <= 5) {
+      return NULL;
+   }
+   return (const char *) msg->body + 5;
+}
+
+const char *
+opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
+{
+   bson_t body;
+   bson_iter_t it;
+   if (!opmsg_body(msg, &body) || !bson_iter_init_find(&it, &body, "$db") ||
+       !BSON_ITER_HOLDS_UTF8(&it)) {
+      return NULL;
+   }
+   return bson_iter_utf8(&it, len);
+}
+
+bool
+opmsg_body(const opmsg_msg_t *msg, bson_t *body)
+{
+   return msg->body && bson_init_static(body, msg->body, msg->body_len);
+}
+
+/* ---------------------------------------------------------------------------
+ * Sequences
+ * ------------------------------------------------------------------------- */
+
+void
+opmsg_sequence_iter_init(opmsg_sequence_iter_t *it, const opmsg_msg_t *msg)
+{
+   it->base = msg->data;
+   it->p = msg->opcode == OPMSG_OP_MSG ? msg->priv_sections : NULL;
+   it->end = it->p ? it->p + msg->priv_sections_len : NULL;
+}
+
+bool
+opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count)
+{
+   while (it->p && it->p < it->end) {
+      const uint8_t *p = it->p;
+      if (*p == 0) {
+         it->p = p + 1 + opmsg_read_u32(p + 1);
+         continue;
+      }
+      uint32_t size = opmsg_read_u32(p + 1);
+      const uint8_t *end = p + 1 + size;
+      seq->identifier = (const char *) p + 5;
+      seq->identifier_len = (uint32_t) strlen(seq->identifier);
+      seq->documents = p + 5 + seq->identifier_len + 1;
+      seq->documents_len = (uint32_t) (end - seq->documents);
+      seq->offset = (uint32_t) (p - it->base);
+      seq->count = 0;
+      if (count) {
+         for (const uint8_t *d = seq->documents; d < end; d += opmsg_read_u32(d)) {
+            seq->count++;
+         }
+      }
+      it->p = end;
+      return true;
+   }
+   return false;
+}
+
+bool
+opmsg_sequence_iter_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq)
+{
+   return opmsg_sequence_next(it, seq, true);
+}
+
+bool
+opmsg_sequence_find(const opmsg_msg_t *msg, const char *identifier,
+                    opmsg_sequence_t *seq)
+{
+   opmsg_sequence_iter_t it;
+   opmsg_sequence_iter_init(&it, msg);
+   while (opmsg_sequence_next(&it, seq, false)) {
+      if (strcmp(seq->identifier, identifier) == 0) {
+         opmsg_sequence_iter_init(&it, msg);
+         it.p = msg->data + seq->offset;
+         return opmsg_sequence_next(&it, seq, true);
+      }
+   }
+   return false;
+}
+
+void
+opmsg_document_iter_init(opmsg_document_iter_t *it, const opmsg_sequence_t *seq)
+{
+   it->p = seq->documents;
+   it->end = seq->documents + seq->documents_len;
+}
+
+bool
+opmsg_document_iter_next(opmsg_document_iter_t *it, bson_t *doc)
+{
+   if (it->p >= it->end) {
+      return false;
+   }
+   uint32_t len = opmsg_read_u32(it->p);
+   bool ok = bson_init_static(doc, it->p, len);
+   it->p += len;
+   return ok;
+}
+
+/* ---------------------------------------------------------------------------
+ * The merged view
+ *
+ * A level of the merged document is a body (sub-)document, or one the merge
+ * creates, at a dotted path P ("" at the top). Its fields are the body's
+ * fields, then in wire order the sequences directly under P and the
+ * sub-documents created for deeper sequences whose next component the body
+ * lacks. Only messages with dotted identifiers (at most
+ * OPMSG_MAX_DOTTED_SEQUENCES sequences) need the path comparisons below.
+ * ------------------------------------------------------------------------- */
+
+/* If seq lies under prefix, stores in *rest the part after "prefix.". */
+static bool
+under_prefix(const opmsg_view_t *v, const opmsg_sequence_t *seq, const char **rest)
+{
+   if (!v->prefix) {
+      *rest = seq->identifier;
+      return true;
+   }
+   if (seq->identifier_len > v->prefix_len &&
+       seq->identifier[v->prefix_len] == '.' &&
+       memcmp(seq->identifier, v->prefix, v->prefix_len) == 0) {
+      *rest = seq->identifier + v->prefix_len + 1;
+      return true;
+   }
+   return false;
+}
+
+/* Finds a dotted sequence that passes through the field key at this level;
+ * stores the dotted path down to and including key. */
+static bool
+find_path_through(const opmsg_view_t *v, const char *key, size_t key_len,
+                  const char **path, uint32_t *path_len)
+{
+   opmsg_sequence_iter_t it;
+   opmsg_sequence_t seq;
+   const char *rest;
+
+   opmsg_sequence_iter_init(&it, v->msg);
+   while (opmsg_sequence_next(&it, &seq, false)) {
+      if (under_prefix(v, &seq, &rest) &&
+          (size_t) (seq.identifier + seq.identifier_len - rest) > key_len &&
+          rest[key_len] == '.' && memcmp(rest, key, key_len) == 0) {
+         *path = seq.identifier;
+         *path_len = (uint32_t) (rest + key_len - seq.identifier);
+         return true;
+      }
+   }
+   return false;
+}
+
+/* True when the level's body document has a field named key. */
+static bool
+level_has_key(const opmsg_view_t *v, const char *key, size_t key_len)
+{
+   bson_t doc;
+   bson_iter_t it;
+   /* A fresh iterator: v->iter may be anywhere in the document. */
+   return v->has_doc && bson_init_static(&doc, v->doc, v->doc_len) &&
+          bson_iter_init(&it, &doc) && bson_iter_find_w_len(&it, key, (int) key_len);
+}
+
+bool
+opmsg_view_init(opmsg_view_t *view, const opmsg_msg_t *msg)
+{
+   bson_t body;
+   memset(view, 0, sizeof *view);
+   if (!opmsg_body(msg, &body) || !bson_iter_init(&view->iter, &body)) {
+      return false;
+   }
+   view->msg = msg;
+   view->doc = msg->body;
+   view->doc_len = msg->body_len;
+   view->has_doc = true;
+   opmsg_sequence_iter_init(&view->seqs, msg);
+   return true;
+}
+
+bool
+opmsg_view_enter(const opmsg_view_t *view, const opmsg_field_t *field,
+                 opmsg_view_t *child)
+{
+   if (field->kind != OPMSG_FIELD_PATH) {
+      return false;
+   }
+   memset(child, 0, sizeof *child);
+   child->msg = view->msg;
+   child->prefix = field->path;
+   child->prefix_len = field->path_len;
+   child->has_doc = field->path_in_body;
+   if (child->has_doc) {
+      bson_iter_document(&field->iter, &child->doc_len, &child->doc);
+      if (!bson_iter_recurse(&field->iter, &child->iter)) {
+         return false;
+      }
+   }
+   child->in_sequences = !child->has_doc;
+   opmsg_sequence_iter_init(&child->seqs, view->msg);
+   return true;
+}
+
+static bool
+next_body_field(opmsg_view_t *v, opmsg_field_t *f)
+{
+   if (!bson_iter_next(&v->iter)) {
+      return false;
+   }
+   f->key = bson_iter_key(&v->iter);
+   f->key_len = bson_iter_key_len(&v->iter);
+   f->iter = v->iter;
+   f->kind = OPMSG_FIELD_BODY;
+   if (v->msg->priv_n_dotted && BSON_ITER_HOLDS_DOCUMENT(&v->iter) &&
+       find_path_through(v, f->key, f->key_len, &f->path, &f->path_len)) {
+      f->kind = OPMSG_FIELD_PATH;
+      f->path_in_body = true;
+   }
+   return true;
+}
+
+/* True when an earlier sequence under this level created the same
+ * sub-document as seq would. */
+static bool
+created_before(const opmsg_view_t *v, const opmsg_sequence_t *seq,
+               const char *comp, size_t comp_len)
+{
+   opmsg_sequence_iter_t it;
+   opmsg_sequence_t prev;
+   const char *rest;
+
+   opmsg_sequence_iter_init(&it, v->msg);
+   while (opmsg_sequence_next(&it, &prev, false) && prev.offset < seq->offset) {
+      if (under_prefix(v, &prev, &rest) &&
+          (size_t) (prev.identifier + prev.identifier_len - rest) > comp_len &&
+          rest[comp_len] == '.' && memcmp(rest, comp, comp_len) == 0) {
+         return true;
+      }
+   }
+   return false;
+}
+
+static bool
+next_sequence_field(opmsg_view_t *v, opmsg_field_t *f)
+{
+   opmsg_sequence_t seq;
+   const char *rest;
+
+   while (opmsg_sequence_next(&v->seqs, &seq, true)) {
+      if (!under_prefix(v, &seq, &rest)) {
+         continue;
+      }
+      size_t rest_len = (size_t) (seq.identifier + seq.identifier_len - rest);
+      const char *dot = v->msg->priv_n_dotted ? memchr(rest, '.', rest_len) : NULL;
+      if (!dot) {
+         f->kind = OPMSG_FIELD_SEQUENCE;
+         f->key = rest;
+         f->key_len = (uint32_t) rest_len;
+         f->seq = seq;
+         return true;
+      }
+      size_t comp_len = (size_t) (dot - rest);
+      if (level_has_key(v, rest, comp_len) || created_before(v, &seq, rest, comp_len)) {
+         continue;
+      }
+      f->kind = OPMSG_FIELD_PATH;
+      f->key = rest;
+      f->key_len = (uint32_t) comp_len;
+      f->path_in_body = false;
+      f->path = seq.identifier;
+      f->path_len = (uint32_t) (dot - seq.identifier);
+      return true;
+   }
+   return false;
+}
+
+bool
+opmsg_view_next(opmsg_view_t *view, opmsg_field_t *field)
+{
+   memset(field, 0, sizeof *field);
+   if (!view->in_sequences) {
+      if (next_body_field(view, field)) {
+         return true;
+      }
+      view->in_sequences = true;
+   }
+   return next_sequence_field(view, field);
+}
