@@ -267,3 +267,28 @@ opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
    b->flags &= ~OPMSG_BSON_FLAG_STATIC;
    return b;
 }
+
+bool
+opmsg_merge_init(const opmsg_msg_t *msg, bson_t *out, bson_error_t *error)
+{
+   size_t size;
+   if (!out) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "out must not be NULL");
+   }
+   bson_init(out);
+   if (!msg) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg must not be NULL");
+   }
+   if (!merged_size(msg, &size, error)) {
+      return false;
+   }
+   /* Public API only: reserve_buffer sets the length and leaves the bytes to
+    * us, so the document is written once, in place. */
+   uint8_t *data = bson_reserve_buffer(out, (uint32_t) size);
+   if (!data) {
+      bson_reinit(out);
+      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "no memory for a %zu-byte document", size);
+   }
+   write_merged(msg, data, size);
+   return true;
+}

@@ -206,3 +206,109 @@ tu_merge_json(const uint8_t *data, size_t len, uint32_t flags)
    bson_destroy(merged);
    return json;
 }
+
+static void
+view_level(opmsg_view_t *v, bson_t *out)
+{
+   opmsg_field_t f;
+   while (opmsg_view_next(v, &f)) {
+      switch (f.kind) {
+      case OPMSG_FIELD_BODY:
+         assert_true(bson_append_iter(out, f.key, (int) f.key_len, &f.iter));
+         break;
+      case OPMSG_FIELD_SEQUENCE: {
+         bson_t array, doc;
+         opmsg_document_iter_t it;
+         uint32_t i = 0;
+         char buf[16];
+         const char *key;
+         assert_true(bson_append_array_begin(out, f.key, (int) f.key_len, &array));
+         opmsg_document_iter_init(&it, &f.seq);
+         while (opmsg_document_iter_next(&it, &doc)) {
+            size_t klen = bson_uint32_to_string(i++, &key, buf, sizeof buf);
+            assert_true(bson_append_document(&array, key, (int) klen, &doc));
+         }
+         assert_int_equal(i, f.seq.count);
+         assert_true(bson_append_array_end(out, &array));
+         break;
+      }
+      case OPMSG_FIELD_PATH: {
+         bson_t sub;
+         opmsg_view_t child;
+         assert_true(bson_append_document_begin(out, f.key, (int) f.key_len, &sub));
+         assert_true(opmsg_view_enter(v, &f, &child));
+         view_level(&child, &sub);
+         assert_true(bson_append_document_end(out, &sub));
+         break;
+      }
+      default:
+         fail_msg("unknown field kind %d", (int) f.kind);
+      }
+   }
+}
+
+void
+tu_view_to_bson(const opmsg_msg_t *msg, bson_t *out)
+{
+   opmsg_view_t v;
+   bson_init(out);
+   assert_true(opmsg_view_init(&v, msg));
+   view_level(&v, out);
+}
+
+static size_t alloc_count;
+
+static void *
+count_malloc(size_t n)
+{
+   alloc_count++;
+   return malloc(n);
+}
+
+static void *
+count_calloc(size_t n, size_t m)
+{
+   alloc_count++;
+   return calloc(n, m);
+}
+
+static void *
+count_realloc(void *p, size_t n)
+{
+   alloc_count++;
+   return realloc(p, n);
+}
+
+void
+tu_count_allocs_begin(void)
+{
+   static bson_mem_vtable_t vt = {count_malloc, count_calloc, count_realloc, free, {0}};
+   alloc_count = 0;
+   bson_mem_set_vtable(&vt);
+}
+
+size_t
+tu_count_allocs_end(void)
+{
+   bson_mem_restore_vtable();
+   return alloc_count;
+}
+
+size_t
+tu_for_each_message(const uint8_t *data, size_t len,
+                    void (*fn)(const uint8_t *msg, size_t len, void *ctx), void *ctx)
+{
+   size_t n = 0, off = 0;
+   while (off < len) {
+      size_t mlen;
+      bson_error_t error;
+      if (!opmsg_frame_length(data + off, len - off, NULL, &mlen, &error)) {
+         fail_msg("bad frame at %zu: %s", off, error.message);
+      }
+      assert_true(mlen <= len - off);
+      fn(data + off, mlen, ctx);
+      off += mlen;
+      n++;
+   }
+   return n;
+}

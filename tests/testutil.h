@@ -54,3 +54,19 @@ void tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags,
 char *tu_merge_json(const uint8_t *data, size_t len, uint32_t flags);
 
 #endif
+
+/* Rebuilds the merged document from the zero-copy view alone, with libbson's
+ * append API, so tests can compare it with opmsg_merge_bson(). */
+void tu_view_to_bson(const opmsg_msg_t *msg, bson_t *out);
+
+/* Counting allocator: tu_count_allocs_begin() installs it on libbson's
+ * vtable, tu_count_allocs_end() restores the default and returns how many
+ * malloc/calloc/realloc calls were made in between. */
+void tu_count_allocs_begin(void);
+size_t tu_count_allocs_end(void);
+
+/* Splits a file of back-to-back messages; calls fn for each. Returns the
+ * number of messages. */
+size_t tu_for_each_message(const uint8_t *data, size_t len,
+                           void (*fn)(const uint8_t *msg, size_t len, void *ctx),
+                           void *ctx);

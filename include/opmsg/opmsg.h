@@ -328,12 +328,22 @@ OPMSG_EXPORT bool opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf,
 
 /*
  * Returns the merged document as a new bson_t made with exactly one
- * allocation (the bson_t and its bytes in one block). The document is
- * read-only (bson_append_* on it fail: bson_copy() it to extend it);
- * bson_destroy() frees it. NULL with *error set on failure.
+ * allocation of exactly the size needed (the bson_t and its bytes in one
+ * block); bson_destroy() frees it. The document is read-only: libbson's
+ * append functions abort on a read-only bson_t, so bson_copy() it (or use
+ * opmsg_merge_init()) to extend it. NULL with *error set on failure.
  */
 OPMSG_EXPORT bson_t *opmsg_merge_bson(const opmsg_msg_t *msg,
                                       bson_error_t *error);
+
+/*
+ * Initialises the caller's bson_t *out (e.g. on the stack) with the merged
+ * document, writable, with one allocation (libbson rounds its capacity up to
+ * a power of two). The caller must bson_destroy(out). On failure *out is
+ * left initialised and empty, and *error is set.
+ */
+OPMSG_EXPORT bool opmsg_merge_init(const opmsg_msg_t *msg, bson_t *out,
+                                   bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
  * Zero-copy view

@@ -1,0 +1,680 @@
+/*
+ * test_parse.c - the OP_MSG rules, one passing and one failing case each.
+ * Each failing case asserts the error code that names the rule.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+/* A valid message: body, one sequence. */
+static void
+build_insert(tu_buf_t *b, uint32_t flags)
+{
+   tu_buf_init(b);
+   tu_msg_begin(b, flags);
+   tu_msg_body(b, "{\"insert\": \"coll\", \"$db\": \"test\"}");
+   size_t m = tu_msg_seq_begin(b, "documents");
+   tu_put_json_doc(b, "{\"_id\": 1}");
+   tu_put_json_doc(b, "{\"_id\": 2}");
+   tu_msg_seq_end(b, m);
+   tu_msg_end(b);
+}
+
+static void
+assert_accepts(const tu_buf_t *b, uint32_t flags)
+{
+   opmsg_options_t opts;
+   opmsg_msg_t msg;
+   bson_error_t error;
+   opmsg_options_init(&opts);
+   opts.flags = flags;
+   if (!opmsg_parse(b->data, b->len, &opts, &msg, &error)) {
+      fail_msg("rejected a valid message: %s: %s", opmsg_error_name(error.code), error.message);
+   }
+}
+
+static void
+test_valid_insert(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+   bson_error_t error;
+   build_insert(&b, 0);
+   assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+   assert_int_equal(msg.opcode, OPMSG_OP_MSG);
+   assert_int_equal(msg.request_id, 7);
+   assert_int_equal(msg.n_sequences, 1);
+   assert_false(msg.checksum_present);
+   assert_string_equal(opmsg_command_name(&msg), "insert");
+   uint32_t len;
+   assert_string_equal(opmsg_db(&msg, &len), "test");
+   assert_int_equal(len, 4);
+   tu_buf_free(&b);
+}
+
+/* --- header ------------------------------------------------------------ */
+
+static void
+test_header_bounds(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   build_insert(&b, 0);
+
+   /* Fewer bytes than a header. */
+   tu_assert_rejects(b.data, 15, 0, OPMSG_ERR_TRUNCATED);
+   /* messageLength says more than given. */
+   tu_assert_rejects(b.data, b.len - 1, 0, OPMSG_ERR_TRUNCATED);
+
+   /* messageLength says less than given. */
+   uint8_t *longer = malloc(b.len + 3);
+   memcpy(longer, b.data, b.len);
+   memset(longer + b.len, 0, 3);
+   tu_assert_rejects(longer, b.len + 3, 0, OPMSG_ERR_LENGTH_MISMATCH);
+   free(longer);
+
+   /* Negative and too small. */
+   uint8_t hdr[32] = {0};
+   opmsg_write_u32(hdr, (uint32_t) -5);
+   opmsg_write_u32(hdr + 12, OPMSG_OP_MSG);
+   tu_assert_rejects(hdr, sizeof hdr, 0, OPMSG_ERR_LENGTH_TOO_SMALL);
+   opmsg_write_u32(hdr, 20);
+   tu_assert_rejects(hdr, 20, 0, OPMSG_ERR_LENGTH_TOO_SMALL);
+
+   /* Unknown opcode. */
+   opmsg_write_u32(hdr, 32);
+   opmsg_write_u32(hdr + 12, 2010);
+   tu_assert_rejects(hdr, sizeof hdr, 0, OPMSG_ERR_UNKNOWN_OPCODE);
+   tu_buf_free(&b);
+}
+
+static void
+test_size_limit(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_options_t opts;
+   opmsg_msg_t msg;
+   bson_error_t error;
+   build_insert(&b, 0);
+
+   opmsg_options_init(&opts);
+   opts.max_message_size = b.len;
+   assert_true(opmsg_parse(b.data, b.len, &opts, &msg, &error));
+   opts.max_message_size = b.len - 1;
+   assert_false(opmsg_parse(b.data, b.len, &opts, &msg, &error));
+   assert_int_equal(error.code, OPMSG_ERR_LENGTH_TOO_LARGE);
+
+   /* The default is 48,000,000, decimal: a header claiming one byte more
+    * is refused by the framing check before any byte is read. */
+   uint8_t hdr[16] = {0};
+   size_t need;
+   opmsg_write_u32(hdr, 48000000u);
+   opmsg_write_u32(hdr + 12, OPMSG_OP_MSG);
+   assert_true(opmsg_frame_length(hdr, sizeof hdr, NULL, &need, &error));
+   assert_int_equal(need, 48000000u);
+   opmsg_write_u32(hdr, 48000001u);
+   assert_false(opmsg_frame_length(hdr, sizeof hdr, NULL, &need, &error));
+   assert_int_equal(error.code, OPMSG_ERR_LENGTH_TOO_LARGE);
+   tu_buf_free(&b);
+}
+
+/* --- flag bits ---------------------------------------------------------- */
+
+static void
+test_flags(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+   bson_error_t error;
+
+   /* Every unknown required bit (2-15) is refused. */
+   for (int bit = 2; bit < 16; bit++) {
+      build_insert(&b, 1u << bit);
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_REQUIRED_FLAGS);
+      tu_buf_free(&b);
+   }
+   /* Unknown optional bits (16-31) are ignored; moreToCome and
+    * exhaustAllowed are exposed. */
+   build_insert(&b, 0xFFFF0000u | OPMSG_FLAG_MORE_TO_COME);
+   assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+   assert_true(msg.flags & OPMSG_FLAG_MORE_TO_COME);
+   assert_true(msg.flags & OPMSG_FLAG_EXHAUST_ALLOWED);
+   tu_buf_free(&b);
+}
+
+/* --- checksum ----------------------------------------------------------- */
+
+static void
+test_checksum(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+   bson_error_t error;
+
+   build_insert(&b, OPMSG_FLAG_CHECKSUM_PRESENT);
+   assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+   assert_true(msg.checksum_present);
+   assert_int_equal(msg.checksum, opmsg_crc32c(0, b.data, b.len - 4));
+   assert_int_equal(msg.n_sequences, 1);
+
+   /* One flipped bit anywhere, the header included, is caught. */
+   for (size_t i = 0; i < b.len - 4; i += 7) {
+      if (i < 4 || (i >= 12 && i < 20)) {
+         continue; /* length, opcode and flags fail other rules first */
+      }
+      b.data[i] ^= 0x10;
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_CHECKSUM_MISMATCH);
+      b.data[i] ^= 0x10;
+   }
+   /* A wrong checksum is accepted only when the caller skips the check. */
+   b.data[b.len - 1] ^= 0xFF;
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_CHECKSUM_MISMATCH);
+   assert_accepts(&b, OPMSG_PARSE_SKIP_CHECKSUM);
+   tu_buf_free(&b);
+
+   /* The flag set but the 4 bytes never written. */
+   build_insert(&b, 0);
+   opmsg_write_u32(b.data + 16, OPMSG_FLAG_CHECKSUM_PRESENT);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_CHECKSUM_MISSING);
+   tu_buf_free(&b);
+
+   /* A message too short to hold both a section and a checksum. */
+   uint8_t tiny[28] = {0};
+   opmsg_write_u32(tiny, 28);
+   opmsg_write_u32(tiny + 12, OPMSG_OP_MSG);
+   opmsg_write_u32(tiny + 16, OPMSG_FLAG_CHECKSUM_PRESENT);
+   tu_assert_rejects(tiny, sizeof tiny, 0, OPMSG_ERR_CHECKSUM_MISSING);
+}
+
+/* --- sections ----------------------------------------------------------- */
+
+static void
+test_body_count(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   size_t m = tu_msg_seq_begin(&b, "documents");
+   tu_put_json_doc(&b, "{\"_id\": 1}");
+   tu_msg_seq_end(&b, m);
+   tu_msg_end(&b);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_NO_BODY);
+   tu_buf_free(&b);
+
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"ping\": 1}");
+   tu_msg_body(&b, "{\"ping\": 1}");
+   tu_msg_end(&b);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_MULTIPLE_BODIES);
+   tu_buf_free(&b);
+}
+
+static void
+test_section_order(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   /* Sequences before, around and after the body are all legal. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   size_t m = tu_msg_seq_begin(&b, "a");
+   tu_put_json_doc(&b, "{\"x\": 1}");
+   tu_msg_seq_end(&b, m);
+   tu_msg_body(&b, "{\"cmd\": 1, \"$db\": \"d\"}");
+   m = tu_msg_seq_begin(&b, "b");
+   tu_msg_seq_end(&b, m);
+   tu_msg_end(&b);
+   char *json = tu_merge_json(b.data, b.len, 0);
+   assert_string_equal(json, "{ \"cmd\" : { \"$numberInt\" : \"1\" }, \"$db\" : \"d\", "
+                             "\"a\" : [ { \"x\" : { \"$numberInt\" : \"1\" } } ], \"b\" : [  ] }");
+   bson_free(json);
+   tu_buf_free(&b);
+}
+
+static void
+test_unknown_kind(void **state)
+{
+   (void) state;
+   for (int kind = 2; kind < 256; kind += 17) {
+      tu_buf_t b;
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_msg_body(&b, "{\"ping\": 1}");
+      tu_put_u8(&b, (uint8_t) kind);
+      tu_put_json_doc(&b, "{\"x\": 1}");
+      tu_msg_end(&b);
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_UNKNOWN_SECTION);
+      tu_buf_free(&b);
+   }
+}
+
+static void
+test_sequence_size(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   int32_t bad[] = {-1, 0, 4, INT32_MAX, INT32_MIN};
+   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      build_insert(&b, 0);
+      /* The sequence is the last section: kind byte after the body. */
+      size_t kind = 20 + 1 + opmsg_read_u32(b.data + 21);
+      assert_int_equal(b.data[kind], 1);
+      opmsg_write_u32(b.data + kind + 1, (uint32_t) bad[i]);
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_SEQUENCE_SIZE);
+      tu_buf_free(&b);
+   }
+   /* A size smaller than its documents: the rest becomes stray sections. */
+   build_insert(&b, 0);
+   size_t kind = 20 + 1 + opmsg_read_u32(b.data + 21);
+   opmsg_write_u32(b.data + kind + 1, opmsg_read_u32(b.data + kind + 1) - 3);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_SEQUENCE_OVERRUN);
+   tu_buf_free(&b);
+
+   /* Only the 4 size bytes would fit: section truncated. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"ping\": 1}");
+   tu_put_u8(&b, 1);
+   tu_put_u8(&b, 9);
+   tu_put_u8(&b, 0);
+   tu_put_u8(&b, 0);
+   tu_put_u8(&b, 0);
+   tu_put_u8(&b, 0);
+   tu_msg_end(&b);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_SEQUENCE_SIZE);
+   tu_buf_free(&b);
+}
+
+static void
+test_sequence_identifier(void **state)
+{
+   (void) state;
+   const char *bad[] = {"", ".a", "a.", "a..b", "\xff\xfe"};
+   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      tu_buf_t b;
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_msg_body(&b, "{\"ping\": 1}");
+      size_t m = tu_msg_seq_begin(&b, bad[i]);
+      tu_msg_seq_end(&b, m);
+      tu_msg_end(&b);
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_SEQUENCE_IDENTIFIER);
+      tu_buf_free(&b);
+   }
+   /* An identifier without its NUL inside the section. */
+   tu_buf_t b;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"ping\": 1}");
+   tu_put_u8(&b, 1);
+   tu_put_i32(&b, 7);
+   tu_put(&b, "abc", 3);
+   tu_msg_body(&b, "{}"); /* the NUL the identifier needs lies beyond */
+   tu_msg_end(&b);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_SEQUENCE_IDENTIFIER);
+   tu_buf_free(&b);
+
+   /* More path components than the depth limit. */
+   char deep[2 * OPMSG_MAX_DEPTH + 2];
+   for (int i = 0; i <= OPMSG_MAX_DEPTH; i++) {
+      deep[2 * i] = 'a';
+      deep[2 * i + 1] = '.';
+   }
+   deep[2 * OPMSG_MAX_DEPTH + 1] = '\0';
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"ping\": 1}");
+   size_t m = tu_msg_seq_begin(&b, deep);
+   tu_msg_seq_end(&b, m);
+   tu_msg_end(&b);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_SEQUENCE_IDENTIFIER);
+   tu_buf_free(&b);
+}
+
+static void
+test_sequence_overrun(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   build_insert(&b, 0);
+   /* Grow the second document's length by one: it now crosses into the
+    * section's end. */
+   size_t kind = 20 + 1 + opmsg_read_u32(b.data + 21);
+   size_t doc1 = kind + 1 + 4 + strlen("documents") + 1;
+   size_t doc2 = doc1 + opmsg_read_u32(b.data + doc1);
+   opmsg_write_u32(b.data + doc2, opmsg_read_u32(b.data + doc2) + 1);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_SEQUENCE_OVERRUN);
+   tu_buf_free(&b);
+
+   /* A sequence document with a bad terminator. */
+   build_insert(&b, 0);
+   b.data[doc1 + opmsg_read_u32(b.data + doc1) - 1] = 7;
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_TERMINATOR);
+   tu_buf_free(&b);
+}
+
+static void
+test_duplicate_identifier(void **state)
+{
+   (void) state;
+   const char *pairs[][2] = {{"documents", "documents"}, {"a", "a.b"}, {"a.b", "a"},
+                             {"x.y", "x.y.z"}};
+   for (size_t i = 0; i < 4; i++) {
+      tu_buf_t b;
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_msg_body(&b, "{\"insert\": \"c\"}");
+      for (int k = 0; k < 2; k++) {
+         size_t m = tu_msg_seq_begin(&b, pairs[i][k]);
+         tu_put_json_doc(&b, "{\"_id\": 1}");
+         tu_msg_seq_end(&b, m);
+      }
+      tu_msg_end(&b);
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DUPLICATE_IDENTIFIER);
+      tu_buf_free(&b);
+   }
+}
+
+static void
+test_identifier_clash(void **state)
+{
+   (void) state;
+   struct {
+      const char *body;
+      const char *id;
+      bool clash;
+   } cases[] = {
+      {"{\"insert\": \"c\", \"documents\": []}", "documents", true},
+      {"{\"a\": {\"b\": 1}}", "a.b", true},
+      {"{\"a\": {\"b\": {\"c\": 1}}}", "a.b.c", true},
+      {"{\"a\": 5}", "a.b", true},               /* a is not a document */
+      {"{\"a\": {\"b\": 5}}", "a.b.c", true},
+      {"{\"a\": [1]}", "a.b", true},             /* arrays are not paths */
+      {"{\"cursor\": {\"id\": 0}}", "cursor.firstBatch", false},
+      {"{\"a\": {\"c\": 1}}", "a.b", false},
+      {"{\"ab\": 1}", "a.b", false},
+      {"{\"a.b\": 1}", "a", false},
+      {"{\"documentsX\": 1}", "documents", false},
+   };
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      tu_buf_t b;
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_msg_body(&b, cases[i].body);
+      size_t m = tu_msg_seq_begin(&b, cases[i].id);
+      tu_put_json_doc(&b, "{\"_id\": 1}");
+      tu_msg_seq_end(&b, m);
+      tu_msg_end(&b);
+      if (cases[i].clash) {
+         tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_IDENTIFIER_CLASH);
+      } else {
+         assert_accepts(&b, 0);
+      }
+      tu_buf_free(&b);
+   }
+}
+
+static void
+test_trailing_bytes(void **state)
+{
+   (void) state;
+   for (int extra = 1; extra <= 5; extra++) {
+      tu_buf_t b;
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_msg_body(&b, "{\"ping\": 1}");
+      for (int i = 0; i < extra; i++) {
+         tu_put_u8(&b, 0);
+      }
+      tu_msg_end(&b);
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_TRAILING_BYTES);
+      tu_buf_free(&b);
+   }
+   /* Before a checksum too. */
+   tu_buf_t b;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, OPMSG_FLAG_CHECKSUM_PRESENT);
+   tu_msg_body(&b, "{\"ping\": 1}");
+   tu_put_u8(&b, 1);
+   tu_msg_end(&b);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_TRAILING_BYTES);
+   tu_buf_free(&b);
+}
+
+static void
+test_duplicate_keys(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"find\": \"c\", \"filter\": {}, \"find\": \"d\"}");
+   tu_msg_end(&b);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DUPLICATE_KEY);
+   tu_buf_free(&b);
+
+   /* Nested duplicates are the application's business, not the wire's. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"find\": \"c\", \"filter\": {\"a\": 1, \"a\": 2}}");
+   tu_msg_end(&b);
+   assert_accepts(&b, 0);
+   tu_buf_free(&b);
+
+   /* Many keys (past the stack table), with one repeat at the very end. */
+   bson_t *big = bson_new();
+   char key[16];
+   for (int i = 0; i < 5000; i++) {
+      snprintf(key, sizeof key, "k%d", i);
+      BSON_APPEND_INT32(big, key, i);
+   }
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_put_u8(&b, 0);
+   tu_put_bson(&b, big);
+   tu_msg_end(&b);
+   assert_accepts(&b, 0);
+   tu_buf_free(&b);
+   BSON_APPEND_INT32(big, "k4321", 0);
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_put_u8(&b, 0);
+   tu_put_bson(&b, big);
+   tu_msg_end(&b);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DUPLICATE_KEY);
+   tu_buf_free(&b);
+   bson_destroy(big);
+}
+
+/* --- documents ---------------------------------------------------------- */
+
+static void
+test_document_frames(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   int32_t lens[] = {-1, 0, 4, 1000, INT32_MAX};
+   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+      build_insert(&b, 0);
+      opmsg_write_u32(b.data + 21, (uint32_t) lens[i]);
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_LENGTH);
+      tu_buf_free(&b);
+   }
+   /* Body without its terminator. */
+   build_insert(&b, 0);
+   b.data[21 + opmsg_read_u32(b.data + 21) - 1] = 1;
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_TERMINATOR);
+   tu_buf_free(&b);
+}
+
+/* Body {"k": <value>} with a raw value of the given type. */
+static void
+build_raw_body(tu_buf_t *b, uint8_t type, const uint8_t *value, size_t value_len)
+{
+   tu_buf_init(b);
+   tu_msg_begin(b, 0);
+   tu_put_u8(b, 0);
+   tu_put_i32(b, (int32_t) (4 + 1 + 2 + value_len + 1));
+   tu_put_u8(b, type);
+   tu_put_cstr(b, "k");
+   tu_put(b, value, value_len);
+   tu_put_u8(b, 0);
+   tu_msg_end(b);
+}
+
+static void
+test_top_level_elements(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   /* Unknown types. */
+   uint8_t eight[8] = {0};
+   uint8_t types[] = {0x14, 0x20, 0x7E, 0x80, 0xFE};
+   for (size_t i = 0; i < sizeof types; i++) {
+      build_raw_body(&b, types[i], eight, 8);
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+      tu_buf_free(&b);
+   }
+   /* A double cut short. */
+   build_raw_body(&b, BSON_TYPE_DOUBLE, eight, 7);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   tu_buf_free(&b);
+   /* String lengths: negative, zero, past the end, no NUL. */
+   uint8_t s1[] = {0xFF, 0xFF, 0xFF, 0xFF, 'a', 0};
+   uint8_t s2[] = {0, 0, 0, 0, 'a', 0};
+   uint8_t s3[] = {9, 0, 0, 0, 'a', 0};
+   uint8_t s4[] = {2, 0, 0, 0, 'a', 'b'};
+   uint8_t *ss[] = {s1, s2, s3, s4};
+   for (size_t i = 0; i < 4; i++) {
+      build_raw_body(&b, BSON_TYPE_UTF8, ss[i], 6);
+      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+      tu_buf_free(&b);
+   }
+   uint8_t ok[] = {2, 0, 0, 0, 'a', 0};
+   build_raw_body(&b, BSON_TYPE_UTF8, ok, 6);
+   assert_accepts(&b, 0);
+   tu_buf_free(&b);
+   /* Boolean must be 0 or 1, at the top level even without full mode. */
+   uint8_t two = 2, one = 1;
+   build_raw_body(&b, BSON_TYPE_BOOL, &two, 1);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_INVALID_BOOLEAN);
+   tu_buf_free(&b);
+   build_raw_body(&b, BSON_TYPE_BOOL, &one, 1);
+   assert_accepts(&b, 0);
+   tu_buf_free(&b);
+   /* A nested document with a bad length; its contents stay opaque. */
+   uint8_t nested_bad[] = {6, 0, 0, 0, 0};
+   build_raw_body(&b, BSON_TYPE_DOCUMENT, nested_bad, 5);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   tu_buf_free(&b);
+   uint8_t nested_garbage[] = {8, 0, 0, 0, 0x99, 'x', 0, 0};
+   build_raw_body(&b, BSON_TYPE_DOCUMENT, nested_garbage, 8);
+   assert_accepts(&b, 0);
+   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_DOCUMENT_ELEMENT);
+   tu_buf_free(&b);
+   /* A 0 type byte before the end. */
+   uint8_t early[] = {1, 0, 0, 0, 0, 'x', 0};
+   build_raw_body(&b, BSON_TYPE_INT32, early, 7);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_TERMINATOR);
+   tu_buf_free(&b);
+}
+
+static void
+test_document_size_limits(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_options_t opts;
+   opmsg_msg_t msg;
+   bson_error_t error;
+   build_insert(&b, 0);
+   uint32_t body = opmsg_read_u32(b.data + 21);
+   opmsg_options_init(&opts);
+   /* A body may exceed max_bson_size by the 16 KiB allowance... */
+   opts.max_bson_size = 16;
+   assert_true(body > 16 && body <= 16 + OPMSG_BODY_ALLOWANCE);
+   assert_true(opmsg_parse(b.data, b.len, &opts, &msg, &error));
+   /* ...a sequence document may not exceed it at all. */
+   opts.max_bson_size = 12;
+   assert_false(opmsg_parse(b.data, b.len, &opts, &msg, &error));
+   assert_int_equal(error.code, OPMSG_ERR_DOCUMENT_TOO_LARGE);
+   tu_buf_free(&b);
+}
+
+static void
+test_request_db(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"ping\": 1}");
+   tu_msg_end(&b);
+   assert_accepts(&b, 0); /* a reply needs no $db */
+   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_REQUEST, OPMSG_ERR_MISSING_DB);
+   tu_buf_free(&b);
+   build_insert(&b, 0);
+   assert_accepts(&b, OPMSG_PARSE_REQUEST);
+   tu_buf_free(&b);
+}
+
+static void
+test_error_messages(void **state)
+{
+   (void) state;
+   bson_error_t error;
+   opmsg_msg_t msg;
+   tu_buf_t b;
+   build_insert(&b, 1u << 5);
+   assert_false(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+   assert_int_equal(error.domain, OPMSG_ERROR_DOMAIN);
+   assert_non_null(strstr(error.message, "offset 16"));
+   assert_string_equal(opmsg_error_name(error.code), "required-flags");
+   tu_buf_free(&b);
+   /* Every code has a distinct name. */
+   for (uint32_t i = 0; i < OPMSG_ERR_COUNT_; i++) {
+      assert_string_not_equal(opmsg_error_name(i), "unknown");
+      for (uint32_t j = 0; j < i; j++) {
+         assert_string_not_equal(opmsg_error_name(i), opmsg_error_name(j));
+      }
+   }
+   assert_string_equal(opmsg_error_name(OPMSG_ERR_COUNT_), "unknown");
+   /* NULL arguments are refused, not dereferenced. */
+   assert_false(opmsg_parse(NULL, 0, NULL, &msg, &error));
+   assert_int_equal(error.code, OPMSG_ERR_INVALID_ARGUMENT);
+}
+
+int
+main(void)
+{
+   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_valid_insert),
+      cmocka_unit_test(test_header_bounds),
+      cmocka_unit_test(test_size_limit),
+      cmocka_unit_test(test_flags),
+      cmocka_unit_test(test_checksum),
+      cmocka_unit_test(test_body_count),
+      cmocka_unit_test(test_section_order),
+      cmocka_unit_test(test_unknown_kind),
+      cmocka_unit_test(test_sequence_size),
+      cmocka_unit_test(test_sequence_identifier),
+      cmocka_unit_test(test_sequence_overrun),
+      cmocka_unit_test(test_duplicate_identifier),
+      cmocka_unit_test(test_identifier_clash),
+      cmocka_unit_test(test_trailing_bytes),
+      cmocka_unit_test(test_duplicate_keys),
+      cmocka_unit_test(test_document_frames),
+      cmocka_unit_test(test_top_level_elements),
+      cmocka_unit_test(test_document_size_limits),
+      cmocka_unit_test(test_request_db),
+      cmocka_unit_test(test_error_messages),
+   };
+   return cmocka_run_group_tests(tests, NULL, NULL);
+}
