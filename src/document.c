@@ -94,29 +94,68 @@ code_w_scope_size(const uint8_t *v, size_t avail)
    return (size_t) total;
 }
 
-/* Size of the value of the given type at v, with avail bytes before the
- * enclosing document's terminator; 0 when it does not fit or is malformed
- * (no valid value is 0 bytes except those handled by the caller). */
+/* Per type byte: the value's fixed size, or how to size it. */
+enum {
+   SZ_UNKNOWN = -1,
+   SZ_STRING = -2,
+   SZ_DOC = -3,
+   SZ_BINARY = -4,
+   SZ_REGEX = -5,
+   SZ_DBPOINTER = -6,
+   SZ_CODEWSCOPE = -7,
+   SZ_BOOL = -8
+};
+
+/* Indexed by type byte (C11 has no range designators, hence the grid). */
+#define U SZ_UNKNOWN
+#define S SZ_STRING
+#define D SZ_DOC
+#define B SZ_BINARY
+#define R SZ_REGEX
+#define P SZ_DBPOINTER
+#define W SZ_CODEWSCOPE
+#define L SZ_BOOL
+static const int8_t type_sizes[256] = {
+   U, 8, S, D, D, B, 0, 12, L, 8, 0, R, P, S, S, W,  /* 0x00 */
+   4, 8, 8, 16, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x10 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x20 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x30 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x40 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x50 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x60 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, 0,  /* 0x70 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x80 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x90 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xA0 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xB0 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xC0 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xD0 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xE0 */
+   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, 0,  /* 0xF0 */
+};
+#undef U
+#undef S
+#undef D
+#undef B
+#undef R
+#undef P
+#undef W
+#undef L
+
+/* Size of a variable-length value; 0 when it does not fit in avail bytes
+ * or is malformed (no such value can be 0 bytes). */
 static size_t
-value_size(uint8_t type, const uint8_t *v, size_t avail)
+variable_size(int8_t how, const uint8_t *v, size_t avail)
 {
    const uint8_t *nul;
    size_t n;
 
-   switch (type) {
-   case BSON_TYPE_DOUBLE:
-   case BSON_TYPE_DATE_TIME:
-   case BSON_TYPE_TIMESTAMP:
-   case BSON_TYPE_INT64:
-      return avail >= 8 ? 8 : 0;
-   case BSON_TYPE_UTF8:
-   case BSON_TYPE_CODE:
-   case BSON_TYPE_SYMBOL:
+   switch (how) {
+   case SZ_STRING:
       return string_value_size(v, avail);
-   case BSON_TYPE_DOCUMENT:
-   case BSON_TYPE_ARRAY:
+   case SZ_DOC:
       return nested_doc_size(v, avail);
-   case BSON_TYPE_BINARY: {
+   case SZ_BINARY: {
       if (avail < 5) {
          return 0;
       }
@@ -126,11 +165,9 @@ value_size(uint8_t type, const uint8_t *v, size_t avail)
       }
       return 5 + (size_t) b;
    }
-   case BSON_TYPE_OID:
-      return avail >= 12 ? 12 : 0;
-   case BSON_TYPE_BOOL:
-      return avail >= 1 ? 1 : 0;
-   case BSON_TYPE_REGEX:
+   case SZ_BOOL:
+      return (avail >= 1 && *v <= 1) ? 1 : 0;
+   case SZ_REGEX:
       nul = memchr(v, 0, avail);
       if (!nul) {
          return 0;
@@ -138,32 +175,67 @@ value_size(uint8_t type, const uint8_t *v, size_t avail)
       n = (size_t) (nul - v) + 1;
       nul = memchr(v + n, 0, avail - n);
       return nul ? (size_t) (nul - v) + 1 : 0;
-   case BSON_TYPE_DBPOINTER:
+   case SZ_DBPOINTER:
       n = string_value_size(v, avail);
       return (n && avail - n >= 12) ? n + 12 : 0;
-   case BSON_TYPE_CODEWSCOPE:
+   case SZ_CODEWSCOPE:
       return code_w_scope_size(v, avail);
-   case BSON_TYPE_INT32:
-      return avail >= 4 ? 4 : 0;
-   case BSON_TYPE_DECIMAL128:
-      return avail >= 16 ? 16 : 0;
    default:
       return 0;
    }
 }
 
-static bool
-type_is_known(uint8_t type)
+/* The first NUL in [k, end), or end. Keys are short, so a call to memchr
+ * costs more than it saves; eight bytes at a time instead. */
+static inline const uint8_t *
+find_nul(const uint8_t *k, const uint8_t *end)
 {
-   return (type >= BSON_TYPE_DOUBLE && type <= BSON_TYPE_DECIMAL128) ||
-          type == BSON_TYPE_MAXKEY || type == BSON_TYPE_MINKEY;
+#if BSON_BYTE_ORDER == BSON_LITTLE_ENDIAN && defined(__GNUC__)
+   while (end - k >= 8) {
+      uint64_t w;
+      memcpy(&w, k, 8);
+      uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+      if (z) {
+         return k + (__builtin_ctzll(z) >> 3);
+      }
+      k += 8;
+   }
+#endif
+   while (k < end && *k) {
+      k++;
+   }
+   return k;
 }
 
-static bool
-type_is_empty(uint8_t type)
+/* The error paths, kept out of the loop. */
+static bool OPMSG_COLD
+element_error(const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t *error)
 {
-   return type == BSON_TYPE_UNDEFINED || type == BSON_TYPE_NULL ||
-          type == BSON_TYPE_MAXKEY || type == BSON_TYPE_MINKEY;
+   uint8_t type = *p;
+   if (type == 0) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
+                        "element at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
+                        offset, (size_t) (end - p));
+   }
+   if (type_sizes[type] == SZ_UNKNOWN) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
+                        "element at offset %zu: unknown type 0x%02x", offset, type);
+   }
+   const char *key = (const char *) p + 1;
+   const uint8_t *nul = memchr(key, 0, (size_t) (end - p) - 1);
+   if (!nul) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
+                        "element at offset %zu: key has no terminating NUL inside the document",
+                        offset);
+   }
+   if (type == BSON_TYPE_BOOL && nul + 1 < end) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_BOOLEAN,
+                        "element \"%.64s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
+                        key, offset, nul[1]);
+   }
+   return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
+                     "element \"%.64s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end",
+                     key, offset, type);
 }
 
 bool
@@ -171,44 +243,35 @@ opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e,
                    size_t offset, bson_error_t *error)
 {
    const uint8_t *p = *pp;
+   const uint8_t *k = p + 1;
    uint8_t type = *p;
 
-   if (OPMSG_UNLIKELY(type == 0)) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
-                        "element at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
-                        offset, (size_t) (end - p));
+   int8_t how = type_sizes[type];
+   if (OPMSG_UNLIKELY(how == SZ_UNKNOWN)) {
+      return element_error(p, end, offset, error);
    }
-   if (OPMSG_UNLIKELY(!type_is_known(type))) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                        "element at offset %zu: unknown type 0x%02x", offset, type);
+   k = find_nul(k, end);
+   if (OPMSG_UNLIKELY(k == end)) {
+      return element_error(p, end, offset, error);
    }
-   const char *key = (const char *) p + 1;
-   const uint8_t *nul = memchr(key, 0, (size_t) (end - p) - 1);
-   if (OPMSG_UNLIKELY(!nul)) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                        "element at offset %zu: key has no terminating NUL inside the document",
-                        offset);
-   }
-   const uint8_t *v = nul + 1;
+   const uint8_t *v = k + 1;
    size_t avail = (size_t) (end - v);
-   size_t n = 0;
-   if (!type_is_empty(type)) {
-      n = value_size(type, v, avail);
-      if (OPMSG_UNLIKELY(n == 0)) {
-         return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                           "element \"%.64s\" at offset %zu: %s value of bad length or past the document's end",
-                           key, offset, type == BSON_TYPE_REGEX ? "regex" : "the");
+   size_t n;
+   if (how >= 0) {
+      n = (size_t) how;
+      if (OPMSG_UNLIKELY(n > avail)) {
+         return element_error(p, end, offset, error);
       }
-      if (OPMSG_UNLIKELY(type == BSON_TYPE_BOOL && *v > 1)) {
-         return opmsg_fail(error, OPMSG_ERR_INVALID_BOOLEAN,
-                           "element \"%.64s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
-                           key, offset, *v);
+   } else {
+      n = variable_size(how, v, avail);
+      if (OPMSG_UNLIKELY(n == 0)) {
+         return element_error(p, end, offset, error);
       }
    }
    e->start = p;
    e->type = type;
-   e->key = key;
-   e->key_len = (uint32_t) ((const char *) nul - key);
+   e->key = (const char *) p + 1;
+   e->key_len = (uint32_t) (k - p - 1);
    e->value = v;
    e->value_len = (uint32_t) n;
    *pp = v + n;

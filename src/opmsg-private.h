@@ -13,10 +13,12 @@
 #define OPMSG_LIKELY(x) __builtin_expect(!!(x), 1)
 #define OPMSG_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define OPMSG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define OPMSG_COLD __attribute__((noinline, cold))
 #else
 #define OPMSG_LIKELY(x) (x)
 #define OPMSG_UNLIKELY(x) (x)
 #define OPMSG_PRINTF(f, a)
+#define OPMSG_COLD
 #endif
 
 /* The wire is little-endian. memcpy lets the compiler emit one load and keeps

@@ -15,7 +15,7 @@
  * A set of names: open addressing over uint32 offsets into one buffer.
  * Names are NUL-terminated in the buffer, or end at a '.' for identifier
  * components, so an entry is (offset) and its length is found again by the
- * comparison. Up to 384 names need no allocation; beyond that a table of
+ * comparison. Up to 255 names need no allocation; beyond that a table of
  * 4 bytes per 3/4 name is borrowed from the heap (a name takes at least
  * 3 bytes of the message, so that is under 2 bytes per message byte).
  * ------------------------------------------------------------------------- */
@@ -24,19 +24,25 @@
 
 typedef struct {
    const uint8_t *base;
+   const uint8_t *limit; /* end of the bytes names may be read from */
    uint32_t *slots;  /* offset + 1; 0 = empty */
    size_t nslots;
    uint32_t local[NAMESET_LOCAL];
 } nameset_t;
 
 static bool
-nameset_init(nameset_t *s, const uint8_t *base, size_t n, bson_error_t *error)
+nameset_init(nameset_t *s, const uint8_t *base, const uint8_t *limit, size_t n,
+             bson_error_t *error)
 {
    s->base = base;
-   s->nslots = n + n / 3 + 1;
+   s->limit = limit;
+   /* Half full on the stack, where space is free and probes are short;
+    * three quarters full on the heap, where the bound matters more. */
+   s->nslots = 2 * n + 1;
    if (s->nslots <= NAMESET_LOCAL) {
       s->slots = s->local;
    } else {
+      s->nslots = n + n / 3 + 1;
       s->slots = bson_malloc(s->nslots * sizeof(uint32_t));
       if (!s->slots) {
          return opmsg_fail(error, OPMSG_ERR_NO_MEMORY,
@@ -58,12 +64,18 @@ nameset_destroy(nameset_t *s)
 /* A multiply-and-fold hash of the first and last 8 bytes and the length:
  * a few cycles per name, which matters on bodies with hundreds of keys. */
 static uint32_t
-name_hash(const char *name, size_t len)
+name_hash(const char *name, size_t len, const uint8_t *limit)
 {
    uint64_t a = 0, b = 0;
-   memcpy(&a, name, len < 8 ? len : 8);
-   if (len > 8) {
-      memcpy(&b, name + len - (len < 16 ? len - 8 : 8), len < 16 ? len - 8 : 8);
+   if (len >= 8) {
+      memcpy(&a, name, 8);
+      memcpy(&b, name + len - 8, 8);
+   } else if ((const uint8_t *) name + 8 <= limit) {
+      /* One load, then keep only the name's bytes (little-endian). */
+      memcpy(&a, name, 8);
+      a &= (1ull << (8 * len)) - 1;
+   } else {
+      memcpy(&a, name, len);
    }
    uint64_t h = (a ^ 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
    h ^= (b + len) * 0x94D049BB133111EBull;
@@ -84,7 +96,7 @@ name_equal(const char *stored, const char *name, size_t len)
 static int64_t
 nameset_find(nameset_t *s, const char *name, size_t len, uint32_t offset, bool add)
 {
-   size_t i = (size_t) (((uint64_t) name_hash(name, len) * s->nslots) >> 32);
+   size_t i = (size_t) (((uint64_t) name_hash(name, len, s->limit) * s->nslots) >> 32);
    for (;;) {
       uint32_t slot = s->slots[i];
       if (slot == 0) {
@@ -173,11 +185,17 @@ check_checksum(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
  * ------------------------------------------------------------------------- */
 
 /* What one pass over the sections learns. */
+#define SCAN_KEYS 256
+
 typedef struct {
    uint32_t n_seq;
    uint32_t n_dotted;
    size_t seq_out;       /* merged bytes the sequences add (top-level case) */
    uint32_t body_keys;
+   /* The body's first SCAN_KEYS keys, recorded by the walk that checks them
+    * so the duplicate check needs no second walk. */
+   const char *key[SCAN_KEYS];
+   uint32_t key_len[SCAN_KEYS];
 } scan_t;
 
 /* Checks an identifier: non-empty, UTF-8, and as a dotted path no empty
@@ -217,6 +235,16 @@ check_identifier(const char *id, size_t len, size_t off, bool *dotted,
    return true;
 }
 
+static bool
+check_sequence_doc(const uint8_t *q, size_t left, const opmsg_limits_t *limits,
+                   size_t doff, const char *what, uint32_t *dlen, bson_error_t *error)
+{
+   return opmsg_doc_frame(q, left, limits->max_bson_size, doff, what, dlen, error) &&
+          opmsg_doc_check_top(q, *dlen, doff, what, NULL, error) &&
+          (!(limits->flags & OPMSG_PARSE_FULL_VALIDATE) ||
+           opmsg_doc_validate_deep(q, *dlen, doff, what, error));
+}
+
 /* Checks one kind-1 section starting after its kind byte at p (offset off of
  * the kind byte). Returns the section's size (after the kind byte) in *size. */
 static bool
@@ -254,7 +282,6 @@ scan_sequence(const opmsg_msg_t *msg, const opmsg_limits_t *limits,
    const uint8_t *q = nul + 1;
    uint32_t count = 0;
    size_t docs_len = (size_t) (sec_end - q);
-   bool deep = (limits->flags & OPMSG_PARSE_FULL_VALIDATE) != 0;
    while (q < sec_end) {
       size_t left = (size_t) (sec_end - q);
       size_t doff = (size_t) (q - msg->data);
@@ -267,11 +294,11 @@ scan_sequence(const opmsg_msg_t *msg, const opmsg_limits_t *limits,
                            "document %u of sequence \"%.64s\" at offset %zu runs past the section's end at offset %zu",
                            count, id, doff, (size_t) (sec_end - msg->data));
       }
-      snprintf(what, sizeof what, "document %u of sequence \"%.48s\"", count, id);
-      if (!opmsg_doc_frame(q, left, limits->max_bson_size, doff, what, &dlen, error) ||
-          !opmsg_doc_check_top(q, dlen, doff, what, NULL, error) ||
-          (deep && !opmsg_doc_validate_deep(q, dlen, doff, what, error))) {
-         return false;
+      if (!check_sequence_doc(q, left, limits, doff, "sequence document", &dlen, error)) {
+         /* Only now is it worth naming the document and its sequence:
+          * check it again under that name to rebuild the message. */
+         snprintf(what, sizeof what, "document %u of sequence \"%.48s\"", count, id);
+         return check_sequence_doc(q, left, limits, doff, what, &dlen, error);
       }
       q += dlen;
       count++;
@@ -301,10 +328,27 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
                         off - 1, (size_t) (msg->body - msg->data) - 1);
    }
    if (!opmsg_doc_frame(p, (size_t) (end - p), limits->max_bson_size + OPMSG_BODY_ALLOWANCE,
-                        off, "body", &len, error) ||
-       !opmsg_doc_check_top(p, len, off, "body", &scan->body_keys, error) ||
-       ((limits->flags & OPMSG_PARSE_FULL_VALIDATE) &&
-        !opmsg_doc_validate_deep(p, len, off, "body", error))) {
+                        off, "body", &len, error)) {
+      return false;
+   }
+   const uint8_t *q = p + 4;
+   const uint8_t *last = p + len - 1;
+   opmsg_element_t e;
+   uint32_t n = 0;
+   while (q < last) {
+      if (!opmsg_next_element(&q, last, &e, (size_t) (q - msg->data), error)) {
+         /* Again through the checker that names the document. */
+         return opmsg_doc_check_top(p, len, off, "body", NULL, error);
+      }
+      if (n < SCAN_KEYS) {
+         scan->key[n] = e.key;
+         scan->key_len[n] = e.key_len;
+      }
+      n++;
+   }
+   scan->body_keys = n;
+   if ((limits->flags & OPMSG_PARSE_FULL_VALIDATE) &&
+       !opmsg_doc_validate_deep(p, len, off, "body", error)) {
       return false;
    }
    msg->body = p;
@@ -362,22 +406,40 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan,
  * ------------------------------------------------------------------------- */
 
 static bool
-check_body_keys(const opmsg_msg_t *msg, uint32_t nkeys, nameset_t *keys,
+duplicate_key(const opmsg_msg_t *msg, const char *key, bson_error_t *error)
+{
+   return opmsg_fail(error, OPMSG_ERR_DUPLICATE_KEY,
+                     "body key \"%.64s\" at offset %zu appears twice", key,
+                     (size_t) ((const uint8_t *) key - msg->data) - 1);
+}
+
+static bool
+check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, nameset_t *keys,
                 bson_error_t *error)
 {
    const uint8_t *p = msg->body + 4;
    const uint8_t *end = msg->body + msg->body_len - 1;
    opmsg_element_t e;
+   uint32_t nkeys = scan->body_keys;
 
-   if (!nameset_init(keys, msg->data, nkeys, error)) {
+   if (!nameset_init(keys, msg->data, msg->data + msg->len, nkeys, error)) {
       return false;
+   }
+   if (nkeys <= SCAN_KEYS) {
+      for (uint32_t i = 0; i < nkeys; i++) {
+         const char *k = scan->key[i];
+         if (nameset_find(keys, k, scan->key_len[i], (uint32_t) ((const uint8_t *) k - msg->data), true) >= 0) {
+            return duplicate_key(msg, k, error);
+         }
+      }
+      return true;
    }
    while (p < end) {
       size_t off = (size_t) (p - msg->data);
       (void) opmsg_next_element(&p, end, &e, off, NULL); /* checked already */
+      (void) off;
       if (nameset_find(keys, e.key, e.key_len, (uint32_t) (e.key - (const char *) msg->data), true) >= 0) {
-         return opmsg_fail(error, OPMSG_ERR_DUPLICATE_KEY,
-                           "body key \"%.64s\" at offset %zu appears twice", e.key, off);
+         return duplicate_key(msg, e.key, error);
       }
    }
    return true;
@@ -494,7 +556,7 @@ check_identifiers(const opmsg_msg_t *msg, nameset_t *keys, const scan_t *scan,
                         "%u document sequences with a dotted identifier among them: more than the %d this implementation places",
                         scan->n_seq, OPMSG_MAX_DOTTED_SEQUENCES);
    }
-   if (!nameset_init(&ids, msg->data, scan->n_seq, error)) {
+   if (!nameset_init(&ids, msg->data, msg->data + msg->len, scan->n_seq, error)) {
       return false;
    }
    opmsg_sequence_iter_init(&it, msg);
@@ -547,10 +609,12 @@ check_db(const opmsg_msg_t *msg, bson_error_t *error)
 bool
 opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
 {
-   scan_t scan = {0};
+   scan_t scan;
    nameset_t keys;
    bool ok;
 
+   scan.n_seq = scan.n_dotted = scan.body_keys = 0;
+   scan.seq_out = 0;
    msg->flags = opmsg_read_u32(msg->data + 16);
    if (!check_flags(msg->flags, error)) {
       return false;
@@ -569,7 +633,7 @@ opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *er
    msg->n_sequences = scan.n_seq;
    msg->priv_n_dotted = scan.n_dotted;
 
-   if (!check_body_keys(msg, scan.body_keys, &keys, error)) {
+   if (!check_body_keys(msg, &scan, &keys, error)) {
       nameset_destroy(&keys);
       return false;
    }

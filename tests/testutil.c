@@ -279,10 +279,21 @@ count_realloc(void *p, size_t n)
    return realloc(p, n);
 }
 
+static void *
+count_aligned_alloc(size_t alignment, size_t n)
+{
+   alloc_count++;
+   return aligned_alloc(alignment, (n + alignment - 1) / alignment * alignment);
+}
+
 void
 tu_count_allocs_begin(void)
 {
-   static bson_mem_vtable_t vt = {count_malloc, count_calloc, count_realloc, free, {0}};
+   static bson_mem_vtable_t vt = {.malloc = count_malloc,
+                                  .calloc = count_calloc,
+                                  .realloc = count_realloc,
+                                  .free = free,
+                                  .aligned_alloc = count_aligned_alloc};
    alloc_count = 0;
    bson_mem_set_vtable(&vt);
 }
