@@ -228,14 +228,16 @@ element_error(const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t 
                         "element at offset %zu: key has no terminating NUL inside the document",
                         offset);
    }
+   char name[200];
+   opmsg_printable(name, key, (size_t) ((const char *) nul - key));
    if (type == BSON_TYPE_BOOL && nul + 1 < end) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_BOOLEAN,
-                        "element \"%.64s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
-                        key, offset, nul[1]);
+                        "element \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
+                        name, offset, nul[1]);
    }
    return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                     "element \"%.64s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end",
-                     key, offset, type);
+                     "element \"%s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end",
+                     name, offset, type);
 }
 
 bool

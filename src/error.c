@@ -82,6 +82,31 @@ opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt, ...)
    return false;
 }
 
+const char *
+opmsg_printable(char *out, const char *name, size_t len)
+{
+   static const char hex[] = "0123456789abcdef";
+   size_t o = 0;
+   size_t n = len < 48 ? len : 48;
+   for (size_t i = 0; i < n; i++) {
+      unsigned char c = (unsigned char) name[i];
+      if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+         out[o++] = (char) c;
+      } else {
+         out[o++] = '\\';
+         out[o++] = 'x';
+         out[o++] = hex[c >> 4];
+         out[o++] = hex[c & 15];
+      }
+   }
+   if (n < len) {
+      memcpy(out + o, "...", 3);
+      o += 3;
+   }
+   out[o] = '\0';
+   return out;
+}
+
 void
 opmsg_options_init(opmsg_options_t *opts)
 {

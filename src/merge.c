@@ -254,9 +254,13 @@ opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
    if (!merged_size(msg, &size, error)) {
       return NULL;
    }
-   /* One block: the bson_t, then the document. sizeof(bson_t) is a
-    * multiple of its alignment, so the bytes behind it are aligned too. */
-   bson_t *b = bson_malloc(sizeof(bson_t) + size);
+   /* One block: the bson_t, then the document. libbson declares bson_t
+    * with 128-byte alignment, so the block is allocated aligned (and its
+    * size rounded up, as C11's aligned_alloc asks); sizeof(bson_t) is a
+    * multiple of that alignment, so the bytes behind it need nothing more. */
+   size_t align = BSON_ALIGNOF(bson_t);
+   size_t total = (sizeof(bson_t) + size + align - 1) / align * align;
+   bson_t *b = bson_aligned_alloc(align, total);
    uint8_t *data = (uint8_t *) (b + 1);
    write_merged(msg, data, size);
    if (!bson_init_static(b, data, size)) {

@@ -64,6 +64,12 @@ opmsg_write_i64(uint8_t *p, int64_t v)
 bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt,
                 ...) OPMSG_PRINTF(3, 4);
 
+/* Copies at most 48 bytes of a key or identifier into out (at least 200
+ * bytes) for an error message, escaping every byte that is not printable
+ * ASCII as \xNN, so a message stays on one line whatever the wire held.
+ * Returns out. */
+const char *opmsg_printable(char *out, const char *name, size_t len);
+
 /* The limits in force for one call, with defaults applied. */
 typedef struct {
    size_t max_message_size;
@@ -114,9 +120,9 @@ bool opmsg_next_element(const uint8_t **p, const uint8_t *end,
 bool opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
                          const char *what, uint32_t *count, bson_error_t *error);
 
-/* Full validation of every nested element (validate.c). The document has
- * already passed opmsg_doc_frame(). depth is its nesting level (0 at the
- * top). */
+/* Full validation of every nested element (validate.c): at most
+ * OPMSG_MAX_DEPTH nested levels below doc. The document has already passed
+ * opmsg_doc_frame(). */
 bool opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
                              const char *what, bson_error_t *error);
 

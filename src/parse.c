@@ -218,19 +218,21 @@ check_identifier(const char *id, size_t len, size_t off, bool *dotted,
       return true;
    }
    *dotted = true;
+   char name[200];
+   opmsg_printable(name, id, len);
    for (size_t i = 0; i < len; i++) {
       if (id[i] == '.') {
          if (i == 0 || i + 1 == len || id[i + 1] == '.') {
             return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                              "identifier \"%.64s\" at offset %zu has an empty path component", id, off);
+                              "identifier \"%s\" at offset %zu has an empty path component", name, off);
          }
          parts++;
       }
    }
    if (parts > OPMSG_MAX_DEPTH) {
       return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "identifier \"%.64s\" at offset %zu has %zu path components, more than %d",
-                        id, off, parts, OPMSG_MAX_DEPTH);
+                        "identifier \"%s\" at offset %zu has %zu path components, more than %d",
+                        name, off, parts, OPMSG_MAX_DEPTH);
    }
    return true;
 }
@@ -285,19 +287,23 @@ scan_sequence(const opmsg_msg_t *msg, const opmsg_limits_t *limits,
    while (q < sec_end) {
       size_t left = (size_t) (sec_end - q);
       size_t doff = (size_t) (q - msg->data);
-      char what[96];
+      char what[260];
       uint32_t dlen;
       /* A document that starts inside the section but ends outside it is a
        * framing error of the section, whatever lies beyond. */
       if (left < 4 || (opmsg_read_i32(q) >= 0 && (size_t) opmsg_read_i32(q) > left)) {
+         char name[200];
          return opmsg_fail(error, OPMSG_ERR_SEQUENCE_OVERRUN,
-                           "document %u of sequence \"%.64s\" at offset %zu runs past the section's end at offset %zu",
-                           count, id, doff, (size_t) (sec_end - msg->data));
+                           "document %u of sequence \"%s\" at offset %zu runs past the section's end at offset %zu",
+                           count, opmsg_printable(name, id, id_len), doff,
+                           (size_t) (sec_end - msg->data));
       }
       if (!check_sequence_doc(q, left, limits, doff, "sequence document", &dlen, error)) {
          /* Only now is it worth naming the document and its sequence:
           * check it again under that name to rebuild the message. */
-         snprintf(what, sizeof what, "document %u of sequence \"%.48s\"", count, id);
+         char name[200];
+         snprintf(what, sizeof what, "document %u of sequence \"%s\"", count,
+                  opmsg_printable(name, id, id_len));
          return check_sequence_doc(q, left, limits, doff, what, &dlen, error);
       }
       q += dlen;
@@ -408,8 +414,10 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan,
 static bool
 duplicate_key(const opmsg_msg_t *msg, const char *key, bson_error_t *error)
 {
+   char name[200];
    return opmsg_fail(error, OPMSG_ERR_DUPLICATE_KEY,
-                     "body key \"%.64s\" at offset %zu appears twice", key,
+                     "body key \"%s\" at offset %zu appears twice",
+                     opmsg_printable(name, key, strlen(key)),
                      (size_t) ((const uint8_t *) key - msg->data) - 1);
 }
 
@@ -475,13 +483,15 @@ check_dotted_path(const opmsg_msg_t *msg, const opmsg_sequence_t *seq,
    opmsg_element_t e = *top;
    const char *comp = seq->identifier + top->key_len + 1;
    const char *id_end = seq->identifier + seq->identifier_len;
+   char name[200], field[200];
 
+   opmsg_printable(name, seq->identifier, seq->identifier_len);
    for (;;) {
       if (e.type != BSON_TYPE_DOCUMENT) {
+         opmsg_printable(field, seq->identifier, (size_t) (comp - 1 - seq->identifier));
          return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                           "sequence \"%.64s\" at offset %u: body field \"%.*s\" is not a document, so the path cannot be added",
-                           seq->identifier, seq->offset,
-                           (int) (e.key + e.key_len - seq->identifier), seq->identifier);
+                           "sequence \"%s\" at offset %u: body field \"%s\" is not a document, so the path cannot be added",
+                           name, seq->offset, field);
       }
       const char *dot = memchr(comp, '.', (size_t) (id_end - comp));
       size_t clen = (size_t) ((dot ? dot : id_end) - comp);
@@ -495,8 +505,8 @@ check_dotted_path(const opmsg_msg_t *msg, const opmsg_sequence_t *seq,
       }
       if (!dot) {
          return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                           "sequence \"%.64s\" at offset %u: the body already has that field (at offset %zu)",
-                           seq->identifier, seq->offset, (size_t) (e.start - msg->data));
+                           "sequence \"%s\" at offset %u: the body already has that field (at offset %zu)",
+                           name, seq->offset, (size_t) (e.start - msg->data));
       }
       comp = dot + 1;
    }
@@ -533,9 +543,11 @@ check_prefix_identifiers(const opmsg_msg_t *msg, bson_error_t *error)
          if (b.identifier_len > a.identifier_len &&
              b.identifier[a.identifier_len] == '.' &&
              memcmp(a.identifier, b.identifier, a.identifier_len) == 0) {
+            char na[200], nb[200];
             return opmsg_fail(error, OPMSG_ERR_DUPLICATE_IDENTIFIER,
-                              "sequence \"%.64s\" at offset %u lies inside sequence \"%.64s\" at offset %u",
-                              b.identifier, b.offset, a.identifier, a.offset);
+                              "sequence \"%s\" at offset %u lies inside sequence \"%s\" at offset %u",
+                              opmsg_printable(nb, b.identifier, b.identifier_len), b.offset,
+                              opmsg_printable(na, a.identifier, a.identifier_len), a.offset);
          }
       }
    }
@@ -563,11 +575,13 @@ check_identifiers(const opmsg_msg_t *msg, nameset_t *keys, const scan_t *scan,
    while (opmsg_sequence_next(&it, &seq, false)) {
       uint32_t id_off = (uint32_t) (seq.identifier - (const char *) msg->data);
       int64_t prev = nameset_find(&ids, seq.identifier, seq.identifier_len, id_off, true);
+      char name[200];
+      opmsg_printable(name, seq.identifier, seq.identifier_len);
       if (prev >= 0) {
          /* The identifier sits 5 bytes after its section's kind byte. */
          opmsg_fail(error, OPMSG_ERR_DUPLICATE_IDENTIFIER,
-                    "sequence \"%.64s\" at offset %u repeats the identifier of the one at offset %lld",
-                    seq.identifier, seq.offset, (long long) prev - 5);
+                    "sequence \"%s\" at offset %u repeats the identifier of the one at offset %lld",
+                    name, seq.offset, (long long) prev - 5);
          goto done;
       }
       const char *dot = memchr(seq.identifier, '.', seq.identifier_len);
@@ -576,8 +590,8 @@ check_identifiers(const opmsg_msg_t *msg, nameset_t *keys, const scan_t *scan,
       if (body_element(msg, keys, seq.identifier, first_len, &e)) {
          if (!dot) {
             opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                       "sequence \"%.64s\" at offset %u: the body already has that field (at offset %zu)",
-                       seq.identifier, seq.offset, (size_t) (e.start - msg->data));
+                       "sequence \"%s\" at offset %u: the body already has that field (at offset %zu)",
+                       name, seq.offset, (size_t) (e.start - msg->data));
             goto done;
          }
          if (!check_dotted_path(msg, &seq, &e, error)) {
