@@ -240,9 +240,11 @@ element_error(const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t 
                      name, offset, type);
 }
 
-bool
-opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e,
-                   size_t offset, bson_error_t *error)
+/* The walk itself, inlined into the loops below; opmsg_next_element() is
+ * the same for other files. */
+static inline __attribute__((always_inline)) bool
+next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e,
+             size_t offset, bson_error_t *error)
 {
    const uint8_t *p = *pp;
    const uint8_t *k = p + 1;
@@ -281,6 +283,13 @@ opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e,
 }
 
 bool
+opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e,
+                   size_t offset, bson_error_t *error)
+{
+   return next_element(pp, end, e, offset, error);
+}
+
+bool
 opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
                     const char *what, uint32_t *count, bson_error_t *error)
 {
@@ -290,7 +299,7 @@ opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
    opmsg_element_t e;
 
    while (p < end) {
-      if (!opmsg_next_element(&p, end, &e, base + (size_t) (p - doc), error)) {
+      if (!next_element(&p, end, &e, base + (size_t) (p - doc), error)) {
          /* Name the document too: the element's offset alone is not enough
           * to tell a body from the 90,000th document of a sequence. */
          if (error) {
