@@ -1,0 +1,847 @@
+/*
+ * compress.c - OP_COMPRESSED: framing checks (called by opmsg_parse()),
+ * decompression with noop, snappy, zlib and zstd, and compression.
+ */
+#include "opmsg-private.h"
+
+#define ZLIB_CONST
+#include <snappy-c.h>
+#include <zlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+/* Offsets inside an OP_COMPRESSED message. */
+#define OFF_ORIGINAL_OPCODE 16
+#define OFF_UNCOMPRESSED_SIZE 20
+#define OFF_COMPRESSOR_ID 24
+
+/* The largest value a messageLength can carry. */
+#define OPMSG_INT32_MAX_SIZE ((size_t) INT32_MAX)
+
+/* ---------------------------------------------------------------------------
+ * Parsing (framing only)
+ * ------------------------------------------------------------------------- */
+
+/*
+ * OP_COMPRESSED: int32 originalOpcode | int32 uncompressedSize |
+ * uint8 compressorId | compressed bytes.
+ *
+ * Everything that decides how much memory decompressing takes is checked
+ * here, before anyone allocates: 16 + uncompressedSize is the size of the
+ * rebuilt message, so it is bounded by the message size limit.
+ */
+bool
+opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
+                       bson_error_t *error)
+{
+   int32_t orig = opmsg_read_i32(msg->data + OFF_ORIGINAL_OPCODE);
+   int32_t usize = opmsg_read_i32(msg->data + OFF_UNCOMPRESSED_SIZE);
+   uint8_t id = msg->data[OFF_COMPRESSOR_ID];
+   size_t min_body;
+
+   msg->flags = 0;
+   msg->body = NULL;
+   msg->body_len = 0;
+   if (orig == OPMSG_OP_COMPRESSED) {
+      return opmsg_fail(error, OPMSG_ERR_NESTED_COMPRESSION,
+                        "OP_COMPRESSED originalOpcode at offset %d is "
+                        "OP_COMPRESSED again",
+                        OFF_ORIGINAL_OPCODE);
+   }
+   if (orig != OPMSG_OP_MSG && orig != OPMSG_OP_QUERY &&
+       orig != OPMSG_OP_REPLY) {
+      return opmsg_fail(error, OPMSG_ERR_BAD_ORIGINAL_OPCODE,
+                        "OP_COMPRESSED originalOpcode %" PRId32
+                        " at offset %d is not OP_MSG, OP_QUERY or OP_REPLY",
+                        orig, OFF_ORIGINAL_OPCODE);
+   }
+   if (id > OPMSG_COMPRESSOR_ZSTD) {
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
+                        "OP_COMPRESSED compressorId %u at offset %d is "
+                        "reserved",
+                        (unsigned) id, OFF_COMPRESSOR_ID);
+   }
+   min_body = opmsg_min_length(orig) - OPMSG_HEADER_SIZE;
+   if (usize < 0 || (size_t) usize < min_body) {
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                        "OP_COMPRESSED uncompressedSize %" PRId32
+                        " at offset %d is below the %zu bytes the original "
+                        "opcode needs",
+                        usize, OFF_UNCOMPRESSED_SIZE, min_body);
+   }
+   if ((size_t) usize + OPMSG_HEADER_SIZE > limits->max_message_size) {
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                        "OP_COMPRESSED uncompressedSize %" PRId32
+                        " at offset %d makes a message larger than the "
+                        "limit of %zu bytes",
+                        usize, OFF_UNCOMPRESSED_SIZE,
+                        limits->max_message_size);
+   }
+   msg->original_opcode = orig;
+   msg->uncompressed_size = usize;
+   msg->compressor_id = id;
+   msg->compressed = msg->data + OPMSG_COMPRESSED_OVERHEAD;
+   msg->compressed_len = msg->len - OPMSG_COMPRESSED_OVERHEAD;
+   return true;
+}
+
+/* ---------------------------------------------------------------------------
+ * Names
+ * ------------------------------------------------------------------------- */
+
+static const char *const compressor_names[] = {"noop", "snappy", "zlib",
+                                               "zstd"};
+
+const char *
+opmsg_compressor_name(int compressor_id)
+{
+   if (compressor_id < 0 || compressor_id > OPMSG_COMPRESSOR_ZSTD) {
+      return NULL;
+   }
+   return compressor_names[compressor_id];
+}
+
+int
+opmsg_compressor_from_name(const char *name)
+{
+   int i;
+
+   if (!name) {
+      return -1;
+   }
+   for (i = 0; i <= OPMSG_COMPRESSOR_ZSTD; i++) {
+      if (strcmp(name, compressor_names[i]) == 0) {
+         return i;
+      }
+   }
+   return -1;
+}
+
+bool
+opmsg_compressor_available(int compressor_id)
+{
+   return compressor_id >= 0 && compressor_id <= OPMSG_COMPRESSOR_ZSTD;
+}
+
+/* ---------------------------------------------------------------------------
+ * Codecs
+ * ------------------------------------------------------------------------- */
+
+/* zlib's working memory goes through libbson's allocator, so an
+ * application's bson_mem_set_vtable() sees it. */
+static voidpf
+zlib_alloc(voidpf opaque, uInt items, uInt size)
+{
+   (void) opaque;
+   return bson_malloc((size_t) items * size);
+}
+
+static void
+zlib_free(voidpf opaque, voidpf address)
+{
+   (void) opaque;
+   bson_free(address);
+}
+
+static void
+zlib_stream_init(z_stream *zs)
+{
+   memset(zs, 0, sizeof *zs);
+   zs->zalloc = zlib_alloc;
+   zs->zfree = zlib_free;
+}
+
+static bool
+fail_size(bson_error_t *error, const char *codec, const char *what,
+          size_t usize)
+{
+   return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                     "%s payload at offset %d decompresses to %s than "
+                     "uncompressedSize %zu",
+                     codec, OPMSG_COMPRESSED_OVERHEAD, what, usize);
+}
+
+static bool
+noop_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
+            bson_error_t *error)
+{
+   if (src_len != dst_len) {
+      return fail_size(error, "noop",
+                       src_len > dst_len ? "more bytes" : "fewer bytes",
+                       dst_len);
+   }
+   memcpy(dst, src, dst_len);
+   return true;
+}
+
+/* snappy_uncompress() rejects corrupt input by itself, so the separate
+ * validation pass snappy offers would only read the stream twice. */
+static bool
+snappy_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
+              size_t dst_len, bson_error_t *error)
+{
+   size_t declared;
+   size_t out = dst_len;
+
+   if (snappy_uncompressed_length((const char *) src, src_len, &declared) !=
+       SNAPPY_OK) {
+      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                        "snappy payload at offset %d has no valid length "
+                        "preamble",
+                        OPMSG_COMPRESSED_OVERHEAD);
+   }
+   if (declared != dst_len) {
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                        "snappy payload at offset %d declares %zu bytes, "
+                        "uncompressedSize says %zu",
+                        OPMSG_COMPRESSED_OVERHEAD, declared, dst_len);
+   }
+   if (snappy_uncompress((const char *) src, src_len, (char *) dst, &out) !=
+       SNAPPY_OK) {
+      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                        "snappy payload at offset %d is corrupt or "
+                        "truncated",
+                        OPMSG_COMPRESSED_OVERHEAD);
+   }
+   if (out != dst_len) {
+      return fail_size(error, "snappy", "another number of bytes", dst_len);
+   }
+   return true;
+}
+
+/* After the output is full, finds out whether the stream has more to give
+ * (then it is longer than uncompressedSize) or just ends. */
+static int
+zlib_drain(z_stream *zs, bool *longer)
+{
+   uint8_t extra;
+   int rc;
+
+   zs->next_out = &extra;
+   zs->avail_out = 1;
+   rc = inflate(zs, Z_FINISH);
+   *longer = zs->avail_out == 0;
+   return rc;
+}
+
+static bool
+zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
+            bson_error_t *error)
+{
+   z_stream zs;
+   bool longer = false;
+   bool ok = false;
+   int rc;
+
+   zlib_stream_init(&zs);
+   if (inflateInit(&zs) != Z_OK) {
+      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY,
+                        "zlib: cannot initialise the inflater");
+   }
+   /* Both sizes are below 2 GiB: they come from int32 fields. */
+   zs.next_in = src;
+   zs.avail_in = (uInt) src_len;
+   zs.next_out = dst;
+   zs.avail_out = (uInt) dst_len;
+   rc = inflate(&zs, Z_FINISH);
+   if (rc != Z_STREAM_END && zs.avail_out == 0) {
+      rc = zlib_drain(&zs, &longer);
+   }
+   if (longer) {
+      fail_size(error, "zlib", "more bytes", dst_len);
+   } else if (rc == Z_STREAM_END && zs.total_out != dst_len) {
+      fail_size(error, "zlib", "fewer bytes", dst_len);
+   } else if (rc == Z_STREAM_END && zs.avail_in != 0) {
+      opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                 "zlib payload has %u bytes after the end of its stream "
+                 "at offset %zu",
+                 (unsigned) zs.avail_in,
+                 OPMSG_COMPRESSED_OVERHEAD + src_len - zs.avail_in);
+   } else if (rc == Z_STREAM_END) {
+      ok = true;
+   } else if (rc == Z_MEM_ERROR) {
+      opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zlib: out of memory");
+   } else if (rc == Z_BUF_ERROR) {
+      opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                 "zlib payload at offset %d is truncated: it ends after "
+                 "%lu of %zu bytes",
+                 OPMSG_COMPRESSED_OVERHEAD, zs.total_out, dst_len);
+   } else {
+      opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                 "zlib payload is corrupt near offset %zu: %s",
+                 OPMSG_COMPRESSED_OVERHEAD + src_len - zs.avail_in,
+                 zs.msg ? zs.msg : "bad data");
+   }
+   inflateEnd(&zs);
+   return ok;
+}
+
+static bool
+zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
+            bson_error_t *error)
+{
+   unsigned long long declared = ZSTD_getFrameContentSize(src, src_len);
+   size_t n;
+
+   if (declared == ZSTD_CONTENTSIZE_ERROR) {
+      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                        "zstd payload at offset %d is not a zstd frame",
+                        OPMSG_COMPRESSED_OVERHEAD);
+   }
+   /* A frame declaring more than fits is refused before any work. */
+   if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > dst_len) {
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                        "zstd payload at offset %d declares %llu bytes, "
+                        "uncompressedSize says %zu",
+                        OPMSG_COMPRESSED_OVERHEAD, declared, dst_len);
+   }
+   n = ZSTD_decompress(dst, dst_len, src, src_len);
+   if (ZSTD_isError(n)) {
+      ZSTD_ErrorCode code = ZSTD_getErrorCode(n);
+
+      if (code == ZSTD_error_dstSize_tooSmall) {
+         return fail_size(error, "zstd", "more bytes", dst_len);
+      }
+      if (code == ZSTD_error_memory_allocation) {
+         return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zstd: out of memory");
+      }
+      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                        "zstd payload at offset %d is corrupt or truncated: "
+                        "%s",
+                        OPMSG_COMPRESSED_OVERHEAD, ZSTD_getErrorName(n));
+   }
+   if (n != dst_len) {
+      return fail_size(error, "zstd", "fewer bytes", dst_len);
+   }
+   return true;
+}
+
+static bool
+codec_decode(int id, const uint8_t *src, size_t src_len, uint8_t *dst,
+             size_t dst_len, bson_error_t *error)
+{
+   switch (id) {
+   case OPMSG_COMPRESSOR_NOOP:
+      return noop_decode(src, src_len, dst, dst_len, error);
+   case OPMSG_COMPRESSOR_SNAPPY:
+      return snappy_decode(src, src_len, dst, dst_len, error);
+   case OPMSG_COMPRESSOR_ZLIB:
+      return zlib_decode(src, src_len, dst, dst_len, error);
+   case OPMSG_COMPRESSOR_ZSTD:
+      return zstd_decode(src, src_len, dst, dst_len, error);
+   default:
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
+                        "compressorId %d is reserved", id);
+   }
+}
+
+/* Compresses src into dst[0..*dst_len); *dst_len becomes the size written.
+ * Running out of room is OPMSG_ERR_BUFFER_TOO_SMALL. */
+static bool
+codec_encode(int id, int level, const uint8_t *src, size_t src_len,
+             uint8_t *dst, size_t *dst_len, bson_error_t *error)
+{
+   switch (id) {
+   case OPMSG_COMPRESSOR_NOOP:
+      if (*dst_len < src_len) {
+         break;
+      }
+      memcpy(dst, src, src_len);
+      *dst_len = src_len;
+      return true;
+   case OPMSG_COMPRESSOR_SNAPPY:
+      /* snappy refuses any buffer smaller than its bound. */
+      if (*dst_len < snappy_max_compressed_length(src_len)) {
+         break;
+      }
+      if (snappy_compress((const char *) src, src_len, (char *) dst,
+                          dst_len) != SNAPPY_OK) {
+         return opmsg_fail(error, OPMSG_ERR_COMPRESS, "snappy failed");
+      }
+      return true;
+   case OPMSG_COMPRESSOR_ZLIB: {
+      z_stream zs;
+      int rc;
+
+      zlib_stream_init(&zs);
+      if (deflateInit(&zs, level) != Z_OK) {
+         return opmsg_fail(error, OPMSG_ERR_NO_MEMORY,
+                           "zlib: cannot initialise the deflater");
+      }
+      zs.next_in = src;
+      zs.avail_in = (uInt) src_len;
+      zs.next_out = dst;
+      zs.avail_out = (uInt) BSON_MIN(*dst_len, (size_t) UINT32_MAX);
+      rc = deflate(&zs, Z_FINISH);
+      *dst_len = zs.total_out;
+      deflateEnd(&zs);
+      if (rc == Z_STREAM_END) {
+         return true;
+      }
+      if (rc == Z_OK || rc == Z_BUF_ERROR) {
+         break;
+      }
+      return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib deflate failed (%d)",
+                        rc);
+   }
+   case OPMSG_COMPRESSOR_ZSTD: {
+      size_t n = ZSTD_compress(dst, *dst_len, src, src_len,
+                               level == OPMSG_COMPRESS_DEFAULT_LEVEL ? 0
+                                                                     : level);
+      if (!ZSTD_isError(n)) {
+         *dst_len = n;
+         return true;
+      }
+      if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall) {
+         break;
+      }
+      return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zstd failed: %s",
+                        ZSTD_getErrorName(n));
+   }
+   default:
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
+                        "compressorId %d is reserved", id);
+   }
+   return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
+                     "%zu bytes are not enough for the %s payload",
+                     *dst_len, compressor_names[id]);
+}
+
+/* ---------------------------------------------------------------------------
+ * Decompression
+ * ------------------------------------------------------------------------- */
+
+static bool
+check_compressed(const opmsg_msg_t *msg, bson_error_t *error)
+{
+   if (!msg) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg is NULL");
+   }
+   if (msg->opcode != OPMSG_OP_COMPRESSED) {
+      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
+                        "opcode %" PRId32 " is not OP_COMPRESSED",
+                        msg->opcode);
+   }
+   if (msg->uncompressed_size < 0) {
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                        "uncompressedSize %" PRId32 " is negative",
+                        msg->uncompressed_size);
+   }
+   if (msg->compressor_id > OPMSG_COMPRESSOR_ZSTD) {
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
+                        "compressorId %u is reserved",
+                        (unsigned) msg->compressor_id);
+   }
+   /* opmsg_parse() checked this; a hand-filled msg must not smuggle an
+    * OP_COMPRESSED into the rebuilt header. */
+   if (msg->original_opcode == OPMSG_OP_COMPRESSED) {
+      return opmsg_fail(error, OPMSG_ERR_NESTED_COMPRESSION,
+                        "originalOpcode is OP_COMPRESSED again");
+   }
+   if (msg->original_opcode != OPMSG_OP_MSG &&
+       msg->original_opcode != OPMSG_OP_QUERY &&
+       msg->original_opcode != OPMSG_OP_REPLY) {
+      return opmsg_fail(error, OPMSG_ERR_BAD_ORIGINAL_OPCODE,
+                        "originalOpcode %" PRId32 " cannot be rebuilt",
+                        msg->original_opcode);
+   }
+   return true;
+}
+
+size_t
+opmsg_decompressed_size(const opmsg_msg_t *msg)
+{
+   if (!msg || msg->opcode != OPMSG_OP_COMPRESSED ||
+       msg->uncompressed_size < 0) {
+      return 0;
+   }
+   return OPMSG_HEADER_SIZE + (size_t) msg->uncompressed_size;
+}
+
+bool
+opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
+                      size_t *written, bson_error_t *error)
+{
+   size_t total;
+
+   if (!check_compressed(msg, error)) {
+      return false;
+   }
+   total = opmsg_decompressed_size(msg);
+   if (!buf || buf_len < total) {
+      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
+                        "the decompressed message needs %zu bytes, the "
+                        "buffer has %zu",
+                        total, buf ? buf_len : 0);
+   }
+   opmsg_write_u32(buf, (uint32_t) total);
+   opmsg_write_u32(buf + 4, (uint32_t) msg->request_id);
+   opmsg_write_u32(buf + 8, (uint32_t) msg->response_to);
+   opmsg_write_u32(buf + 12, (uint32_t) msg->original_opcode);
+   if (!codec_decode(msg->compressor_id, msg->compressed, msg->compressed_len,
+                     buf + OPMSG_HEADER_SIZE, total - OPMSG_HEADER_SIZE,
+                     error)) {
+      return false;
+   }
+   if (written) {
+      *written = total;
+   }
+   return true;
+}
+
+uint8_t *
+opmsg_decompress(const opmsg_msg_t *msg, size_t *len, bson_error_t *error)
+{
+   uint8_t *buf;
+   size_t total;
+
+   if (!check_compressed(msg, error)) {
+      return NULL;
+   }
+   total = opmsg_decompressed_size(msg);
+   buf = bson_malloc(total);
+   if (!buf) {
+      opmsg_fail(error, OPMSG_ERR_NO_MEMORY,
+                 "cannot allocate %zu bytes for the decompressed message",
+                 total);
+      return NULL;
+   }
+   if (!opmsg_decompress_into(msg, buf, total, len, error)) {
+      bson_free(buf);
+      return NULL;
+   }
+   return buf;
+}
+
+bool
+opmsg_decompress_parse(const opmsg_msg_t *msg, const opmsg_options_t *opts,
+                       opmsg_decompressed_t *out, bson_error_t *error)
+{
+   opmsg_limits_t limits;
+
+   if (!out) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "out is NULL");
+   }
+   memset(out, 0, sizeof *out);
+   if (!check_compressed(msg, error)) {
+      return false;
+   }
+   /* msg may have been parsed with a larger limit than opts gives. */
+   opmsg_limits_from(opts, &limits);
+   if (opmsg_decompressed_size(msg) > limits.max_message_size) {
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                        "uncompressedSize %" PRId32 " makes a message larger "
+                        "than the limit of %zu bytes",
+                        msg->uncompressed_size, limits.max_message_size);
+   }
+   out->data = opmsg_decompress(msg, &out->len, error);
+   if (!out->data) {
+      return false;
+   }
+   if (!opmsg_parse(out->data, out->len, opts, &out->inner, error)) {
+      opmsg_decompressed_destroy(out);
+      return false;
+   }
+   return true;
+}
+
+void
+opmsg_decompressed_destroy(opmsg_decompressed_t *d)
+{
+   if (d) {
+      bson_free(d->data);
+      memset(d, 0, sizeof *d);
+   }
+}
+
+bson_t *
+opmsg_merge_compressed(const opmsg_msg_t *msg, const opmsg_options_t *opts,
+                       bson_error_t *error)
+{
+   opmsg_decompressed_t d;
+   bson_t *merged;
+
+   if (!opmsg_decompress_parse(msg, opts, &d, error)) {
+      return NULL;
+   }
+   merged = opmsg_merge_bson(&d.inner, error);
+   opmsg_decompressed_destroy(&d);
+   return merged;
+}
+
+/* ---------------------------------------------------------------------------
+ * Compression
+ * ------------------------------------------------------------------------- */
+
+/* Sorted only for reading; compared case-insensitively. */
+static const char *const forbidden_commands[] = {
+   "authenticate", "copydb",       "copydbgetnonce", "copydbSaslStart",
+   "createUser",   "getnonce",     "hello",          "isMaster",
+   "saslContinue", "saslStart",    "updateUser",
+};
+
+bool
+opmsg_compression_allowed(const char *command_name)
+{
+   size_t i;
+
+   if (!command_name) {
+      return true;
+   }
+   for (i = 0; i < sizeof forbidden_commands / sizeof forbidden_commands[0];
+        i++) {
+      if (bson_strcasecmp(command_name, forbidden_commands[i]) == 0) {
+         return false;
+      }
+   }
+   return true;
+}
+
+size_t
+opmsg_compress_bound(size_t msg_len, int compressor_id)
+{
+   size_t n;
+
+   if (msg_len < OPMSG_HEADER_SIZE) {
+      return 0;
+   }
+   n = msg_len - OPMSG_HEADER_SIZE;
+   switch (compressor_id) {
+   case OPMSG_COMPRESSOR_NOOP:
+      break;
+   case OPMSG_COMPRESSOR_SNAPPY:
+      n = snappy_max_compressed_length(n);
+      break;
+   case OPMSG_COMPRESSOR_ZLIB:
+      /* deflate with the default window and memory level, as used here,
+       * stays within compressBound() at every level. */
+      n = (size_t) compressBound((uLong) n);
+      break;
+   case OPMSG_COMPRESSOR_ZSTD:
+      n = ZSTD_compressBound(n);
+      break;
+   default:
+      return 0;
+   }
+   return OPMSG_COMPRESSED_OVERHEAD + n;
+}
+
+/* The first key of the document at doc (avail bytes there), or NULL when it
+ * is empty. False when the document or its first key is not whole. */
+static bool
+first_key(const uint8_t *doc, size_t avail, size_t offset, const char *what,
+          const char **key, bson_error_t *error)
+{
+   int32_t len;
+   const uint8_t *nul;
+
+   if (avail < 5 || (len = opmsg_read_i32(doc)) < 5 || (size_t) len > avail) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
+                        "the %s at offset %zu has a bad length", what, offset);
+   }
+   *key = NULL;
+   if (len == 5) {
+      return true;
+   }
+   nul = memchr(doc + 5, 0, (size_t) len - 6);
+   if (!nul) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
+                        "the first key of the %s at offset %zu is not "
+                        "terminated",
+                        what, offset);
+   }
+   *key = (const char *) doc + 5;
+   return true;
+}
+
+/* Finds the OP_MSG body wherever its section is, skipping sequences. */
+static bool
+msg_command(const uint8_t *msg, size_t len, const char **name,
+            bson_error_t *error)
+{
+   size_t off = OPMSG_HEADER_SIZE + 4;
+   size_t end = len;
+
+   if (len >= off &&
+       (opmsg_read_u32(msg + OPMSG_HEADER_SIZE) & OPMSG_FLAG_CHECKSUM_PRESENT) &&
+       len >= off + 4) {
+      end -= 4;
+   }
+   while (off < end) {
+      int32_t size;
+
+      if (msg[off] == 0) {
+         return first_key(msg + off + 1, end - off - 1, off + 1, "OP_MSG body",
+                          name, error);
+      }
+      if (msg[off] != 1 || end - off < 5 ||
+          (size = opmsg_read_i32(msg + off + 1)) < 5 ||
+          (size_t) size > end - off - 1) {
+         break;
+      }
+      off += 1 + (size_t) size;
+   }
+   return opmsg_fail(error, OPMSG_ERR_NO_BODY,
+                     "cannot find the OP_MSG body to compress (scan stopped "
+                     "at offset %zu)",
+                     off);
+}
+
+static bool
+query_command(const uint8_t *msg, size_t len, const char **name,
+              bson_error_t *error)
+{
+   size_t ns = OPMSG_HEADER_SIZE + 4;
+   const uint8_t *nul = len > ns ? memchr(msg + ns, 0, len - ns) : NULL;
+   size_t off;
+
+   if (!nul || (size_t) (msg + len - nul) < 1 + 8) {
+      return opmsg_fail(error, OPMSG_ERR_NO_BODY,
+                        "cannot find the OP_QUERY query to compress");
+   }
+   off = (size_t) (nul - msg) + 1 + 8;
+   return first_key(msg + off, len - off, off, "OP_QUERY query", name, error);
+}
+
+/* Checks the message to wrap and that its command may be compressed. */
+static bool
+check_compressible(const uint8_t *msg, size_t msg_len, bson_error_t *error)
+{
+   int32_t opcode;
+   const char *name = NULL;
+   bool ok = true;
+
+   if (msg_len < OPMSG_HEADER_SIZE) {
+      return opmsg_fail(error, OPMSG_ERR_TRUNCATED,
+                        "%zu bytes are less than a message header", msg_len);
+   }
+   if (opmsg_read_i32(msg) < 0 || (size_t) opmsg_read_i32(msg) != msg_len) {
+      return opmsg_fail(error, OPMSG_ERR_LENGTH_MISMATCH,
+                        "messageLength %" PRId32 " at offset 0 is not the "
+                        "%zu bytes given",
+                        opmsg_read_i32(msg), msg_len);
+   }
+   opcode = opmsg_read_i32(msg + 12);
+   switch (opcode) {
+   case OPMSG_OP_MSG:
+      ok = msg_command(msg, msg_len, &name, error);
+      break;
+   case OPMSG_OP_QUERY:
+      ok = query_command(msg, msg_len, &name, error);
+      break;
+   case OPMSG_OP_REPLY:
+      break;
+   case OPMSG_OP_COMPRESSED:
+      return opmsg_fail(error, OPMSG_ERR_NESTED_COMPRESSION,
+                        "the message is already OP_COMPRESSED");
+   default:
+      return opmsg_fail(error, OPMSG_ERR_BAD_ORIGINAL_OPCODE,
+                        "opcode %" PRId32 " at offset 12 cannot be "
+                        "compressed",
+                        opcode);
+   }
+   if (ok && !opmsg_compression_allowed(name)) {
+      return opmsg_fail(error, OPMSG_ERR_COMPRESSION_FORBIDDEN,
+                        "the command \"%s\" must never be compressed", name);
+   }
+   return ok;
+}
+
+static bool
+check_level(int compressor_id, int level, bson_error_t *error)
+{
+   bool ok = true;
+
+   if (compressor_id == OPMSG_COMPRESSOR_ZLIB) {
+      ok = level >= -1 && level <= 9;
+   } else if (compressor_id == OPMSG_COMPRESSOR_ZSTD) {
+      ok = level == OPMSG_COMPRESS_DEFAULT_LEVEL ||
+           (level >= ZSTD_minCLevel() && level <= ZSTD_maxCLevel());
+   }
+   if (!ok) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
+                        "level %d is out of range for %s", level,
+                        compressor_names[compressor_id]);
+   }
+   return true;
+}
+
+/* The checks both compressing entry points make before touching output. */
+static bool
+check_args(const uint8_t *msg, size_t msg_len, int compressor_id, int level,
+           bson_error_t *error)
+{
+   if (!msg) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg is NULL");
+   }
+   if (!opmsg_compressor_available(compressor_id)) {
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
+                        "compressorId %d is reserved", compressor_id);
+   }
+   return check_level(compressor_id, level, error) &&
+          check_compressible(msg, msg_len, error);
+}
+
+bool
+opmsg_compress_into(const uint8_t *msg, size_t msg_len, int compressor_id,
+                    int level, uint8_t *out, size_t out_cap, size_t *out_len,
+                    bson_error_t *error)
+{
+   size_t room;
+
+   if (!check_args(msg, msg_len, compressor_id, level, error)) {
+      return false;
+   }
+   if (!out || out_cap < OPMSG_COMPRESSED_OVERHEAD) {
+      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
+                        "%zu bytes are less than the OP_COMPRESSED header",
+                        out ? out_cap : 0);
+   }
+   /* Never let the codec write a message messageLength cannot describe. */
+   room = BSON_MIN(out_cap, OPMSG_INT32_MAX_SIZE) - OPMSG_COMPRESSED_OVERHEAD;
+   if (!codec_encode(compressor_id, level, msg + OPMSG_HEADER_SIZE,
+                     msg_len - OPMSG_HEADER_SIZE,
+                     out + OPMSG_COMPRESSED_OVERHEAD, &room, error)) {
+      if (error && error->code == OPMSG_ERR_BUFFER_TOO_SMALL &&
+          out_cap > OPMSG_INT32_MAX_SIZE) {
+         error->code = OPMSG_ERR_OUTPUT_TOO_LARGE;
+      }
+      return false;
+   }
+   opmsg_write_u32(out, (uint32_t) (OPMSG_COMPRESSED_OVERHEAD + room));
+   memcpy(out + 4, msg + 4, 8); /* requestID, responseTo */
+   opmsg_write_u32(out + 12, OPMSG_OP_COMPRESSED);
+   memcpy(out + OFF_ORIGINAL_OPCODE, msg + 12, 4);
+   opmsg_write_u32(out + OFF_UNCOMPRESSED_SIZE,
+                   (uint32_t) (msg_len - OPMSG_HEADER_SIZE));
+   out[OFF_COMPRESSOR_ID] = (uint8_t) compressor_id;
+   if (out_len) {
+      *out_len = OPMSG_COMPRESSED_OVERHEAD + room;
+   }
+   return true;
+}
+
+uint8_t *
+opmsg_compress(const uint8_t *msg, size_t msg_len, int compressor_id,
+               int level, size_t *out_len, bson_error_t *error)
+{
+   size_t cap;
+   uint8_t *out;
+
+   /* Everything is checked before the bound is allocated. */
+   if (!check_args(msg, msg_len, compressor_id, level, error)) {
+      return NULL;
+   }
+   cap = opmsg_compress_bound(msg_len, compressor_id);
+   out = bson_malloc(cap);
+   if (!out) {
+      opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "cannot allocate %zu bytes", cap);
+      return NULL;
+   }
+   if (!opmsg_compress_into(msg, msg_len, compressor_id, level, out, cap,
+                            out_len, error)) {
+      bson_free(out);
+      return NULL;
+   }
+   return out;
+}
