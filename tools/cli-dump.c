@@ -1,0 +1,505 @@
+/*
+ * cli-dump.c - `opmsg dump`: one JSON object describing a message.
+ *
+ * Copyright 2026 The opmsg authors. Licensed under the Apache License 2.0.
+ *
+ * The description is read from the raw bytes with a tolerant walker of its
+ * own, so an invalid message is still described as far as its bytes go; the
+ * verdict (and the "error" member) comes from opmsg_parse(). Every read is
+ * bounds-checked against the bytes given.
+ */
+#include "cli-common.h"
+
+#include <string.h>
+
+static uint32_t
+rd_u32(const uint8_t *p)
+{
+   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
+          (uint32_t) p[3] << 24;
+}
+
+static int32_t
+rd_i32(const uint8_t *p)
+{
+   return (int32_t) rd_u32(p);
+}
+
+static int64_t
+rd_i64(const uint8_t *p)
+{
+   return (int64_t) ((uint64_t) rd_u32(p) | (uint64_t) rd_u32(p + 4) << 32);
+}
+
+/* Appends text that may not be UTF-8 (identifiers of broken messages): the
+ * JSON printer needs valid UTF-8, so other bytes become "\xNN". */
+static void
+dump_text(bson_t *out, const char *key, const char *s, size_t len)
+{
+   char *safe;
+   size_t i, o = 0;
+
+   if (bson_utf8_validate(s, len, false)) {
+      bson_append_utf8(out, key, -1, s, (int) len);
+      return;
+   }
+   safe = bson_malloc(len * 4 + 1);
+   for (i = 0; i < len; i++) {
+      unsigned char c = (unsigned char) s[i];
+
+      if (c >= 0x20 && c < 0x7f) {
+         safe[o++] = (char) c;
+      } else {
+         bson_snprintf(safe + o, 5, "\\x%02x", c);
+         o += 4;
+      }
+   }
+   safe[o] = '\0';
+   bson_append_utf8(out, key, -1, safe, (int) o);
+   bson_free(safe);
+}
+
+/* Appends {number, name} for an opcode. */
+static void
+dump_opcode(bson_t *out, const char *key, int32_t opcode)
+{
+   bson_t child;
+
+   bson_append_document_begin(out, key, -1, &child);
+   BSON_APPEND_INT32(&child, "number", opcode);
+   BSON_APPEND_UTF8(&child, "name", cli_opcode_name(opcode));
+   bson_append_document_end(out, &child);
+}
+
+/* Appends the names of the bits set in flags, from a table of 32 names
+ * (NULL: unknown bit); the unknown bits go to unknown_* by range. */
+static void
+dump_flag_names(bson_t *out, uint32_t flags, const char *const names[32],
+                uint32_t required_mask)
+{
+   bson_t arr, req, opt;
+   uint32_t bit, n = 0, nr = 0, no = 0;
+   char buf[16];
+   const char *k;
+
+   bson_append_array_begin(out, "names", -1, &arr);
+   for (bit = 0; bit < 32; bit++) {
+      if ((flags >> bit & 1u) && names[bit]) {
+         bson_uint32_to_string(n++, &k, buf, sizeof buf);
+         bson_append_utf8(&arr, k, -1, names[bit], -1);
+      }
+   }
+   bson_append_array_end(out, &arr);
+   bson_append_array_begin(out, "unknownRequiredBits", -1, &req);
+   for (bit = 0; bit < 32; bit++) {
+      if ((flags >> bit & 1u) && !names[bit] && (required_mask >> bit & 1u)) {
+         bson_uint32_to_string(nr++, &k, buf, sizeof buf);
+         bson_append_int32(&req, k, -1, (int32_t) bit);
+      }
+   }
+   bson_append_array_end(out, &req);
+   bson_append_array_begin(out, "unknownOptionalBits", -1, &opt);
+   for (bit = 0; bit < 32; bit++) {
+      if ((flags >> bit & 1u) && !names[bit] && !(required_mask >> bit & 1u)) {
+         bson_uint32_to_string(no++, &k, buf, sizeof buf);
+         bson_append_int32(&opt, k, -1, (int32_t) bit);
+      }
+   }
+   bson_append_array_end(out, &opt);
+}
+
+static void
+dump_flags(bson_t *out, const char *key, uint32_t flags,
+           const char *const names[32], uint32_t required_mask)
+{
+   bson_t child;
+
+   bson_append_document_begin(out, key, -1, &child);
+   BSON_APPEND_INT64(&child, "number", (int64_t) flags);
+   dump_flag_names(&child, flags, names, required_mask);
+   bson_append_document_end(out, &child);
+}
+
+static const char *const msg_flag_names[32] = {
+   [0] = "checksumPresent", [1] = "moreToCome", [16] = "exhaustAllowed"};
+static const char *const query_flag_names[32] = {
+   [1] = "tailableCursor", [2] = "slaveOk", [3] = "oplogReplay",
+   [4] = "noCursorTimeout", [5] = "awaitData", [6] = "exhaust",
+   [7] = "partial"};
+static const char *const reply_flag_names[32] = {
+   [0] = "cursorNotFound", [1] = "queryFailure", [2] = "shardConfigStale",
+   [3] = "awaitCapable"};
+
+/* Length of a framed BSON document at p with avail bytes, or 0 when its
+ * length field is missing or out of bounds. */
+static uint32_t
+dump_doc_len(const uint8_t *p, size_t avail)
+{
+   int32_t n;
+
+   if (avail < 4) {
+      return 0;
+   }
+   n = rd_i32(p);
+   if (n < 5 || (size_t) n > avail) {
+      return 0;
+   }
+   return (uint32_t) n;
+}
+
+/* Counts the documents back to back in p[0..len); *exact is false when a
+ * document does not fit. */
+static uint32_t
+dump_count_docs(const uint8_t *p, size_t len, bool *exact)
+{
+   uint32_t count = 0;
+   size_t off = 0;
+
+   while (off < len) {
+      uint32_t n = dump_doc_len(p + off, len - off);
+
+      if (n == 0) {
+         *exact = false;
+         return count;
+      }
+      off += n;
+      count++;
+   }
+   *exact = true;
+   return count;
+}
+
+/* The first key of the document at p (framed, n bytes), if it has one. */
+static void
+dump_first_key(bson_t *out, const char *key, const uint8_t *p, uint32_t n)
+{
+   const uint8_t *k = p + 5;
+   const uint8_t *nul;
+
+   if (n <= 6 || p[4] == 0) {
+      return;
+   }
+   nul = memchr(k, 0, n - 5);
+   if (nul) {
+      dump_text(out, key, (const char *) k, (size_t) (nul - k));
+   }
+}
+
+/* One section at d[off..end); returns its size, 0 when it cannot be framed
+ * (the entry then says "complete": false and the walk stops). */
+static size_t
+dump_section(bson_t *arr, const char *k, const uint8_t *d, size_t off,
+             size_t end)
+{
+   bson_t s;
+   size_t size = 0;
+   uint8_t kind = d[off];
+
+   bson_append_document_begin(arr, k, -1, &s);
+   BSON_APPEND_INT32(&s, "kind", kind);
+   BSON_APPEND_INT64(&s, "offset", (int64_t) off);
+   if (kind == 0) {
+      uint32_t n = dump_doc_len(d + off + 1, end - off - 1);
+
+      if (n) {
+         size = 1 + (size_t) n;
+         BSON_APPEND_INT64(&s, "bytes", (int64_t) size);
+         BSON_APPEND_INT32(&s, "documents", 1);
+         dump_first_key(&s, "command", d + off + 1, n);
+      }
+   } else if (kind == 1 && end - off >= 5) {
+      int32_t n = rd_i32(d + off + 1);
+      const uint8_t *id = d + off + 5;
+      const uint8_t *nul;
+
+      if (n >= 5 && (size_t) n <= end - off - 1) {
+         nul = memchr(id, 0, (size_t) n - 4);
+         if (nul) {
+            const uint8_t *docs = nul + 1;
+            size_t docs_len = (size_t) (d + off + 1 + n - docs);
+            bool exact;
+            uint32_t count = dump_count_docs(docs, docs_len, &exact);
+
+            dump_text(&s, "identifier", (const char *) id,
+                      (size_t) (nul - id));
+            BSON_APPEND_INT64(&s, "bytes", (int64_t) n + 1);
+            BSON_APPEND_INT32(&s, "documents", (int32_t) count);
+            size = exact ? (size_t) n + 1 : 0;
+         }
+      }
+   }
+   if (size == 0) {
+      BSON_APPEND_BOOL(&s, "complete", false);
+   }
+   bson_append_document_end(arr, &s);
+   return size;
+}
+
+/* OP_MSG: flags, sections in wire order, checksum. end is the message's end
+ * (at most the bytes given). */
+static void
+dump_op_msg(bson_t *out, const uint8_t *d, size_t end)
+{
+   bson_t arr, ck;
+   uint32_t flags;
+   size_t off = 20, sec_end = end;
+   uint32_t i = 0;
+   bool has_crc;
+
+   if (end < 20) {
+      return;
+   }
+   flags = rd_u32(d + 16);
+   dump_flags(out, "flags", flags, msg_flag_names, OPMSG_FLAG_REQUIRED_MASK);
+   has_crc = (flags & OPMSG_FLAG_CHECKSUM_PRESENT) && end >= 24;
+   if (has_crc) {
+      sec_end = end - 4;
+   }
+   bson_append_array_begin(out, "sections", -1, &arr);
+   while (off < sec_end) {
+      char buf[16];
+      const char *k;
+      size_t n;
+
+      bson_uint32_to_string(i++, &k, buf, sizeof buf);
+      n = dump_section(&arr, k, d, off, sec_end);
+      if (n == 0) {
+         break;
+      }
+      off += n;
+   }
+   bson_append_array_end(out, &arr);
+
+   bson_append_document_begin(out, "checksum", -1, &ck);
+   BSON_APPEND_BOOL(&ck, "present", (flags & OPMSG_FLAG_CHECKSUM_PRESENT) != 0);
+   if (has_crc) {
+      uint32_t stored = rd_u32(d + end - 4);
+      uint32_t computed = opmsg_crc32c(0, d, end - 4);
+
+      BSON_APPEND_INT64(&ck, "stored", (int64_t) stored);
+      BSON_APPEND_INT64(&ck, "computed", (int64_t) computed);
+      BSON_APPEND_BOOL(&ck, "valid", stored == computed);
+   }
+   bson_append_document_end(out, &ck);
+}
+
+/* OP_QUERY: flags, fullCollectionName, skip, return, query, selector. */
+static void
+dump_op_query(bson_t *out, const uint8_t *d, size_t end)
+{
+   bson_t q;
+   size_t off = 20;
+   const uint8_t *nul;
+
+   if (end < 20) {
+      return;
+   }
+   bson_append_document_begin(out, "query", -1, &q);
+   dump_flags(&q, "flags", rd_u32(d + 16), query_flag_names, 0);
+   nul = memchr(d + off, 0, end - off);
+   if (nul) {
+      dump_text(&q, "fullCollectionName", (const char *) d + off,
+                (size_t) (nul - (d + off)));
+      off = (size_t) (nul - d) + 1;
+      if (end - off >= 8) {
+         uint32_t n;
+
+         BSON_APPEND_INT32(&q, "numberToSkip", rd_i32(d + off));
+         BSON_APPEND_INT32(&q, "numberToReturn", rd_i32(d + off + 4));
+         off += 8;
+         n = dump_doc_len(d + off, end - off);
+         if (n) {
+            BSON_APPEND_INT64(&q, "queryBytes", (int64_t) n);
+            dump_first_key(&q, "command", d + off, n);
+            off += n;
+            n = dump_doc_len(d + off, end - off);
+            BSON_APPEND_INT64(&q, "fieldSelectorBytes", (int64_t) n);
+         }
+      }
+   }
+   bson_append_document_end(out, &q);
+}
+
+/* OP_REPLY: responseFlags, cursorID, startingFrom, numberReturned, the
+ * documents present. */
+static void
+dump_op_reply(bson_t *out, const uint8_t *d, size_t end)
+{
+   bson_t r;
+   bool exact;
+
+   if (end < 36) {
+      return;
+   }
+   bson_append_document_begin(out, "reply", -1, &r);
+   dump_flags(&r, "responseFlags", rd_u32(d + 16), reply_flag_names, 0);
+   BSON_APPEND_INT64(&r, "cursorID", rd_i64(d + 20));
+   BSON_APPEND_INT32(&r, "startingFrom", rd_i32(d + 28));
+   BSON_APPEND_INT32(&r, "numberReturned", rd_i32(d + 32));
+   BSON_APPEND_INT64(&r, "documentsBytes", (int64_t) (end - 36));
+   BSON_APPEND_INT32(&r, "documentsFound",
+                     (int32_t) dump_count_docs(d + 36, end - 36, &exact));
+   bson_append_document_end(out, &r);
+}
+
+static const char *
+dump_compressor_name(uint8_t id)
+{
+   switch (id) {
+   case 0: return "noop";
+   case 1: return "snappy";
+   case 2: return "zlib";
+   case 3: return "zstd";
+   default: return "reserved";
+   }
+}
+
+static bool dump_message(bson_t *out, const uint8_t *d, size_t len,
+                         const cli_opts_t *opts, int depth,
+                         bson_error_t *first_error);
+
+/* OP_COMPRESSED: its fields, then the message inside when it decompresses
+ * (only for a message whose framing opmsg_parse() accepted). */
+static bool
+dump_op_compressed(bson_t *out, const uint8_t *d, size_t end,
+                   const opmsg_msg_t *msg, const cli_opts_t *opts, int depth,
+                   bson_error_t *first_error)
+{
+   bson_t c, inner_doc;
+   uint8_t *inner = NULL;
+   size_t inner_len = 0;
+   bool ok = true;
+
+   if (end < 25) {
+      return true;
+   }
+   bson_append_document_begin(out, "compressed", -1, &c);
+   dump_opcode(&c, "originalOpcode", rd_i32(d + 16));
+   BSON_APPEND_INT32(&c, "uncompressedSize", rd_i32(d + 20));
+   BSON_APPEND_INT32(&c, "compressorId", d[24]);
+   BSON_APPEND_UTF8(&c, "compressor", dump_compressor_name(d[24]));
+   BSON_APPEND_INT64(&c, "compressedBytes", (int64_t) (end - 25));
+   if (msg && depth == 0) {
+      if (cli_decompress(msg, &opts->parse, &inner, &inner_len,
+                         first_error)) {
+         bson_append_document_begin(&c, "inner", -1, &inner_doc);
+         ok = dump_message(&inner_doc, inner, inner_len, opts, depth + 1,
+                           first_error);
+         bson_append_document_end(&c, &inner_doc);
+         bson_free(inner);
+      } else {
+         ok = false;
+      }
+   }
+   bson_append_document_end(out, &c);
+   return ok;
+}
+
+static void
+dump_error(bson_t *out, const bson_error_t *error)
+{
+   bson_t e;
+
+   bson_append_document_begin(out, "error", -1, &e);
+   BSON_APPEND_UTF8(&e, "rule", opmsg_error_name(error->code));
+   BSON_APPEND_INT32(&e, "code", (int32_t) error->code);
+   dump_text(&e, "message", error->message, strlen(error->message));
+   bson_append_document_end(out, &e);
+}
+
+/* Describes the message d[0..len) into out. Returns whether it is valid;
+ * the first error found is stored in *first_error. */
+static bool
+dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts,
+             int depth, bson_error_t *first_error)
+{
+   opmsg_msg_t msg;
+   bson_error_t error;
+   bool parsed = opmsg_parse(d, len, &opts->parse, &msg, &error);
+   bool ok = parsed;
+   int32_t declared, opcode;
+   size_t end;
+   bson_t h;
+
+   if (!parsed && first_error->code == 0) {
+      *first_error = error;
+   }
+   if (len < OPMSG_HEADER_SIZE) {
+      BSON_APPEND_INT64(out, "bytesGiven", (int64_t) len);
+   } else {
+      declared = rd_i32(d);
+      opcode = rd_i32(d + 12);
+      dump_opcode(out, "opcode", opcode);
+      bson_append_document_begin(out, "header", -1, &h);
+      BSON_APPEND_INT32(&h, "messageLength", declared);
+      BSON_APPEND_INT32(&h, "requestID", rd_i32(d + 4));
+      BSON_APPEND_INT32(&h, "responseTo", rd_i32(d + 8));
+      BSON_APPEND_INT32(&h, "opCode", opcode);
+      bson_append_document_end(out, &h);
+      BSON_APPEND_INT64(out, "bytesGiven", (int64_t) len);
+      /* Describe the message its header announces, or what there is. */
+      end = declared >= OPMSG_HEADER_SIZE && (size_t) declared <= len
+               ? (size_t) declared
+               : len;
+      switch (opcode) {
+      case OPMSG_OP_MSG:
+         dump_op_msg(out, d, end);
+         if (parsed) {
+            const char *db = opmsg_db(&msg, NULL);
+
+            BSON_APPEND_INT64(out, "mergedBytes",
+                              (int64_t) opmsg_merged_size(&msg));
+            if (db) {
+               dump_text(out, "db", db, strlen(db));
+            }
+         }
+         break;
+      case OPMSG_OP_QUERY:
+         dump_op_query(out, d, end);
+         break;
+      case OPMSG_OP_REPLY:
+         dump_op_reply(out, d, end);
+         break;
+      case OPMSG_OP_COMPRESSED:
+         ok = dump_op_compressed(out, d, end, parsed ? &msg : NULL, opts,
+                                 depth, first_error) && ok;
+         break;
+      default:
+         break;
+      }
+   }
+   BSON_APPEND_BOOL(out, "valid", ok);
+   if (!parsed) {
+      dump_error(out, &error);
+   } else if (!ok && depth == 0) {
+      dump_error(out, first_error);
+   }
+   return ok;
+}
+
+int
+cli_dump_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
+             const cli_where_t *where)
+{
+   bson_t out;
+   bson_error_t first_error;
+   bool ok;
+   char *json;
+   size_t n = 0;
+
+   memset(&first_error, 0, sizeof first_error);
+   bson_init(&out);
+   ok = dump_message(&out, data, len, opts, 0, &first_error);
+   json = bson_as_relaxed_extended_json(&out, &n);
+   if (json) {
+      fwrite(json, 1, n, stdout);
+      fputc('\n', stdout);
+      bson_free(json);
+   }
+   bson_destroy(&out);
+   if (!ok) {
+      cli_report(&first_error, where);
+      return CLI_EXIT_INVALID;
+   }
+   return CLI_EXIT_OK;
+}
