@@ -57,6 +57,7 @@ static const char *const error_names[OPMSG_ERR_COUNT_] = {
    [OPMSG_ERR_QUERY_NAMESPACE] = "query-namespace",
    [OPMSG_ERR_REPLY_COUNT] = "reply-count",
    [OPMSG_ERR_MISSING_DB] = "missing-db",
+   [OPMSG_ERR_IO] = "io",
 };
 
 const char *

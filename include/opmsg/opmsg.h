@@ -165,6 +165,7 @@ typedef enum {
    OPMSG_ERR_REPLY_COUNT = 46,         /* numberReturned negative or not the documents present */
 
    OPMSG_ERR_MISSING_DB = 47,          /* OPMSG_PARSE_REQUEST: no "$db" string in the body */
+   OPMSG_ERR_IO = 48,                  /* read() failed on a stream (opmsg/reader.h); names errno */
 
    OPMSG_ERR_COUNT_ /* not a code: one past the last */
 } opmsg_error_code_t;
