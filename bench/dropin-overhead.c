@@ -1,0 +1,201 @@
+/*
+ * dropin-overhead.c - what libopmsg-mongoc.so costs an ordinary libmongoc
+ * program. Linked with the system's libmongoc only; dropin-overhead.sh runs
+ * it with and without LD_PRELOAD and compares.
+ *
+ *   dropin-overhead URI ping|find N
+ *      N timed round trips (after N/10 untimed ones); prints
+ *      "median_ns p99_ns mean_ns". find reads 2 documents from
+ *      opmsg_bench.c, which it fills first.
+ *   dropin-overhead scatter N
+ *      N calls of libmongoc's _mongoc_rpc_scatter (the function the drop-in
+ *      replaces) on a typical find reply, and on the same reply with its batch
+ *      as a document sequence; prints "plain_ns sequence_ns" per call.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <mongoc/mongoc.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Exported by libmongoc 1.23 (private, unversioned): what the drop-in
+ * replaces. Declared here because no installed header has it. */
+bool _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen);
+
+static int64_t
+now_ns(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+   int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+   return (x > y) - (x < y);
+}
+
+static bool
+one_op(mongoc_client_t *client, mongoc_collection_t *coll, bool find)
+{
+   bson_error_t error;
+   bool ok;
+
+   if (find) {
+      bson_t filter = BSON_INITIALIZER;
+      mongoc_cursor_t *c = mongoc_collection_find_with_opts(coll, &filter, NULL, NULL);
+      const bson_t *doc;
+      int n = 0;
+      while (mongoc_cursor_next(c, &doc)) {
+         n++;
+      }
+      ok = !mongoc_cursor_error(c, &error) && n == 2;
+      mongoc_cursor_destroy(c);
+   } else {
+      bson_t *cmd = BCON_NEW("ping", BCON_INT32(1));
+      ok = mongoc_client_command_simple(client, "admin", cmd, NULL, NULL, &error);
+      bson_destroy(cmd);
+   }
+   if (!ok) {
+      fprintf(stderr, "operation failed: %s\n", error.message);
+   }
+   return ok;
+}
+
+static int
+round_trips(const char *uri, bool find, int n)
+{
+   mongoc_client_t *client = mongoc_client_new(uri);
+   mongoc_collection_t *coll;
+   int64_t *t = calloc((size_t) n, sizeof *t);
+   double sum = 0;
+
+   if (!client || !t) {
+      return 1;
+   }
+   coll = mongoc_client_get_collection(client, "opmsg_bench", "c");
+   if (find) {
+      bson_t *d1 = BCON_NEW("_id", BCON_INT32(1), "a", BCON_UTF8("x"));
+      bson_t *d2 = BCON_NEW("_id", BCON_INT32(2), "a", BCON_UTF8("y"));
+      const bson_t *docs[2] = {d1, d2};
+      (void) mongoc_collection_drop(coll, NULL);
+      (void) mongoc_collection_insert_many(coll, docs, 2, NULL, NULL, NULL);
+      bson_destroy(d1);
+      bson_destroy(d2);
+   }
+   for (int i = 0; i < n / 10 + 1; i++) {
+      if (!one_op(client, coll, find)) {
+         return 1;
+      }
+   }
+   for (int i = 0; i < n; i++) {
+      int64_t start = now_ns();
+      if (!one_op(client, coll, find)) {
+         return 1;
+      }
+      t[i] = now_ns() - start;
+      sum += (double) t[i];
+   }
+   qsort(t, (size_t) n, sizeof *t, cmp_i64);
+   printf("%lld %lld %.0f\n", (long long) t[n / 2], (long long) t[(n * 99) / 100],
+          sum / n);
+   free(t);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+   return 0;
+}
+
+/* A find reply: OP_MSG with body {cursor: {firstBatch|<none>, id, ns}, ok}
+ * and, when as_sequence, the batch as a "cursor.firstBatch" sequence. */
+static size_t
+find_reply(uint8_t *m, size_t cap, bool as_sequence)
+{
+   bson_t body = BSON_INITIALIZER, cursor, batch;
+   bson_t *d1 = BCON_NEW("_id", BCON_INT32(1), "a", BCON_UTF8("x"));
+   bson_t *d2 = BCON_NEW("_id", BCON_INT32(2), "a", BCON_UTF8("y"));
+   size_t off = 21;
+   int32_t v;
+
+   BSON_APPEND_DOCUMENT_BEGIN(&body, "cursor", &cursor);
+   if (!as_sequence) {
+      BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &batch);
+      BSON_APPEND_DOCUMENT(&batch, "0", d1);
+      BSON_APPEND_DOCUMENT(&batch, "1", d2);
+      bson_append_array_end(&cursor, &batch);
+   }
+   BSON_APPEND_INT64(&cursor, "id", 0);
+   BSON_APPEND_UTF8(&cursor, "ns", "opmsg_bench.c");
+   bson_append_document_end(&body, &cursor);
+   BSON_APPEND_DOUBLE(&body, "ok", 1.0);
+   if (cap < 21 + body.len + 64) {
+      abort();
+   }
+   memset(m, 0, 21);
+   v = 2013;
+   memcpy(m + 12, &v, 4);
+   memcpy(m + off, bson_get_data(&body), body.len);
+   off += body.len;
+   if (as_sequence) {
+      m[off] = 1;
+      v = (int32_t) (4 + 18 + d1->len + d2->len);
+      memcpy(m + off + 1, &v, 4);
+      memcpy(m + off + 5, "cursor.firstBatch", 18);
+      memcpy(m + off + 23, bson_get_data(d1), d1->len);
+      memcpy(m + off + 23 + d1->len, bson_get_data(d2), d2->len);
+      off += 1 + (size_t) v;
+   }
+   v = (int32_t) off;
+   memcpy(m, &v, 4);
+   bson_destroy(&body);
+   bson_destroy(d1);
+   bson_destroy(d2);
+   return off;
+}
+
+static double
+time_scatter(const uint8_t *m, size_t len, int n)
+{
+   uint64_t rpc[12]; /* mongoc_rpc_t: 96 bytes, align 8 */
+   int64_t start = now_ns();
+
+   for (int i = 0; i < n; i++) {
+      if (!_mongoc_rpc_scatter(rpc, m, len)) {
+         fprintf(stderr, "scatter refused the reply\n");
+         exit(1);
+      }
+   }
+   return (double) (now_ns() - start) / n;
+}
+
+int
+main(int argc, char **argv)
+{
+   int n = argc > 3 ? atoi(argv[3]) : argc > 2 ? atoi(argv[2]) : 0;
+   int rc;
+
+   setvbuf(stdout, NULL, _IOLBF, 0);
+   if (argc >= 3 && strcmp(argv[1], "scatter") == 0 && n > 0) {
+      uint8_t plain[512], seq[512];
+      size_t lp = find_reply(plain, sizeof plain, false);
+      size_t ls = find_reply(seq, sizeof seq, true);
+      mongoc_init();
+      time_scatter(plain, lp, n / 10 + 1); /* warm up */
+      printf("%.1f %.1f\n", time_scatter(plain, lp, n), time_scatter(seq, ls, n));
+      mongoc_cleanup();
+      return 0;
+   }
+   if (argc < 4 || n <= 0 || (strcmp(argv[2], "ping") && strcmp(argv[2], "find"))) {
+      fprintf(stderr, "usage: %s URI ping|find N | %s scatter N\n", argv[0], argv[0]);
+      return 64;
+   }
+   mongoc_init();
+   /* Quiet: FerretDB's missing endSessions would warn at every exit. */
+   mongoc_log_set_handler(NULL, NULL);
+   rc = round_trips(argv[1], strcmp(argv[2], "find") == 0, n);
+   mongoc_cleanup();
+   return rc;
+}

@@ -1,0 +1,73 @@
+/*
+ * slot.c - the per-thread home of a merged reply body.
+ *
+ * libmongoc's callers read the body scatter points at and copy it before the
+ * same thread scatters again (fact sheet, section 4); they never free it. So
+ * each thread keeps at most one merged body: freed by its next scatter, and
+ * by a pthread key destructor when the thread exits (the library destructor
+ * covers the main thread, whose key destructors never run).
+ *
+ * malloc rather than bson_malloc: the slot never leaves the drop-in, and
+ * malloc lets an allocation failure become a clean "invalid reply" instead of
+ * bson_malloc's abort().
+ */
+#include "dropin-private.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+static bool slot_key_ok;
+
+static void
+slot_destroy(void *p)
+{
+   free(p);
+}
+
+static void
+slot_key_create(void)
+{
+   slot_key_ok = pthread_key_create(&slot_key, slot_destroy) == 0;
+}
+
+void
+dropin_slot_release(void)
+{
+   void *p;
+
+   pthread_once(&slot_once, slot_key_create);
+   if (!slot_key_ok) {
+      return;
+   }
+   p = pthread_getspecific(slot_key);
+   if (p) {
+      pthread_setspecific(slot_key, NULL);
+      free(p);
+   }
+}
+
+uint8_t *
+dropin_slot_acquire(size_t size)
+{
+   uint8_t *p;
+
+   dropin_slot_release();
+   if (!slot_key_ok || size == 0) {
+      return NULL;
+   }
+   p = malloc(size);
+   if (p && pthread_setspecific(slot_key, p) != 0) {
+      free(p);
+      p = NULL;
+   }
+   return p;
+}
+
+__attribute__((destructor)) static void
+slot_at_exit(void)
+{
+   /* Only the exiting (main) thread's slot: other threads may still run. */
+   dropin_slot_release();
+}

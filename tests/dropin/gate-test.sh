@@ -1,0 +1,43 @@
+#!/bin/sh
+# gate-test.sh GATE_TEST DROPIN: the drop-in is active for libmongoc 1.23.x
+# only, decided at the first call when libmongoc is dlopen()ed after start-up
+# (globally or privately), says why with OPMSG_MONGOC_DEBUG=1, once, and stays
+# silent in processes without libmongoc.
+set -u
+test_bin=$1
+dropin=$2
+fail=0
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+
+run() { # VERSION SCOPE EXPECT MESSAGE
+  if ! FAKE_MONGOC_VERSION=$1 OPMSG_MONGOC_DEBUG=1 LD_PRELOAD=$dropin \
+       "$test_bin" "$2" "$3" 2>"$err"; then
+    echo "FAIL: libmongoc $1 ($2 dlopen): expected $3"; cat "$err"; fail=1
+  fi
+  n=$(grep -c "opmsg-mongoc: $4" "$err")
+  if [ "$n" -ne 1 ]; then
+    echo "FAIL: libmongoc $1 ($2): expected one line 'opmsg-mongoc: $4', got $n:"
+    cat "$err"; fail=1
+  fi
+}
+
+run 1.23.1 global active  "active: libmongoc 1.23.1"
+run 1.23.5 local  active  "active: libmongoc 1.23.5"
+run 1.24.0 global forward "inactive: libmongoc 1.24.0 is not 1.23.x"
+run 1.22.2 local  forward "inactive: libmongoc 1.22.2 is not 1.23.x"
+
+# OPMSG_MONGOC_DISABLE=1 turns it off.
+if ! OPMSG_MONGOC_DISABLE=1 FAKE_MONGOC_VERSION=1.23.1 OPMSG_MONGOC_DEBUG=1 \
+     LD_PRELOAD=$dropin "$test_bin" global forward 2>"$err" ||
+   ! grep -q "inactive: OPMSG_MONGOC_DISABLE is set" "$err"; then
+  echo "FAIL: OPMSG_MONGOC_DISABLE=1 did not turn the drop-in off"; cat "$err"; fail=1
+fi
+
+# A process without libmongoc (a shell inheriting LD_PRELOAD) is untouched.
+out=$(OPMSG_MONGOC_DEBUG=1 LD_PRELOAD=$dropin sh -c 'echo fine' 2>&1)
+if [ "$out" != "fine" ]; then
+  echo "FAIL: a shell with the drop-in preloaded printed: $out"; fail=1
+fi
+[ "$fail" -eq 0 ] && echo "gate: all cases passed"
+exit "$fail"

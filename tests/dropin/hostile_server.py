@@ -1,0 +1,379 @@
+#!/usr/bin/python3
+"""A tiny MongoDB wire-protocol server that answers the handshake normally
+and every other command with a reply crafted for one test mode: rare but
+legal OP_MSG shapes, and hostile ones.
+
+Used by run_case.py (the CTest cases) and by scripts/demo-dropin.sh. Run on
+its own it prints its port on stdout and serves until killed:
+
+    hostile_server.py MODE
+
+Standard library only: the BSON needed here is written by hand, so the test
+does not depend on a Python BSON package.
+"""
+import socket
+import struct
+import sys
+import threading
+import zlib
+
+OP_REPLY, OP_QUERY, OP_COMPRESSED, OP_MSG = 1, 2004, 2012, 2013
+
+# ---------------------------------------------------------------------------
+# Minimal BSON (the types these replies use)
+# ---------------------------------------------------------------------------
+
+
+class Int64(int):
+    """An int that encodes as BSON int64."""
+
+
+def _cstring(s):
+    return s.encode() + b"\x00"
+
+
+def _element(key, value):
+    k = _cstring(key)
+    if isinstance(value, bool):
+        return b"\x08" + k + (b"\x01" if value else b"\x00")
+    if isinstance(value, Int64):
+        return b"\x12" + k + struct.pack("<q", value)
+    if isinstance(value, int):
+        return b"\x10" + k + struct.pack("<i", value)
+    if isinstance(value, float):
+        return b"\x01" + k + struct.pack("<d", value)
+    if isinstance(value, str):
+        raw = value.encode()
+        return b"\x02" + k + struct.pack("<i", len(raw) + 1) + raw + b"\x00"
+    if isinstance(value, dict):
+        return b"\x03" + k + encode(value)
+    if isinstance(value, list):
+        return b"\x04" + k + encode({str(i): v for i, v in enumerate(value)})
+    raise TypeError(type(value))
+
+
+def encode(doc):
+    body = b"".join(_element(k, v) for k, v in doc.items())
+    return struct.pack("<i", len(body) + 5) + body + b"\x00"
+
+
+def first_key(doc):
+    """The first key of an encoded document (the command name)."""
+    if len(doc) < 6 or doc[4] == 0:
+        return ""
+    end = doc.index(b"\x00", 5)
+    return doc[5:end].decode(errors="replace")
+
+
+def count_documents(raw):
+    n, off = 0, 0
+    while off + 4 <= len(raw):
+        off += struct.unpack_from("<i", raw, off)[0]
+        n += 1
+    return n
+
+
+# ---------------------------------------------------------------------------
+# CRC-32C (Castagnoli), for the checksum modes
+# ---------------------------------------------------------------------------
+
+_CRC_TABLE = []
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC_TABLE.append(_c)
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = _CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+assert crc32c(b"123456789") == 0xE3069283
+
+# ---------------------------------------------------------------------------
+# Message builders
+# ---------------------------------------------------------------------------
+
+
+def header(length, request_id, response_to, opcode):
+    return struct.pack("<iiii", length, request_id, response_to, opcode)
+
+
+def body(doc):
+    return b"\x00" + encode(doc)
+
+
+def seq(identifier, docs, raw_docs=None):
+    payload = raw_docs if raw_docs is not None else b"".join(encode(d) for d in docs)
+    ident = _cstring(identifier)
+    return b"\x01" + struct.pack("<i", 4 + len(ident) + len(payload)) + ident + payload
+
+
+def op_msg(sections, response_to, flags=0, checksum=False, bad_checksum=False):
+    payload = struct.pack("<I", flags) + b"".join(sections)
+    length = 16 + len(payload) + (4 if checksum else 0)
+    msg = header(length, 0x0D0D, response_to, OP_MSG) + payload
+    if checksum:
+        crc = crc32c(msg) ^ (1 if bad_checksum else 0)
+        msg += struct.pack("<I", crc)
+    return msg
+
+
+def op_reply(doc, response_to):
+    payload = struct.pack("<iqii", 8, 0, 0, 1) + encode(doc)
+    return header(16 + len(payload), 0x0E0E, response_to, OP_REPLY) + payload
+
+
+def op_compressed(inner, compressor, usize_delta=0, usize=None):
+    original = struct.unpack_from("<i", inner, 12)[0]
+    raw = inner[16:]
+    data = zlib.compress(raw) if compressor == 2 else raw
+    size = usize if usize is not None else len(raw) + usize_delta
+    payload = struct.pack("<iiB", original, size, compressor) + data
+    return header(16 + len(payload), 0x0C0C, struct.unpack_from("<i", inner, 8)[0],
+                  OP_COMPRESSED) + payload
+
+
+# ---------------------------------------------------------------------------
+# Replies
+# ---------------------------------------------------------------------------
+
+FIND_DOCS = [{"_id": 1, "a": "x"}, {"_id": 2, "a": "y"}]
+EXTRA = [{"x": 1}, {"x": 2}]
+
+
+def hello_doc(op_msg_hello):
+    doc = {"helloOk": True, "isWritablePrimary" if op_msg_hello else "ismaster": True,
+           "maxBsonObjectSize": 16777216, "maxMessageSizeBytes": 48000000,
+           "maxWriteBatchSize": 100000, "minWireVersion": 0, "maxWireVersion": 13,
+           "ok": 1.0}
+    return doc
+
+
+def base_body(command, n_docs):
+    """The normal reply to command."""
+    if command == "find":
+        return {"cursor": {"firstBatch": FIND_DOCS, "id": Int64(0), "ns": "test.c"},
+                "ok": 1.0}
+    if command == "insert":
+        return {"n": n_docs, "ok": 1.0}
+    return {"ok": 1.0}
+
+
+def _with_ok_last(doc, **fields):
+    """doc with fields added before "ok" (keeps replies looking natural)."""
+    out = {k: v for k, v in doc.items() if k != "ok"}
+    out.update(fields)
+    out["ok"] = 1.0
+    return out
+
+
+def _overrunning_doc():
+    raw = bytearray(encode({"x": 1}))
+    struct.pack_into("<i", raw, 0, len(raw) + 4)   # claims 4 bytes more
+    return bytes(raw)
+
+
+def _body_past_end(doc):
+    raw = bytearray(encode(doc))
+    struct.pack_into("<i", raw, 0, len(raw) + 50)
+    return b"\x00" + bytes(raw)
+
+
+def _body_no_terminator(doc):
+    raw = bytearray(encode(doc))
+    raw[-1] = 0x01
+    return b"\x00" + bytes(raw)
+
+
+def _find_without_batch(command, n_docs):
+    doc = base_body(command, n_docs)
+    if command == "find":
+        return {"cursor": {"id": Int64(0), "ns": "test.c"}, "ok": 1.0}
+    return doc
+
+
+def _find_with_empty_batch(command, n_docs):
+    if command == "find":
+        return {"cursor": {"firstBatch": [], "id": Int64(0), "ns": "test.c"}, "ok": 1.0}
+    return _with_ok_last(base_body(command, n_docs),
+                         cursor={"firstBatch": [], "id": Int64(0), "ns": "test.c"})
+
+
+def craft(mode, command, n_docs, rid):
+    """The reply for one command in one mode (rid: the request's id)."""
+    b = base_body(command, n_docs)
+    plain = op_msg([body(b)], rid)
+    modes = {
+        "plain": lambda: plain,
+        "seq_after": lambda: op_msg([body(b), seq("extra", EXTRA)], rid),
+        "seq_before": lambda: op_msg([seq("extra", EXTRA), body(b)], rid),
+        "three_seqs": lambda: op_msg([body(b)] + [seq(n, EXTRA) for n in ("sa", "sb", "sc")], rid),
+        "eight_seqs": lambda: op_msg([body(b)] + [seq("s%d" % i, [{"i": i}]) for i in range(8)], rid),
+        "empty_seq": lambda: op_msg([body(b), seq("extra", [])], rid),
+        "checksum_ok": lambda: op_msg([body(b)], rid, flags=1, checksum=True),
+        "checksum_ok_seq": lambda: op_msg([body(b), seq("extra", EXTRA)], rid, flags=1, checksum=True),
+        "checksum_bad": lambda: op_msg([body(b)], rid, flags=1, checksum=True, bad_checksum=True),
+        "checksum_no_bytes": lambda: op_msg([body(b)], rid, flags=1),
+        "required_flag": lambda: op_msg([body(b)], rid, flags=1 << 5),
+        "optional_flag": lambda: op_msg([body(b)], rid, flags=1 << 20),
+        "unknown_kind": lambda: op_msg([body(b), b"\x02" + encode({"t": 1})], rid),
+        "two_bodies": lambda: op_msg([body(b), body({"z": 1})], rid),
+        "no_body": lambda: op_msg([seq("extra", EXTRA)], rid),
+        "dup_identifier": lambda: op_msg([body(b), seq("extra", EXTRA), seq("extra", EXTRA)], rid),
+        "id_clash": lambda: op_msg([body(b), seq("ok", EXTRA)], rid),
+        "body_past_end": lambda: op_msg([_body_past_end(b)], rid),
+        "body_no_terminator": lambda: op_msg([_body_no_terminator(b)], rid),
+        "seq_doc_overrun": lambda: op_msg([seq("extra", None, _overrunning_doc()), body(b)], rid),
+        "trailing_bytes": lambda: plain + b"\x00\x00\x00",
+        "zlib": lambda: op_compressed(plain, 2),
+        "zlib_seq": lambda: op_compressed(op_msg([body(b), seq("extra", EXTRA)], rid), 2),
+        "size_lie_small": lambda: op_compressed(plain, 2, usize_delta=3),
+        "size_lie_huge": lambda: op_compressed(plain, 2, usize=0x7FFFFF00),
+        "noop_wrong_size": lambda: op_compressed(plain, 0, usize_delta=-12),
+        "find_seq": lambda: op_msg([body(_find_without_batch(command, n_docs)),
+                                    seq("cursor.firstBatch", FIND_DOCS)], rid),
+        "find_seq_clash": lambda: op_msg([body(_find_with_empty_batch(command, n_docs)),
+                                          seq("cursor.firstBatch", FIND_DOCS)], rid),
+    }
+    msg = modes[mode]()
+    # Keep the header's messageLength the real length for every mode (the
+    # crafted part is inside); trailing_bytes counts its extra bytes too.
+    return struct.pack("<i", len(msg)) + msg[4:]
+
+
+# Every mode and whether its reply is legal (the drop-in must accept legal
+# ones and give the right result, and reject the others cleanly).
+MODES = {
+    "plain": True, "seq_after": True, "seq_before": True, "three_seqs": True,
+    "eight_seqs": True, "empty_seq": True, "checksum_ok": True,
+    "checksum_ok_seq": True, "checksum_bad": False, "checksum_no_bytes": False,
+    "required_flag": False, "optional_flag": True, "unknown_kind": False,
+    "two_bodies": False, "no_body": False, "dup_identifier": False,
+    "id_clash": False, "body_past_end": False, "body_no_terminator": False,
+    "seq_doc_overrun": False, "trailing_bytes": False, "zlib": True,
+    "zlib_seq": True, "size_lie_small": False, "size_lie_huge": False,
+    "noop_wrong_size": False, "find_seq": True, "find_seq_clash": False,
+}
+
+HANDSHAKE = {"hello", "ismaster", "isMaster"}
+
+# ---------------------------------------------------------------------------
+# Server
+# ---------------------------------------------------------------------------
+
+
+def _recv_exact(conn, n):
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _parse_msg_request(msg):
+    """(flags, body, {identifier: raw documents}) of an OP_MSG request."""
+    flags = struct.unpack_from("<I", msg, 16)[0]
+    end = len(msg) - (4 if flags & 1 else 0)
+    off, doc, seqs = 20, b"", {}
+    while off < end:
+        kind = msg[off]
+        off += 1
+        size = struct.unpack_from("<i", msg, off)[0]
+        if kind == 0:
+            doc = msg[off:off + size]
+        else:
+            nul = msg.index(b"\x00", off + 4)
+            seqs[msg[off + 4:nul].decode()] = msg[nul + 1:off + size]
+        off += size
+    return flags, doc, seqs
+
+
+def _handle(conn, mode):
+    with conn:
+        while True:
+            head = _recv_exact(conn, 16)
+            if head is None:
+                return
+            length, rid, _, opcode = struct.unpack("<iiii", head)
+            rest = _recv_exact(conn, length - 16)
+            if rest is None:
+                return
+            msg = head + rest
+            if opcode == OP_QUERY:
+                nul = msg.index(b"\x00", 20)
+                query = msg[nul + 9:]
+                if first_key(query) in HANDSHAKE:
+                    reply = op_reply(hello_doc(False), rid)
+                else:
+                    reply = op_reply({"ok": 0.0, "errmsg": "OP_QUERY not supported"}, rid)
+            elif opcode == OP_MSG:
+                flags, doc, seqs = _parse_msg_request(msg)
+                command = first_key(doc)
+                if command in HANDSHAKE:
+                    reply = op_msg([body(hello_doc(True))], rid)
+                else:
+                    n_docs = sum(count_documents(v) for v in seqs.values())
+                    reply = craft(mode, command, n_docs, rid)
+                if flags & 2:   # moreToCome: the client expects no reply
+                    continue
+            else:
+                return
+            conn.sendall(reply)
+
+
+class Server:
+    """A listening socket on 127.0.0.1 with one thread per connection."""
+
+    def __init__(self, mode):
+        if mode not in MODES:
+            raise ValueError("unknown mode %r" % mode)
+        self.mode = mode
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=_handle, args=(conn, self.mode), daemon=True).start()
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] not in MODES:
+        sys.stderr.write("usage: hostile_server.py MODE\nmodes: %s\n" % " ".join(MODES))
+        return 64
+    server = Server(argv[1]).start()
+    print(server.port, flush=True)
+    try:
+        server.thread.join()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

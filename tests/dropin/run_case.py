@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""Runs the unmodified libmongoc program (dropin-client) against the hostile
+test server, stock and/or with LD_PRELOAD=libopmsg-mongoc.so, and judges each
+result.
+
+  run_case.py --client C --dropin D --mode M [--valgrind]
+      asserts: with the drop-in, mode M gives the right result for ping, find
+      and insert_many (legal reply: the right answer, merged fields visible;
+      illegal reply: a clean error) and nothing crashes; with --valgrind
+      also no memory error or leak. Exit 0 pass, 1 fail.
+  run_case.py --client C --dropin D --table OUT.md
+      runs every mode stock and with the drop-in and writes the comparison
+      table (recorded, not asserted: exit 0 unless the harness itself fails).
+"""
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hostile_server as hs  # noqa: E402
+
+OPS = ("ping", "find", "insert")
+TIMEOUT = 60  # seconds: only a hang reaches it
+
+
+def _no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def uri(port):
+    return ("mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=5000"
+            "&connectTimeoutMS=5000&socketTimeoutMS=20000" % port)
+
+
+def run_op(client, port, op, dropin=None, valgrind=False):
+    """Runs one operation; returns (kind, detail, stderr) where kind is
+    ok / error / crash / hang / valgrind."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if dropin:
+        env["LD_PRELOAD"] = dropin
+        env["OPMSG_MONGOC_DEBUG"] = "1"
+    cmd = [client, uri(port), op]
+    if valgrind:
+        cmd = ["valgrind", "--quiet", "--error-exitcode=1", "--leak-check=full",
+               "--errors-for-leak-kinds=definite,possible",
+               "--show-leak-kinds=definite,possible"] + cmd
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                           errors="replace", timeout=TIMEOUT, preexec_fn=_no_core)
+    except subprocess.TimeoutExpired:
+        return "hang", "no answer after %ds" % TIMEOUT, ""
+    if p.returncode < 0:
+        return "crash", signal.Signals(-p.returncode).name, p.stderr
+    line = next((l for l in p.stdout.splitlines() if l.startswith("RESULT ")), "")
+    if valgrind and p.returncode == 1:
+        return "valgrind", "valgrind reported errors", p.stderr
+    if p.returncode == 0 and line.startswith("RESULT ok "):
+        return "ok", line[len("RESULT ok "):], p.stderr
+    if p.returncode == 2 and line.startswith("RESULT error "):
+        return "error", line[len("RESULT error "):], p.stderr
+    return "crash", "exit %d: %s" % (p.returncode, (line or p.stderr[-300:]).strip()), p.stderr
+
+
+def expected_ping_fields(mode):
+    """Fields the merged ping reply must show for a legal mode."""
+    extra = hs.EXTRA
+    return {
+        "seq_after": {"extra": extra}, "seq_before": {"extra": extra},
+        "checksum_ok_seq": {"extra": extra}, "zlib_seq": {"extra": extra},
+        "empty_seq": {"extra": []},
+        "three_seqs": {"sa": extra, "sb": extra, "sc": extra},
+        "eight_seqs": {"s%d" % i: [{"i": i}] for i in range(8)},
+        "find_seq": {"cursor": {"firstBatch": hs.FIND_DOCS}},
+    }.get(mode, {})
+
+
+def judge(mode, op, kind, detail):
+    """(right, short label) for one result."""
+    legal = hs.MODES[mode]
+    if kind in ("crash", "hang", "valgrind"):
+        return False, "%s (%s)" % (kind.upper(), detail)
+    if not legal:
+        return (kind == "error"), ("error" if kind == "error" else "accepted")
+    if kind == "error":
+        return False, "error: " + detail
+    try:
+        value = json.loads(detail)
+    except ValueError:
+        return False, "unparsable: " + detail
+    if op == "find":
+        return (value == hs.FIND_DOCS), "%d docs" % len(value)
+    if op == "threads":
+        ping = value.get("ping", {})
+        want = expected_ping_fields(mode)
+        return (value.get("operations") == 80 and all(ping.get(k) == v for k, v in want.items()),
+                "%s operations right" % value.get("operations"))
+    if op == "insert":
+        return (value.get("insertedCount") == 3), "insertedCount=%s" % value.get("insertedCount")
+    if value.get("ok") != 1:
+        return False, "ok=%r" % value.get("ok")
+    for key, want in expected_ping_fields(mode).items():
+        if value.get(key) != want:
+            return False, "%s missing or wrong" % key
+    return True, "ok"
+
+
+def run_mode(client, mode, dropin=None, valgrind=False, ops=OPS):
+    """[(op, right, label, stderr)] for one mode, each op on a fresh server."""
+    results = []
+    for op in ops:
+        server = hs.Server(mode).start()
+        try:
+            kind, detail, stderr = run_op(client, server.port, op, dropin, valgrind)
+        finally:
+            server.stop()
+        right, label = judge(mode, op, kind, detail)
+        results.append((op, right, label, stderr))
+    return results
+
+
+def short(right, label):
+    if right:
+        return "right"
+    for word in ("CRASH", "HANG", "VALGRIND"):
+        if label.startswith(word):
+            return label.split(" ", 1)[1].strip("()") if word == "CRASH" else word.lower()
+    return "WRONG (%s)" % label[:40]
+
+
+def table(client, dropin, out):
+    rows, stock_right, stock_crash, dropin_right = [], 0, 0, 0
+    for mode, legal in hs.MODES.items():
+        stock = run_mode(client, mode)
+        pre = run_mode(client, mode, dropin)
+        s_ok = all(r[1] for r in stock)
+        d_ok = all(r[1] for r in pre)
+        stock_right += s_ok
+        dropin_right += d_ok
+        stock_crash += any(r[2].startswith(("CRASH", "HANG")) for r in stock)
+        rows.append("| %s | %s | %s | %s |" % (
+            mode, "legal" if legal else "illegal",
+            "; ".join("%s: %s" % (r[0], short(r[1], r[2])) for r in stock),
+            "; ".join("%s: %s" % (r[0], short(r[1], r[2])) for r in pre)))
+        print(rows[-1], flush=True)
+    n = len(hs.MODES)
+    with open(out, "w") as f:
+        f.write("# Stock libmongoc vs libopmsg-mongoc.so (generated %s)\n\n" %
+                time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+        f.write("\"right\": a legal reply gave the right result (merged fields visible,\n"
+                "find returned its 2 documents, insert_many counted 3); an illegal\n"
+                "one gave a clean error. Anything else is named.\n\n")
+        f.write("| mode | reply | stock libmongoc 1.23 | with the drop-in |\n|---|---|---|---|\n")
+        f.write("\n".join(rows) + "\n\n")
+        f.write("Stock: %d of %d cases right, %d crashed or hung. "
+                "Drop-in: %d of %d right.\n" % (stock_right, n, stock_crash, dropin_right, n))
+    print("stock %d/%d right (%d crashed or hung), drop-in %d/%d right -> %s" %
+          (stock_right, n, stock_crash, dropin_right, n, out))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--client", required=True)
+    ap.add_argument("--dropin", required=True)
+    ap.add_argument("--mode")
+    ap.add_argument("--valgrind", action="store_true")
+    ap.add_argument("--table")
+    ap.add_argument("--ops", default=",".join(OPS),
+                    help="comma-separated: ping,find,insert,threads")
+    args = ap.parse_args()
+    if args.table:
+        return table(args.client, args.dropin, args.table)
+    if args.mode not in hs.MODES:
+        ap.error("--mode must be one of: " + " ".join(hs.MODES))
+    failed = 0
+    for op, right, label, stderr in run_mode(args.client, args.mode, args.dropin,
+                                              args.valgrind, args.ops.split(",")):
+        print("%s %s/%s: %s" % ("PASS" if right else "FAIL", args.mode, op, label))
+        if "opmsg-mongoc: active" not in stderr:
+            print("FAIL %s/%s: the drop-in did not report itself active" % (args.mode, op))
+            right = False
+        if not right:
+            failed += 1
+            sys.stdout.write(stderr[-4000:])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
