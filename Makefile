@@ -30,8 +30,13 @@ check-asan: deps
 demo: deps all
 	@scripts/demo.sh $(BUILD)
 
+# The merger's benchmark, then (when their targets are built) the drop-in's
+# overhead and the tap's added latency against a local FerretDB.
 bench: all
 	$(BUILD)/bench/opmsg-bench
+	@for t in bench-dropin bench-tap; do \
+	  if cmake --build $(BUILD) --target help | grep -q "^$$t:"; then \
+	    cmake --build $(BUILD) --target $$t || exit 1; fi; done
 
 clean:
 	rm -rf $(BUILD) build-asan
