@@ -94,28 +94,16 @@ code_w_scope_size(const uint8_t *v, size_t avail)
    return (size_t) total;
 }
 
-/* Per type byte: the value's fixed size, or how to size it. */
-enum {
-   SZ_UNKNOWN = -1,
-   SZ_STRING = -2,
-   SZ_DOC = -3,
-   SZ_BINARY = -4,
-   SZ_REGEX = -5,
-   SZ_DBPOINTER = -6,
-   SZ_CODEWSCOPE = -7,
-   SZ_BOOL = -8
-};
-
 /* Indexed by type byte (C11 has no range designators, hence the grid). */
-#define U SZ_UNKNOWN
-#define S SZ_STRING
-#define D SZ_DOC
-#define B SZ_BINARY
-#define R SZ_REGEX
-#define P SZ_DBPOINTER
-#define W SZ_CODEWSCOPE
-#define L SZ_BOOL
-static const int8_t type_sizes[256] = {
+#define U OPMSG_SZ_UNKNOWN
+#define S OPMSG_SZ_STRING
+#define D OPMSG_SZ_DOC
+#define B OPMSG_SZ_BINARY
+#define R OPMSG_SZ_REGEX
+#define P OPMSG_SZ_DBPOINTER
+#define W OPMSG_SZ_CODEWSCOPE
+#define L OPMSG_SZ_BOOL
+const int8_t opmsg_type_sizes[256] = {
    U, 8, S, D, D, B, 0, 12, L, 8, 0, R, P, S, S, W,  /* 0x00 */
    4, 8, 8, 16, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x10 */
    U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x20 */
@@ -144,18 +132,18 @@ static const int8_t type_sizes[256] = {
 
 /* Size of a variable-length value; 0 when it does not fit in avail bytes
  * or is malformed (no such value can be 0 bytes). */
-static size_t
-variable_size(int8_t how, const uint8_t *v, size_t avail)
+size_t
+opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail)
 {
    const uint8_t *nul;
    size_t n;
 
    switch (how) {
-   case SZ_STRING:
+   case OPMSG_SZ_STRING:
       return string_value_size(v, avail);
-   case SZ_DOC:
+   case OPMSG_SZ_DOC:
       return nested_doc_size(v, avail);
-   case SZ_BINARY: {
+   case OPMSG_SZ_BINARY: {
       if (avail < 5) {
          return 0;
       }
@@ -165,9 +153,9 @@ variable_size(int8_t how, const uint8_t *v, size_t avail)
       }
       return 5 + (size_t) b;
    }
-   case SZ_BOOL:
+   case OPMSG_SZ_BOOL:
       return (avail >= 1 && *v <= 1) ? 1 : 0;
-   case SZ_REGEX:
+   case OPMSG_SZ_REGEX:
       nul = memchr(v, 0, avail);
       if (!nul) {
          return 0;
@@ -175,41 +163,19 @@ variable_size(int8_t how, const uint8_t *v, size_t avail)
       n = (size_t) (nul - v) + 1;
       nul = memchr(v + n, 0, avail - n);
       return nul ? (size_t) (nul - v) + 1 : 0;
-   case SZ_DBPOINTER:
+   case OPMSG_SZ_DBPOINTER:
       n = string_value_size(v, avail);
       return (n && avail - n >= 12) ? n + 12 : 0;
-   case SZ_CODEWSCOPE:
+   case OPMSG_SZ_CODEWSCOPE:
       return code_w_scope_size(v, avail);
    default:
       return 0;
    }
 }
 
-/* The first NUL in [k, end), or end. Keys are short, so a call to memchr
- * costs more than it saves; eight bytes at a time instead. */
-static inline const uint8_t *
-find_nul(const uint8_t *k, const uint8_t *end)
-{
-#if BSON_BYTE_ORDER == BSON_LITTLE_ENDIAN && defined(__GNUC__)
-   while (end - k >= 8) {
-      uint64_t w;
-      memcpy(&w, k, 8);
-      uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
-      if (z) {
-         return k + (__builtin_ctzll(z) >> 3);
-      }
-      k += 8;
-   }
-#endif
-   while (k < end && *k) {
-      k++;
-   }
-   return k;
-}
-
 /* The error paths, kept out of the loop. */
-static bool OPMSG_COLD
-element_error(const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t *error)
+bool
+opmsg_element_error(const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t *error)
 {
    uint8_t type = *p;
    if (type == 0) {
@@ -217,7 +183,7 @@ element_error(const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t 
                         "element at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
                         offset, (size_t) (end - p));
    }
-   if (type_sizes[type] == SZ_UNKNOWN) {
+   if (opmsg_type_sizes[type] == OPMSG_SZ_UNKNOWN) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
                         "element at offset %zu: unknown type 0x%02x", offset, type);
    }
@@ -240,53 +206,11 @@ element_error(const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t 
                      name, offset, type);
 }
 
-/* The walk itself, inlined into the loops below; opmsg_next_element() is
- * the same for other files. */
-static inline __attribute__((always_inline)) bool
-next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e,
-             size_t offset, bson_error_t *error)
-{
-   const uint8_t *p = *pp;
-   const uint8_t *k = p + 1;
-   uint8_t type = *p;
-
-   int8_t how = type_sizes[type];
-   if (OPMSG_UNLIKELY(how == SZ_UNKNOWN)) {
-      return element_error(p, end, offset, error);
-   }
-   k = find_nul(k, end);
-   if (OPMSG_UNLIKELY(k == end)) {
-      return element_error(p, end, offset, error);
-   }
-   const uint8_t *v = k + 1;
-   size_t avail = (size_t) (end - v);
-   size_t n;
-   if (how >= 0) {
-      n = (size_t) how;
-      if (OPMSG_UNLIKELY(n > avail)) {
-         return element_error(p, end, offset, error);
-      }
-   } else {
-      n = variable_size(how, v, avail);
-      if (OPMSG_UNLIKELY(n == 0)) {
-         return element_error(p, end, offset, error);
-      }
-   }
-   e->start = p;
-   e->type = type;
-   e->key = (const char *) p + 1;
-   e->key_len = (uint32_t) (k - p - 1);
-   e->value = v;
-   e->value_len = (uint32_t) n;
-   *pp = v + n;
-   return true;
-}
-
 bool
 opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e,
                    size_t offset, bson_error_t *error)
 {
-   return next_element(pp, end, e, offset, error);
+   return opmsg_next_element_inline(pp, end, e, offset, error);
 }
 
 bool
@@ -299,7 +223,7 @@ opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
    opmsg_element_t e;
 
    while (p < end) {
-      if (!next_element(&p, end, &e, base + (size_t) (p - doc), error)) {
+      if (!opmsg_next_element_inline(&p, end, &e, base + (size_t) (p - doc), error)) {
          /* Name the document too: the element's offset alone is not enough
           * to tell a body from the 90,000th document of a sequence. */
          if (error) {

@@ -13,7 +13,7 @@
 #define OPMSG_LIKELY(x) __builtin_expect(!!(x), 1)
 #define OPMSG_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define OPMSG_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#define OPMSG_COLD __attribute__((noinline, cold))
+#define OPMSG_COLD __attribute__((cold))
 #else
 #define OPMSG_LIKELY(x) (x)
 #define OPMSG_UNLIKELY(x) (x)
@@ -114,6 +114,89 @@ bool opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len,
  */
 bool opmsg_next_element(const uint8_t **p, const uint8_t *end,
                         opmsg_element_t *e, size_t offset, bson_error_t *error);
+
+/* The element walk, inlined where it is hot (document.c, parse.c). */
+enum {
+   OPMSG_SZ_UNKNOWN = -1,
+   OPMSG_SZ_STRING = -2,
+   OPMSG_SZ_DOC = -3,
+   OPMSG_SZ_BINARY = -4,
+   OPMSG_SZ_REGEX = -5,
+   OPMSG_SZ_DBPOINTER = -6,
+   OPMSG_SZ_CODEWSCOPE = -7,
+   OPMSG_SZ_BOOL = -8
+};
+/* Per type byte: the value's fixed size, or an OPMSG_SZ_* saying how to
+ * size it. */
+extern const int8_t opmsg_type_sizes[256];
+/* Size of a variable-length value; 0 when it is malformed or does not fit. */
+size_t opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail);
+/* Works out which rule the element at p breaks and reports it. */
+bool opmsg_element_error(const uint8_t *p, const uint8_t *end, size_t offset,
+                         bson_error_t *error) OPMSG_COLD;
+
+/* The first NUL in [k, end), or end. Keys are short, so a call to memchr
+ * costs more than it saves; eight bytes at a time instead. */
+static inline const uint8_t *
+opmsg_find_nul(const uint8_t *k, const uint8_t *end)
+{
+#if BSON_BYTE_ORDER == BSON_LITTLE_ENDIAN && defined(__GNUC__)
+   while (end - k >= 8) {
+      uint64_t w;
+      memcpy(&w, k, 8);
+      uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+      if (z) {
+         return k + (__builtin_ctzll(z) >> 3);
+      }
+      k += 8;
+   }
+#endif
+   while (k < end && *k) {
+      k++;
+   }
+   return k;
+}
+
+static inline bool
+opmsg_next_element_inline(const uint8_t **pp, const uint8_t *end,
+                          opmsg_element_t *e, size_t offset, bson_error_t *error)
+{
+   const uint8_t *p = *pp;
+   int8_t how = opmsg_type_sizes[*p];
+   if (OPMSG_UNLIKELY(how == OPMSG_SZ_UNKNOWN)) {
+      opmsg_element_error(p, end, offset, error);
+      return false;
+   }
+   const uint8_t *k = opmsg_find_nul(p + 1, end);
+   if (OPMSG_UNLIKELY(k == end)) {
+      opmsg_element_error(p, end, offset, error);
+      return false;
+   }
+   const uint8_t *v = k + 1;
+   size_t avail = (size_t) (end - v);
+   size_t n;
+   if (how >= 0) {
+      n = (size_t) how;
+      if (OPMSG_UNLIKELY(n > avail)) {
+         opmsg_element_error(p, end, offset, error);
+      return false;
+      }
+   } else {
+      n = opmsg_variable_size(how, v, avail);
+      if (OPMSG_UNLIKELY(n == 0)) {
+         opmsg_element_error(p, end, offset, error);
+      return false;
+      }
+   }
+   e->start = p;
+   e->type = *p;
+   e->key = (const char *) p + 1;
+   e->key_len = (uint32_t) (k - p - 1);
+   e->value = v;
+   e->value_len = (uint32_t) n;
+   *pp = v + n;
+   return true;
+}
 
 /* Checks every top-level element of a framed document. Stores the number of
  * elements in *count if not NULL. */

@@ -85,10 +85,12 @@ name_hash(const char *name, size_t len, const uint8_t *limit)
 
 /* Stored names are NUL-terminated in the message; the name looked up may be
  * a component of a dotted identifier, which is not. */
-static bool
+static inline bool
 name_equal(const char *stored, const char *name, size_t len)
 {
-   return memcmp(stored, name, len) == 0 && stored[len] == '\0';
+   /* Cheap rejections first: most probes meet a different name. */
+   return stored[len] == '\0' && stored[0] == name[0] &&
+          memcmp(stored, name, len) == 0;
 }
 
 /* Finds name in the set; if absent and add is true, adds it (at offset).
@@ -342,7 +344,7 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
    opmsg_element_t e;
    uint32_t n = 0;
    while (q < last) {
-      if (!opmsg_next_element(&q, last, &e, (size_t) (q - msg->data), error)) {
+      if (!opmsg_next_element_inline(&q, last, &e, (size_t) (q - msg->data), error)) {
          /* Again through the checker that names the document. */
          return opmsg_doc_check_top(p, len, off, "body", NULL, error);
       }
