@@ -1,0 +1,101 @@
+#!/bin/bash
+# with-ferretdb.sh CMD [ARGS...]
+#
+# Runs CMD against a private FerretDB (v1.24.2, SQLite handler): starts it on a
+# free 127.0.0.1 port with its data in a temporary directory, waits until it
+# accepts connections, exports
+#   OPMSG_FERRETDB_URI=mongodb://127.0.0.1:PORT/   OPMSG_FERRETDB_PORT=PORT
+# runs CMD, stops FerretDB and exits with CMD's status.
+# Exits 77 (CTest/automake "skipped") with a "SKIP: ..." line when FerretDB is
+# not installed (scripts/install-deps.d/peers.sh installs it).
+#
+# Environment: OPMSG_FERRETDB (path of the binary, optional),
+#              OPMSG_FERRETDB_LOG (keep FerretDB's log in this file, optional).
+set -u
+
+if [ $# -eq 0 ]; then
+  echo "usage: $0 CMD [ARGS...]" >&2
+  exit 2
+fi
+
+find_ferretdb() {
+  if [ -n "${OPMSG_FERRETDB:-}" ] && [ -x "$OPMSG_FERRETDB" ]; then
+    echo "$OPMSG_FERRETDB"; return 0
+  fi
+  if command -v ferretdb >/dev/null 2>&1; then
+    command -v ferretdb; return 0
+  fi
+  if command -v go >/dev/null 2>&1; then
+    local gp
+    gp=$(go env GOPATH 2>/dev/null)
+    if [ -n "$gp" ] && [ -x "$gp/bin/ferretdb" ]; then
+      echo "$gp/bin/ferretdb"; return 0
+    fi
+  fi
+  return 1
+}
+
+FERRETDB=$(find_ferretdb) || {
+  echo "SKIP: FerretDB v1.24.2 is not installed (no 'ferretdb' in PATH nor in \$(go env GOPATH)/bin);" \
+       "run scripts/install-deps.sh (needs Go) to install it" >&2
+  exit 77
+}
+
+# A port nobody listens on: bind port 0 and let the kernel choose.
+free_port() {
+  /usr/bin/env python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/opmsg-ferretdb.XXXXXX") || exit 1
+mkdir -p "$WORK/data" "$WORK/state"
+LOG=${OPMSG_FERRETDB_LOG:-$WORK/ferretdb.log}
+PID=""
+
+cleanup() {
+  if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
+    kill -TERM "$PID" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$PID" 2>/dev/null
+    wait "$PID" 2>/dev/null
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The chosen port can be taken between free_port and FerretDB's bind: retry.
+started=0
+for attempt in 1 2 3 4 5; do
+  PORT=$(free_port) || { echo "with-ferretdb: cannot pick a free port" >&2; exit 1; }
+  "$FERRETDB" \
+    --handler=sqlite --sqlite-url="file:$WORK/data/" \
+    --listen-addr="127.0.0.1:$PORT" --debug-addr=- \
+    --state-dir="$WORK/state" --telemetry=disable \
+    --log-level=warn >>"$LOG" 2>&1 &
+  PID=$!
+  for _ in $(seq 1 300); do           # up to 30 s (the first start creates files)
+    if port_open "$PORT"; then started=1; break; fi
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ "$started" -eq 1 ] && break
+  kill -KILL "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=""
+  echo "with-ferretdb: FerretDB did not start on port $PORT (attempt $attempt)" >&2
+done
+if [ "$started" -ne 1 ]; then
+  echo "with-ferretdb: FerretDB failed to start; its log:" >&2
+  tail -n 30 "$LOG" >&2
+  exit 1
+fi
+
+export OPMSG_FERRETDB_URI="mongodb://127.0.0.1:$PORT/"
+export OPMSG_FERRETDB_PORT="$PORT"
+"$@"
+rc=$?
+exit "$rc"
