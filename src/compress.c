@@ -458,6 +458,8 @@ opmsg_decompressed_size(const opmsg_msg_t *msg)
    return OPMSG_HEADER_SIZE + (size_t) msg->uncompressed_size;
 }
 
+static bool check_declared_size(const opmsg_msg_t *msg, bson_error_t *error);
+
 bool
 opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
                       size_t *written, bson_error_t *error)
@@ -465,6 +467,9 @@ opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
    size_t total;
 
    if (!check_compressed(msg, error)) {
+      return false;
+   }
+   if (!check_declared_size(msg, error)) {
       return false;
    }
    total = opmsg_decompressed_size(msg);
@@ -489,13 +494,72 @@ opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
    return true;
 }
 
+/* Deflate cannot expand input by more than about 1032:1; anything claiming
+ * more is a lie, whatever the stream holds. */
+#define ZLIB_MAX_RATIO 1032u
+
+/* Before a byte is allocated for it, checks uncompressedSize against what the
+ * payload itself says it will decompress to, so that a small message cannot
+ * make opmsg allocate up to the size limit for nothing. noop, snappy and
+ * zstd (when the frame declares its size) know their output size exactly;
+ * zlib's is bounded by its largest possible ratio. */
+static bool
+check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
+{
+   size_t usize = (size_t) msg->uncompressed_size;
+   size_t declared;
+   unsigned long long frame;
+
+   switch (msg->compressor_id) {
+   case OPMSG_COMPRESSOR_NOOP:
+      if (msg->compressed_len != usize) {
+         return fail_size(error, "noop", msg->compressed_len > usize ? "more bytes" : "fewer bytes",
+                          usize);
+      }
+      return true;
+   case OPMSG_COMPRESSOR_SNAPPY:
+      if (snappy_uncompressed_length((const char *) msg->compressed, msg->compressed_len,
+                                     &declared) != SNAPPY_OK) {
+         return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                           "snappy payload at offset %d has no valid length preamble",
+                           OPMSG_COMPRESSED_OVERHEAD);
+      }
+      if (declared != usize) {
+         return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                           "snappy payload at offset %d declares %zu bytes, uncompressedSize says %zu",
+                           OPMSG_COMPRESSED_OVERHEAD, declared, usize);
+      }
+      return true;
+   case OPMSG_COMPRESSOR_ZSTD:
+      frame = ZSTD_getFrameContentSize(msg->compressed, msg->compressed_len);
+      if (frame == ZSTD_CONTENTSIZE_ERROR) {
+         return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                           "zstd payload at offset %d is not a zstd frame",
+                           OPMSG_COMPRESSED_OVERHEAD);
+      }
+      if (frame != ZSTD_CONTENTSIZE_UNKNOWN && frame != usize) {
+         return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                           "zstd payload at offset %d declares %llu bytes, uncompressedSize says %zu",
+                           OPMSG_COMPRESSED_OVERHEAD, frame, usize);
+      }
+      return true;
+   default: /* zlib */
+      if (usize / ZLIB_MAX_RATIO > msg->compressed_len) {
+         return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                           "uncompressedSize %zu at offset 20 is more than %u times the %zu-byte zlib payload: no deflate stream expands that far",
+                           usize, ZLIB_MAX_RATIO, msg->compressed_len);
+      }
+      return true;
+   }
+}
+
 uint8_t *
 opmsg_decompress(const opmsg_msg_t *msg, size_t *len, bson_error_t *error)
 {
    uint8_t *buf;
    size_t total;
 
-   if (!check_compressed(msg, error)) {
+   if (!check_compressed(msg, error) || !check_declared_size(msg, error)) {
       return NULL;
    }
    total = opmsg_decompressed_size(msg);

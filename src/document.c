@@ -151,6 +151,13 @@ opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail)
       if (b < 0 || (size_t) b > avail - 5) {
          return 0;
       }
+      /* The old binary subtype nests its own length, which libbson's
+       * iterator insists on: accepting a wrong one would let every libbson
+       * reader of the merged document stop short of the rest. */
+      if (v[4] == BSON_SUBTYPE_BINARY_DEPRECATED &&
+          (b < 4 || opmsg_read_i32(v + 5) != b - 4)) {
+         return 0;
+      }
       return 5 + (size_t) b;
    }
    case OPMSG_SZ_BOOL:

@@ -498,6 +498,13 @@ check_dotted_path(const opmsg_msg_t *msg, const opmsg_sequence_t *seq,
       const char *dot = memchr(comp, '.', (size_t) (id_end - comp));
       size_t clen = (size_t) ((dot ? dot : id_end) - comp);
       bool present;
+      /* The merge rewrites this sub-document field by field, so every one of
+       * its fields must be as sound as a top-level one, not only the one on
+       * the path (or the merge could lose what lies behind a bad one). */
+      if (!opmsg_doc_check_top(e.value, e.value_len, (size_t) (e.value - msg->data),
+                               "body sub-document on a sequence's path", NULL, error)) {
+         return false;
+      }
       if (!find_in_doc(e.value, e.value_len, comp, clen, (size_t) (e.value - msg->data),
                        &e, &present, error)) {
          return false;

@@ -699,8 +699,10 @@ test_no_allocation_above_limit(void **state)
    assert_true(largest_alloc <= 100000);
    tu_buf_free(&b);
 
-   /* Within the limit but a lying payload: the allocation is the announced
-    * size (bounded), and it is freed when decompression fails. */
+   /* Within the limit but a lying payload: the lie is caught from the
+    * payload itself (noop's length, snappy's preamble, zstd's frame header,
+    * zlib's largest ratio) before anything of the announced size is
+    * allocated. */
    for (int i = 0; i < N_CODECS; i++) {
       make_compressed(&b, OPMSG_OP_MSG, 100000 - 16, (uint8_t) codecs[i],
                       payload, 40);
@@ -708,8 +710,7 @@ test_no_allocation_above_limit(void **state)
       watch_allocs();
       assert_null(opmsg_merge_compressed(&msg, &opts, &error));
       bson_mem_restore_vtable();
-      assert_true(largest_alloc <= 100000);
-      assert_true(largest_alloc >= 100000 - 16);
+      assert_true(largest_alloc < 1000);
       assert_int_equal(error.domain, OPMSG_ERROR_DOMAIN);
       tu_buf_free(&b);
    }

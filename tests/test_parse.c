@@ -421,6 +421,38 @@ test_identifier_clash(void **state)
    }
 }
 
+/* The merge rewrites a body sub-document that a dotted identifier enters, so
+ * all of that sub-document's fields are checked, not only the one on the
+ * path: a bad field behind it must be refused, not silently lost. */
+static void
+test_dotted_path_subdocument_checked(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_put_u8(&b, 0);
+   /* {ok: 1, cursor: {z: <unknown type 0x42>}} */
+   tu_put_i32(&b, 4 + (1 + 3 + 4) + (1 + 7 + 4 + (1 + 2 + 4) + 1) + 1);
+   tu_put_u8(&b, BSON_TYPE_INT32);
+   tu_put_cstr(&b, "ok");
+   tu_put_i32(&b, 1);
+   tu_put_u8(&b, BSON_TYPE_DOCUMENT);
+   tu_put_cstr(&b, "cursor");
+   tu_put_i32(&b, 4 + (1 + 2 + 4) + 1);
+   tu_put_u8(&b, 0x42);
+   tu_put_cstr(&b, "z");
+   tu_put_i32(&b, 0);
+   tu_put_u8(&b, 0);
+   tu_put_u8(&b, 0);
+   size_t m = tu_msg_seq_begin(&b, "cursor.firstBatch");
+   tu_put_json_doc(&b, "{\"_id\": 1}");
+   tu_msg_seq_end(&b, m);
+   tu_msg_end(&b);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   tu_buf_free(&b);
+}
+
 static void
 test_trailing_bytes(void **state)
 {
@@ -579,6 +611,16 @@ test_top_level_elements(void **state)
    assert_accepts(&b, 0);
    tu_assert_rejects(b.data, b.len, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_DOCUMENT_ELEMENT);
    tu_buf_free(&b);
+   /* Old binary (subtype 2) must repeat its length exactly: libbson's
+    * iterator stops at a wrong one, so a merged document would end there. */
+   uint8_t old_ok[] = {6, 0, 0, 0, 2, 2, 0, 0, 0, 0xAA, 0xBB};
+   uint8_t old_bad[] = {6, 0, 0, 0, 2, 3, 0, 0, 0, 0xAA, 0xBB};
+   build_raw_body(&b, BSON_TYPE_BINARY, old_ok, sizeof old_ok);
+   assert_accepts(&b, 0);
+   tu_buf_free(&b);
+   build_raw_body(&b, BSON_TYPE_BINARY, old_bad, sizeof old_bad);
+   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   tu_buf_free(&b);
    /* A 0 type byte before the end. */
    uint8_t early[] = {1, 0, 0, 0, 0, 'x', 0};
    build_raw_body(&b, BSON_TYPE_INT32, early, 7);
@@ -668,6 +710,7 @@ main(void)
       cmocka_unit_test(test_sequence_overrun),
       cmocka_unit_test(test_duplicate_identifier),
       cmocka_unit_test(test_identifier_clash),
+      cmocka_unit_test(test_dotted_path_subdocument_checked),
       cmocka_unit_test(test_trailing_bytes),
       cmocka_unit_test(test_duplicate_keys),
       cmocka_unit_test(test_document_frames),
