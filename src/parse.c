@@ -16,18 +16,25 @@
  * Names are NUL-terminated in the buffer, or end at a '.' for identifier
  * components, so an entry is (offset) and its length is found again by the
  * comparison. Up to 255 names need no allocation; beyond that a table of
- * 4 bytes per 3/4 name is borrowed from the heap (a name takes at least
- * 3 bytes of the message, so that is under 2 bytes per message byte).
+ * 8 bytes per 3/4 name is borrowed from the heap (a name takes at least
+ * 3 bytes of the message, so that is under 4 bytes per message byte).
  * ------------------------------------------------------------------------- */
 
 #define NAMESET_LOCAL 512
 
+/* A slot: the name's offset + 1 (0 = empty) and its hash, compared first so
+ * that most probes that meet another name need not read it. */
+typedef struct {
+   uint32_t offset;
+   uint32_t hash;
+} nameslot_t;
+
 typedef struct {
    const uint8_t *base;
    const uint8_t *limit; /* end of the bytes names may be read from */
-   uint32_t *slots;  /* offset + 1; 0 = empty */
+   nameslot_t *slots;
    size_t nslots;
-   uint32_t local[NAMESET_LOCAL];
+   nameslot_t local[NAMESET_LOCAL];
 } nameset_t;
 
 static bool
@@ -43,13 +50,13 @@ nameset_init(nameset_t *s, const uint8_t *base, const uint8_t *limit, size_t n,
       s->slots = s->local;
    } else {
       s->nslots = n + n / 3 + 1;
-      s->slots = bson_malloc(s->nslots * sizeof(uint32_t));
+      s->slots = bson_malloc(s->nslots * sizeof(nameslot_t));
       if (!s->slots) {
          return opmsg_fail(error, OPMSG_ERR_NO_MEMORY,
                            "no memory for the name table of %zu names", n);
       }
    }
-   memset(s->slots, 0, s->nslots * sizeof(uint32_t));
+   memset(s->slots, 0, s->nslots * sizeof(nameslot_t));
    return true;
 }
 
@@ -95,20 +102,23 @@ name_equal(const char *stored, const char *name, size_t len)
 
 /* Finds name in the set; if absent and add is true, adds it (at offset).
  * Returns the stored offset of an equal name, or -1. */
-static int64_t
+static inline __attribute__((always_inline)) int64_t
 nameset_find(nameset_t *s, const char *name, size_t len, uint32_t offset, bool add)
 {
-   size_t i = (size_t) (((uint64_t) name_hash(name, len, s->limit) * s->nslots) >> 32);
+   uint32_t h = name_hash(name, len, s->limit);
+   size_t i = (size_t) (((uint64_t) h * s->nslots) >> 32);
    for (;;) {
-      uint32_t slot = s->slots[i];
-      if (slot == 0) {
+      nameslot_t *slot = &s->slots[i];
+      if (slot->offset == 0) {
          if (add) {
-            s->slots[i] = offset + 1;
+            slot->offset = offset + 1;
+            slot->hash = h;
          }
          return -1;
       }
-      if (name_equal((const char *) s->base + slot - 1, name, len)) {
-         return (int64_t) slot - 1;
+      if (slot->hash == h &&
+          name_equal((const char *) s->base + slot->offset - 1, name, len)) {
+         return (int64_t) slot->offset - 1;
       }
       if (++i == s->nslots) {
          i = 0;
@@ -351,6 +361,10 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
       if (n < SCAN_KEYS) {
          scan->key[n] = e.key;
          scan->key_len[n] = e.key_len;
+      }
+      /* Remembered so opmsg_db() need not walk the body again. */
+      if (e.key_len == 3 && e.type == BSON_TYPE_UTF8 && memcmp(e.key, "$db", 3) == 0) {
+         msg->priv_db = e.start;
       }
       n++;
    }

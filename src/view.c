@@ -22,6 +22,16 @@ opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
 {
    bson_t body;
    bson_iter_t it;
+   /* The OP_MSG parser noted where "$db" is: type, "$db", NUL, length. */
+   if (msg->opcode == OPMSG_OP_MSG) {
+      if (!msg->priv_db) {
+         return NULL;
+      }
+      if (len) {
+         *len = opmsg_read_u32(msg->priv_db + 5) - 1;
+      }
+      return (const char *) msg->priv_db + 9;
+   }
    if (!opmsg_body(msg, &body) || !bson_iter_init_find(&it, &body, "$db") ||
        !BSON_ITER_HOLDS_UTF8(&it)) {
       return NULL;

@@ -267,6 +267,7 @@ typedef struct {
    size_t priv_merged_size;       /* exact size of the merged document */
    size_t priv_max_output;        /* limit for the merged document */
    uint32_t priv_n_dotted;         /* sequences whose identifier has a dot */
+   const uint8_t *priv_db;        /* the body's "$db" element, NULL if none */
 } opmsg_msg_t;
 
 /*
