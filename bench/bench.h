@@ -1,0 +1,194 @@
+/*
+ * bench.h - shared declarations of opmsg-bench (not installed).
+ *
+ * opmsg-bench measures, for each case (a wire message), how long each
+ * implementation takes to go from the raw message bytes to a usable merged
+ * document. Every implementation's output is compared once with opmsg's own
+ * merge before it is timed; a difference is fatal.
+ */
+#ifndef OPMSG_BENCH_H
+#define OPMSG_BENCH_H
+
+#include <opmsg/opmsg.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------------
+ * Cases (cases.c)
+ * ------------------------------------------------------------------------- */
+
+typedef enum {
+   BENCH_KIND_MSG = 0,  /* a plain OP_MSG */
+   BENCH_KIND_COMPRESSED, /* an OP_COMPRESSED carrying an OP_MSG */
+   BENCH_KIND_ENCODE     /* encoding documents into split messages */
+} bench_kind_t;
+
+typedef struct {
+   const char *name;
+   bench_kind_t kind;
+
+   /* The raw wire message (owned). */
+   uint8_t *msg;
+   size_t msg_len;
+
+   /* opmsg's merge of msg: the reference every output is compared with
+    * (owned). For a compressed case, the merge of the decompressed message. */
+   uint8_t *merged;
+   size_t merged_len;
+
+   /* A reused output buffer of at least merged_len bytes (owned). */
+   uint8_t *out;
+   size_t out_cap;
+
+   /* Compressed cases: the decompressed OP_MSG (owned), and a reused buffer
+    * for decompressing into. */
+   uint8_t *plain;
+   size_t plain_len;
+   uint8_t *scratch;
+   size_t scratch_cap;
+
+   /* big and encode: the documents back to back (pointing into msg). */
+   const uint8_t *docs;
+   size_t docs_len;
+   uint32_t n_docs;
+
+   /* encode: the command and the limits the documents are split with. */
+   bson_t *command;
+   uint32_t n_batches; /* messages the split gives */
+} bench_case_t;
+
+/* The cases, in the order they run. make() fills a zeroed case; false when
+ * it cannot (a message says why). */
+typedef struct {
+   const char *name;
+   const char *what;
+   bool (*make)(bench_case_t *c, const char *data_dir);
+   /* The implementation the others are compared with (the "x limit"
+    * column): what the operation cannot beat. */
+   const char *baseline;
+} bench_case_def_t;
+
+extern const bench_case_def_t bench_cases[];
+extern const size_t bench_n_cases;
+
+/* Loads the seed case `name` ("flat", "deep", "seq") from the first data
+ * directory that has it. False (with a message on stderr) when missing. */
+bool bench_case_load_seed(bench_case_t *c, const char *name,
+                          const char *data_dir);
+/* Builds the generated `big` insert (100,000 documents of ~350 bytes). */
+void bench_case_make_big(bench_case_t *c);
+/* Computes c->merged with opmsg and sizes c->out. Fatal on failure. */
+void bench_case_finish(bench_case_t *c);
+void bench_case_free(bench_case_t *c);
+
+/* The directory the seed messages were found in, for the report. */
+const char *bench_data_dir_used(void);
+
+/* ---------------------------------------------------------------------------
+ * Implementations (impls.c, reencode.c)
+ * ------------------------------------------------------------------------- */
+
+/* What one operation produced, kept for the one-time comparison. */
+typedef struct {
+   const uint8_t *data;
+   size_t len;
+   bson_t *owned; /* destroyed by the caller after the comparison */
+} bench_out_t;
+
+/* Performs one operation on c. Returns a value derived from the output (so
+ * the work cannot be optimised away) and, when keep is not NULL, leaves the
+ * output in *keep instead of freeing it. */
+typedef size_t (*bench_op_fn)(bench_case_t *c, bench_out_t *keep);
+
+typedef struct {
+   const char *name;
+   const char *what;   /* one line for --list and the docs */
+   bench_op_fn op;
+   /* Which case kinds it applies to (bit per bench_kind_t). */
+   unsigned kinds;
+   /* Whether it writes an output (compared with the reference and reported
+    * as bytes_out); the view writes none and is checked on its own. */
+   bool writes_output;
+   /* The output is the decompressed message (c->plain), not the merge. */
+   bool expects_plain;
+   /* Checks the output instead of the comparison with the reference (NULL:
+    * compare). Fatal on a difference. */
+   void (*check)(const bench_case_t *c, const bench_out_t *out);
+} bench_impl_t;
+
+extern const bench_impl_t bench_impls[];
+extern const size_t bench_n_impls;
+
+/* The sections of an OP_MSG, found by hand the way a program without opmsg
+ * would (wire.c): only the framing is checked. Fatal on a malformed message
+ * (the baselines only ever see messages opmsg accepted). */
+#define BENCH_MAX_SEQUENCES 8
+typedef struct {
+   const char *identifier;
+   size_t identifier_len;
+   const uint8_t *docs; /* the documents back to back */
+   size_t docs_len;
+} bench_seq_t;
+
+typedef struct {
+   const uint8_t *body;
+   uint32_t body_len;
+   bench_seq_t seqs[BENCH_MAX_SEQUENCES];
+   size_t n_seqs;
+} bench_sections_t;
+
+void bench_split_sections(const uint8_t *msg, size_t len,
+                          bench_sections_t *out);
+/* Reads a little-endian uint32. */
+uint32_t bench_read_u32(const uint8_t *p);
+
+#define BENCH_KIND_BIT(k) (1u << (k))
+
+/* Compressed cases and their implementations (compressed.c). */
+bool bench_case_make_compressed(bench_case_t *c, const char *name,
+                                int compressor_id);
+size_t bench_op_decompress(bench_case_t *c, bench_out_t *keep);
+size_t bench_op_decompress_merge(bench_case_t *c, bench_out_t *keep);
+size_t bench_op_merge_compressed(bench_case_t *c, bench_out_t *keep);
+
+/* The encode case (encode.c): big's documents split into messages. */
+bool bench_case_make_encode(bench_case_t *c);
+size_t bench_op_encode_split(bench_case_t *c, bench_out_t *keep);
+void bench_check_encode(const bench_case_t *c, const bench_out_t *out);
+
+/* The libbson decode + re-encode baseline (reencode.c). */
+size_t bench_reencode_libbson(bench_case_t *c, bench_out_t *keep);
+
+/* Checks that the view API exposes exactly c->merged (impls.c). Fatal on a
+ * difference. */
+void bench_check_view(const bench_case_t *c);
+
+/* ---------------------------------------------------------------------------
+ * Allocation counting (alloc.c)
+ * ------------------------------------------------------------------------- */
+
+typedef struct {
+   uint64_t calls;      /* malloc + calloc + realloc + aligned_alloc */
+   size_t current;      /* bytes outstanding now */
+   size_t base;         /* bytes outstanding at the last reset */
+   size_t peak;         /* most bytes outstanding since the last reset */
+} bench_alloc_stats_t;
+
+/* Installs the counting bson_mem_vtable. Call first thing in main(). */
+void bench_alloc_install(void);
+/* Starts a measurement: calls = 0, base = peak = current. */
+void bench_alloc_reset(void);
+void bench_alloc_get(bench_alloc_stats_t *stats);
+
+/* ---------------------------------------------------------------------------
+ * Helpers (opmsg-bench.c)
+ * ------------------------------------------------------------------------- */
+
+/* Prints "opmsg-bench: <message>" on stderr and exits with status 3. */
+_Noreturn void bench_fatal(const char *fmt, ...) BSON_GNUC_PRINTF(1, 2);
+/* Allocates with malloc (not counted: set-up, not measured). */
+void *bench_xmalloc(size_t n);
+
+#endif /* OPMSG_BENCH_H */

@@ -1,0 +1,120 @@
+/*
+ * compressed.c - big as OP_COMPRESSED (zstd, snappy): what merging adds to
+ * decompressing.
+ *
+ * Decompression is the limit here: it has to happen whatever the merge
+ * does. The question is how much the merge adds on top; ideally no more
+ * than a memcpy of the merged document.
+ */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool
+bench_case_make_compressed(bench_case_t *c, const char *name,
+                           int compressor_id)
+{
+   bench_case_t plain;
+   memset(&plain, 0, sizeof plain);
+   bench_case_make_big(&plain);
+
+   size_t len = 0;
+   bson_error_t error;
+   uint8_t *z = opmsg_compress(plain.msg, plain.msg_len, compressor_id,
+                               OPMSG_COMPRESS_DEFAULT_LEVEL, &len, &error);
+   if (!z) {
+      bench_fatal("%s: opmsg_compress: %s", name, error.message);
+   }
+   /* Keep the compressed message in malloc memory like every other case, and
+    * the original as the expected result of decompressing. */
+   c->name = name;
+   c->kind = BENCH_KIND_COMPRESSED;
+   c->msg = bench_xmalloc(len);
+   memcpy(c->msg, z, len);
+   c->msg_len = len;
+   bson_free(z);
+   c->plain = plain.msg;
+   c->plain_len = plain.msg_len;
+   plain.msg = NULL;
+   bench_case_free(&plain);
+
+   c->scratch_cap = c->plain_len;
+   c->scratch = bench_xmalloc(c->scratch_cap);
+   memset(c->scratch, 0, c->scratch_cap);
+   bench_case_finish(c);
+   return true;
+}
+
+static void
+parse_compressed(const bench_case_t *c, opmsg_msg_t *msg)
+{
+   bson_error_t error;
+   if (!opmsg_parse(c->msg, c->msg_len, NULL, msg, &error)) {
+      bench_fatal("%s: opmsg_parse: %s", c->name, error.message);
+   }
+}
+
+/* Decompressing alone, into a reused buffer: the limit. */
+size_t
+bench_op_decompress(bench_case_t *c, bench_out_t *keep)
+{
+   opmsg_msg_t msg;
+   bson_error_t error;
+   size_t written = 0;
+   parse_compressed(c, &msg);
+   if (!opmsg_decompress_into(&msg, c->scratch, c->scratch_cap, &written,
+                              &error)) {
+      bench_fatal("%s: opmsg_decompress_into: %s", c->name, error.message);
+   }
+   if (keep) {
+      keep->data = c->scratch;
+      keep->len = written;
+   }
+   return written;
+}
+
+/* Decompress into a reused buffer, parse what came out, merge into another
+ * reused buffer: the zero-allocation path. */
+size_t
+bench_op_decompress_merge(bench_case_t *c, bench_out_t *keep)
+{
+   opmsg_msg_t msg, inner;
+   bson_error_t error;
+   size_t plain_len = 0, written = 0;
+   parse_compressed(c, &msg);
+   if (!opmsg_decompress_into(&msg, c->scratch, c->scratch_cap, &plain_len,
+                              &error) ||
+       !opmsg_parse(c->scratch, plain_len, NULL, &inner, &error) ||
+       !opmsg_merge_into(&inner, c->out, c->out_cap, &written, &error)) {
+      bench_fatal("%s: decompress + merge: %s", c->name, error.message);
+   }
+   if (keep) {
+      keep->data = c->out;
+      keep->len = written;
+   }
+   return written;
+}
+
+/* The one-call API: opmsg_merge_compressed() (one buffer for the
+ * decompressed message, one for the merged document). */
+size_t
+bench_op_merge_compressed(bench_case_t *c, bench_out_t *keep)
+{
+   opmsg_msg_t msg;
+   bson_error_t error;
+   parse_compressed(c, &msg);
+   bson_t *b = opmsg_merge_compressed(&msg, NULL, &error);
+   if (!b) {
+      bench_fatal("%s: opmsg_merge_compressed: %s", c->name, error.message);
+   }
+   size_t n = b->len;
+   if (keep) {
+      keep->owned = b;
+      keep->data = bson_get_data(b);
+      keep->len = b->len;
+   } else {
+      bson_destroy(b);
+   }
+   return n;
+}

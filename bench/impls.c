@@ -1,0 +1,311 @@
+/*
+ * impls.c - the implementations opmsg-bench compares.
+ *
+ * Each one goes from the raw message bytes to a merged document someone can
+ * use, and each is timed per whole operation (parse included).
+ */
+#include "bench.h"
+
+#include <string.h>
+
+static void
+parse_or_die(const bench_case_t *c, opmsg_msg_t *msg)
+{
+   bson_error_t error;
+   if (!opmsg_parse(c->msg, c->msg_len, NULL, msg, &error)) {
+      bench_fatal("%s: opmsg_parse: %s", c->name, error.message);
+   }
+}
+
+static void
+keep_bson(bench_out_t *keep, bson_t *b)
+{
+   keep->owned = b;
+   keep->data = bson_get_data(b);
+   keep->len = b->len;
+}
+
+/* The limit: copying as many bytes as the merged document has, into a buffer
+ * that is already there. No merge can be faster than writing its output. */
+static size_t
+op_memcpy(bench_case_t *c, bench_out_t *keep)
+{
+   memcpy(c->out, c->merged, c->merged_len);
+   if (keep) {
+      keep->data = c->out;
+      keep->len = c->merged_len;
+   }
+   return c->merged_len;
+}
+
+static size_t
+op_merge_bson(bench_case_t *c, bench_out_t *keep)
+{
+   opmsg_msg_t msg;
+   bson_error_t error;
+   parse_or_die(c, &msg);
+   bson_t *b = opmsg_merge_bson(&msg, &error);
+   if (!b) {
+      bench_fatal("%s: opmsg_merge_bson: %s", c->name, error.message);
+   }
+   size_t n = b->len;
+   if (keep) {
+      keep_bson(keep, b);
+   } else {
+      bson_destroy(b);
+   }
+   return n;
+}
+
+static size_t
+op_merge_into(bench_case_t *c, bench_out_t *keep)
+{
+   opmsg_msg_t msg;
+   bson_error_t error;
+   size_t written = 0;
+   parse_or_die(c, &msg);
+   if (!opmsg_merge_into(&msg, c->out, c->out_cap, &written, &error)) {
+      bench_fatal("%s: opmsg_merge_into: %s", c->name, error.message);
+   }
+   if (keep) {
+      keep->data = c->out;
+      keep->len = written;
+   }
+   return written;
+}
+
+/* What a server or proxy reads of a command without materialising it: the
+ * command name, $db and every document of every sequence. The lengths are
+ * summed so that every document is really reached. */
+static size_t
+op_view(bench_case_t *c, bench_out_t *keep)
+{
+   opmsg_msg_t msg;
+   parse_or_die(c, &msg);
+   size_t sum = 0;
+   const char *name = opmsg_command_name(&msg);
+   if (name) {
+      sum += (unsigned char) name[0];
+   }
+   uint32_t db_len = 0;
+   if (opmsg_db(&msg, &db_len)) {
+      sum += db_len;
+   }
+   opmsg_sequence_iter_t seqs;
+   opmsg_sequence_t seq;
+   opmsg_sequence_iter_init(&seqs, &msg);
+   while (opmsg_sequence_iter_next(&seqs, &seq)) {
+      opmsg_document_iter_t docs;
+      bson_t doc;
+      opmsg_document_iter_init(&docs, &seq);
+      while (opmsg_document_iter_next(&docs, &doc)) {
+         sum += doc.len;
+      }
+   }
+   (void) keep; /* nothing is written; bench_check_view() checks the view */
+   return sum;
+}
+
+/* libmongoc 1.23's way of turning a command and its payload into one
+ * document (_mongoc_cmd_append_payload_as_array, used for APM and
+ * client-side encryption): copy the body, then append the payload documents
+ * one by one into an array. Plain libbson calls; libmongoc is not linked. */
+static size_t
+op_mongoc_append(bench_case_t *c, bench_out_t *keep)
+{
+   bench_sections_t s;
+   bench_split_sections(c->msg, c->msg_len, &s);
+
+   bson_t body;
+   if (!bson_init_static(&body, s.body, s.body_len)) {
+      bench_fatal("mongoc_append: bad body");
+   }
+   bson_t *out = bson_copy(&body);
+   for (size_t i = 0; i < s.n_seqs; i++) {
+      const bench_seq_t *seq = &s.seqs[i];
+      if (memchr(seq->identifier, '.', seq->identifier_len)) {
+         bench_fatal("mongoc_append: dotted identifiers are not supported");
+      }
+      bson_t array;
+      if (!bson_append_array_begin(out, seq->identifier,
+                                   (int) seq->identifier_len, &array)) {
+         bench_fatal("mongoc_append: cannot open array");
+      }
+      const uint8_t *p = seq->docs;
+      const uint8_t *end = seq->docs + seq->docs_len;
+      for (uint32_t n = 0; p < end; n++) {
+         uint32_t doc_len = (size_t) (end - p) >= 4 ? bench_read_u32(p) : 0;
+         bson_t doc;
+         if (doc_len > (size_t) (end - p) ||
+             !bson_init_static(&doc, p, doc_len)) {
+            bench_fatal("mongoc_append: bad document %u", n);
+         }
+         char buf[16];
+         const char *key;
+         size_t klen = bson_uint32_to_string(n, &key, buf, sizeof buf);
+         if (!bson_append_document(&array, key, (int) klen, &doc)) {
+            bench_fatal("mongoc_append: cannot append document %u", n);
+         }
+         p += doc_len;
+      }
+      if (!bson_append_array_end(out, &array)) {
+         bench_fatal("mongoc_append: cannot close array");
+      }
+   }
+   size_t n = out->len;
+   if (keep) {
+      keep_bson(keep, out);
+   } else {
+      bson_destroy(out);
+   }
+   return n;
+}
+
+#define KIND_MSG BENCH_KIND_BIT(BENCH_KIND_MSG)
+#define KIND_COMPRESSED BENCH_KIND_BIT(BENCH_KIND_COMPRESSED)
+#define KIND_ENCODE BENCH_KIND_BIT(BENCH_KIND_ENCODE)
+
+const bench_impl_t bench_impls[] = {
+   {.name = "memcpy",
+    .what = "memcpy of the merged document's size (encode: of the documents) into a reused buffer",
+    .op = op_memcpy, .kinds = KIND_MSG | KIND_COMPRESSED | KIND_ENCODE,
+    .writes_output = true},
+   {.name = "merge_bson",
+    .what = "opmsg_parse + opmsg_merge_bson + bson_destroy",
+    .op = op_merge_bson, .kinds = KIND_MSG, .writes_output = true},
+   {.name = "merge_into",
+    .what = "opmsg_parse + opmsg_merge_into a reused buffer",
+    .op = op_merge_into, .kinds = KIND_MSG, .writes_output = true},
+   {.name = "view",
+    .what = "opmsg_parse + command name, $db and every sequence document via the view API",
+    .op = op_view, .kinds = KIND_MSG, .writes_output = false},
+   {.name = "reencode_libbson",
+    .what = "sections by hand, every value decoded with bson_iter and re-encoded with bson_append_*",
+    .op = bench_reencode_libbson, .kinds = KIND_MSG, .writes_output = true},
+   {.name = "mongoc_append",
+    .what = "libmongoc 1.23's way: bson_copy of the body + bson_append_document per sequence document",
+    .op = op_mongoc_append, .kinds = KIND_MSG, .writes_output = true},
+   {.name = "decompress",
+    .what = "opmsg_parse + opmsg_decompress_into a reused buffer (the limit of compressed cases)",
+    .op = bench_op_decompress, .kinds = KIND_COMPRESSED, .writes_output = true,
+    .expects_plain = true},
+   {.name = "decompress_merge",
+    .what = "opmsg_parse + opmsg_decompress_into + opmsg_parse + opmsg_merge_into, reused buffers",
+    .op = bench_op_decompress_merge, .kinds = KIND_COMPRESSED, .writes_output = true},
+   {.name = "merge_compressed",
+    .what = "opmsg_parse + opmsg_merge_compressed + bson_destroy",
+    .op = bench_op_merge_compressed, .kinds = KIND_COMPRESSED, .writes_output = true},
+   {.name = "encode_split",
+    .what = "opmsg_splitter_* + opmsg_build_into every batch back to back into a reused buffer",
+    .op = bench_op_encode_split, .kinds = KIND_ENCODE, .writes_output = true,
+    .check = bench_check_encode},
+};
+const size_t bench_n_impls = sizeof bench_impls / sizeof bench_impls[0];
+
+/* ---------------------------------------------------------------------------
+ * Checking the view
+ * ------------------------------------------------------------------------- */
+
+static void rebuild_level(opmsg_view_t *view, bson_t *out);
+
+static void
+rebuild_field(const opmsg_view_t *view, const opmsg_field_t *f, bson_t *out)
+{
+   bool ok = true;
+   switch (f->kind) {
+   case OPMSG_FIELD_BODY:
+      ok = bson_append_iter(out, NULL, 0, &f->iter);
+      break;
+   case OPMSG_FIELD_SEQUENCE: {
+      const char *key = f->key ? f->key : f->seq.identifier;
+      int klen = f->key ? (int) f->key_len : (int) f->seq.identifier_len;
+      bson_t array;
+      ok = bson_append_array_begin(out, key, klen, &array);
+      opmsg_document_iter_t docs;
+      bson_t doc;
+      opmsg_document_iter_init(&docs, &f->seq);
+      for (uint32_t n = 0; ok && opmsg_document_iter_next(&docs, &doc); n++) {
+         char buf[16];
+         const char *idx;
+         size_t ilen = bson_uint32_to_string(n, &idx, buf, sizeof buf);
+         ok = bson_append_document(&array, idx, (int) ilen, &doc);
+      }
+      ok = ok && bson_append_array_end(out, &array);
+      break;
+   }
+   case OPMSG_FIELD_PATH: {
+      opmsg_view_t child;
+      bson_t sub;
+      if (!opmsg_view_enter(view, f, &child)) {
+         bench_fatal("view check: cannot enter \"%.*s\"", (int) f->key_len,
+                     f->key);
+      }
+      ok = bson_append_document_begin(out, f->key, (int) f->key_len, &sub);
+      if (ok) {
+         rebuild_level(&child, &sub);
+         ok = bson_append_document_end(out, &sub);
+      }
+      break;
+   }
+   default:
+      bench_fatal("view check: unknown field kind %d", (int) f->kind);
+   }
+   if (!ok) {
+      bench_fatal("view check: cannot rebuild a field");
+   }
+}
+
+static void
+rebuild_level(opmsg_view_t *view, bson_t *out)
+{
+   opmsg_field_t f;
+   while (opmsg_view_next(view, &f)) {
+      rebuild_field(view, &f, out);
+   }
+}
+
+void
+bench_check_view(const bench_case_t *c)
+{
+   opmsg_msg_t msg;
+   parse_or_die(c, &msg);
+
+   /* The merged document rebuilt field by field from the view must be the
+    * merge, byte for byte. */
+   opmsg_view_t view;
+   if (!opmsg_view_init(&view, &msg)) {
+      bench_fatal("view check: %s: opmsg_view_init failed", c->name);
+   }
+   bson_t rebuilt = BSON_INITIALIZER;
+   rebuild_level(&view, &rebuilt);
+   if (rebuilt.len != c->merged_len ||
+       memcmp(bson_get_data(&rebuilt), c->merged, c->merged_len) != 0) {
+      bench_fatal("view check: %s: the view differs from the merge", c->name);
+   }
+   bson_destroy(&rebuilt);
+
+   /* What op_view reads must be what the merge says. */
+   bson_t merged;
+   bson_iter_t it;
+   if (!bson_init_static(&merged, c->merged, c->merged_len) ||
+       !bson_iter_init(&it, &merged)) {
+      bench_fatal("view check: %s: bad reference", c->name);
+   }
+   const char *name = opmsg_command_name(&msg);
+   if (bson_iter_next(&it) != (name != NULL) ||
+       (name && strcmp(name, bson_iter_key(&it)) != 0)) {
+      bench_fatal("view check: %s: wrong command name", c->name);
+   }
+   uint32_t db_len = 0;
+   const char *db = opmsg_db(&msg, &db_len);
+   bson_iter_t db_it;
+   if (bson_iter_init_find(&db_it, &merged, "$db") && BSON_ITER_HOLDS_UTF8(&db_it)) {
+      uint32_t want_len;
+      const char *want = bson_iter_utf8(&db_it, &want_len);
+      if (!db || db_len != want_len || memcmp(db, want, want_len) != 0) {
+         bench_fatal("view check: %s: wrong $db", c->name);
+      }
+   } else if (db) {
+      bench_fatal("view check: %s: $db where the merge has none", c->name);
+   }
+}
