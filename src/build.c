@@ -132,9 +132,13 @@ check_unique_keys(const uint8_t *doc, uint32_t len, uint32_t n_keys,
          ok = bad_command(error);
          break;
       }
-      size_t i = e.key_hash & (n_slots - 1);
+      uint32_t hash = OPMSG_HASH_INIT;
+      for (uint32_t k = 0; k < e.key_len; k++) {
+         hash = opmsg_hash_step(hash, (uint8_t) e.key[k]);
+      }
+      size_t i = hash & (n_slots - 1);
       while (table[i].key) {
-         if (table[i].hash == e.key_hash && table[i].len == e.key_len &&
+         if (table[i].hash == hash && table[i].len == e.key_len &&
              memcmp(table[i].key, e.key, e.key_len) == 0) {
             break;
          }
@@ -147,7 +151,7 @@ check_unique_keys(const uint8_t *doc, uint32_t len, uint32_t n_keys,
                          printable(nm, e.key), HEAD_SIZE + at);
          break;
       }
-      table[i].hash = e.key_hash;
+      table[i].hash = hash;
       table[i].len = e.key_len;
       table[i].key = e.key;
    }

@@ -91,7 +91,6 @@ typedef struct {
    uint32_t key_len;
    const uint8_t *value;
    uint32_t value_len;
-   uint32_t key_hash;    /* computed while the key is scanned */
 } opmsg_element_t;
 
 /*

@@ -294,8 +294,9 @@ OPMSG_EXPORT bool opmsg_parse(const uint8_t *data, size_t len,
 /*
  * Reads the 16-byte header at data[0..len) and stores in *message_length the
  * length of the message that starts there, after checking it against the
- * opcode's minimum and the limit in opts. Returns false with *error set when
- * fewer than 4 bytes are given or the length is out of bounds. For cutting a
+ * opcode's minimum and the limit in opts. Returns false with *error set:
+ * OPMSG_ERR_TRUNCATED when fewer than 16 bytes are given, the length and
+ * opcode errors of opmsg_parse() otherwise. For cutting a
  * stream: the message is complete once *message_length bytes are there.
  */
 OPMSG_EXPORT bool opmsg_frame_length(const uint8_t *data, size_t len,

@@ -130,7 +130,7 @@ OPMSG_EXPORT uint64_t opmsg_reader_offset(const opmsg_reader_t *r);
  * added, when nothing was ready on a non-blocking fd (EAGAIN), or at end of
  * file (then the reader has ended, as after opmsg_reader_end()); *n_read (if
  * not NULL) is the number of bytes added. False with *error set
- * (OPMSG_ERR_INVALID_ARGUMENT, naming errno) when read() fails. When the
+ * (OPMSG_ERR_IO, naming errno) when read() fails. When the
  * buffer is at its bound no read is made (take a message out first).
  */
 OPMSG_EXPORT bool opmsg_reader_fill_fd(opmsg_reader_t *r, int fd,
