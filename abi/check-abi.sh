@@ -1,21 +1,92 @@
 #!/bin/sh
-# check-abi.sh LIB SYMBOLS: fails when LIB no longer exports a symbol listed
-# in SYMBOLS (name@@version, one per line), or exports anything that is not
-# part of the opmsg_ API. New symbols are fine: add them to SYMBOLS.
+# libopmsg's ABI check, run after every link of libopmsg.so.
+#
+# check-abi.sh LIB SYMBOLS
+#   Fails when LIB no longer exports a symbol listed in SYMBOLS (name@@version,
+#   one per line, # comments), when a symbol's version changed (that is a
+#   disappearance too), or when LIB exports anything outside the versioned
+#   opmsg_ API. A new symbol is fine and only reported.
+#   When abidiff (Debian: abigail-tools) is installed, LIB has debugging
+#   information and the baseline libopmsg.abi sits beside SYMBOLS, it also
+#   fails when the types of the public API changed in a way that breaks
+#   programs built against the baseline (a struct's size or layout, a
+#   parameter's type, ...). Added functions are fine there too.
+# check-abi.sh --generate LIB
+#   Prints the SYMBOLS list for LIB (packaging compares it with the list).
+# check-abi.sh --update LIB
+#   After an intended API change (new functions, or at a new SONAME):
+#   rewrites libopmsg.symbols and, with abidw, libopmsg.abi beside this script.
 set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+headers=$here/../include/opmsg
+
+exports() {
+  # Defined, exported symbols as name@@version (nm shows the version node).
+  nm -D --defined-only "$1" | awk '$2 ~ /^[TDRBVWiu]$/ {print $3}' | LC_ALL=C sort
+}
+
+symbols_list() {
+  echo "# The ABI of $(basename "$1"): every exported symbol with its version."
+  echo "# abi/check-abi.sh fails the build when one disappears or changes;"
+  echo "# after adding API run: abi/check-abi.sh --update <build>/src/libopmsg.so"
+  exports "$1"
+}
+
+has_debug_info() {
+  LC_ALL=C readelf -S "$1" 2>/dev/null | grep -q '\.debug_info'
+}
+
+case $1 in
+  --generate)
+    symbols_list "$2"
+    exit 0 ;;
+  --update)
+    symbols_list "$2" > "$here/libopmsg.symbols"
+    echo "abi: wrote $here/libopmsg.symbols"
+    if command -v abidw >/dev/null 2>&1 && has_debug_info "$2"; then
+      # Public types only, no paths of the build machine.
+      abidw --headers-dir "$headers" --drop-private-types --no-corpus-path \
+            --short-locs "$2" | sed "s| comp-dir-path='[^']*'||" > "$here/libopmsg.abi"
+      echo "abi: wrote $here/libopmsg.abi"
+    else
+      echo "abi: libopmsg.abi not written (needs abidw from abigail-tools and a -g build)" >&2
+    fi
+    exit 0 ;;
+esac
+
 lib=$1
 list=$2
-exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDRBVW]$/ {print $3}' | grep -v '^OPMSG_' | sort)
+exported=$(exports "$lib")
 status=0
 for sym in $(grep -v '^#' "$list"); do
-  if ! printf '%s\n' "$exported" | grep -qx "$sym"; then
-    echo "abi: $sym is no longer exported by $(basename "$lib")" >&2
+  if ! printf '%s\n' "$exported" | grep -qxF "$sym"; then
+    echo "abi: $sym is no longer exported by $(basename "$lib") (removed, or its version changed)" >&2
     status=1
   fi
 done
-stray=$(printf '%s\n' "$exported" | grep -v '^opmsg_' || true)
+stray=$(printf '%s\n' "$exported" | grep -v '^opmsg_[A-Za-z0-9_]*@@OPMSG_' || true)
 if [ -n "$stray" ]; then
-  echo "abi: symbols outside the opmsg_ API are exported: $stray" >&2
+  echo "abi: symbols outside the versioned opmsg_ API are exported:" $stray >&2
   status=1
+fi
+new=$(printf '%s\n' "$exported" | grep -vxF -f "$list" || true)
+if [ -n "$new" ] && [ $status -eq 0 ]; then
+  echo "abi: new symbols, add them to $(basename "$list") (abi/check-abi.sh --update):" $new >&2
+fi
+
+baseline=$(dirname "$list")/libopmsg.abi
+if [ -f "$baseline" ] && command -v abidiff >/dev/null 2>&1 && has_debug_info "$lib"; then
+  rc=0
+  report=$(abidiff --no-added-syms --headers-dir2 "$headers" "$baseline" "$lib" 2>&1) || rc=$?
+  # abidiff's status bits: 1 tool error, 2 usage error, 4 ABI change,
+  # 8 incompatible ABI change.
+  if [ $((rc & 12)) -ne 0 ]; then
+    printf '%s\n' "$report" >&2
+    echo "abi: the public API of $(basename "$lib") changed incompatibly against $(basename "$baseline");" \
+         "if that is intended (before a release, or with a new SONAME): abi/check-abi.sh --update $lib" >&2
+    status=1
+  elif [ $rc -ne 0 ]; then
+    echo "abi: abidiff could not compare (status $rc); type check skipped: $report" >&2
+  fi
 fi
 exit $status

@@ -1,20 +1,61 @@
 #!/bin/sh
 # news-to-changelog.sh NEWS VERSION OUTDIR: writes OUTDIR/changelog.gz (NEWS
-# itself) and OUTDIR/changelog.Debian.gz (the newest NEWS entry in Debian's
-# changelog format), both compressed reproducibly (gzip -9n).
+# itself, the upstream changelog) and OUTDIR/changelog.Debian.gz (every NEWS
+# entry in Debian's changelog format, newest first), both compressed
+# reproducibly (gzip -9n). VERSION is the Debian version of the newest entry
+# (e.g. 0.1.0-1); older entries get their release's version with -1.
+# NEWS entries look like: "* opmsg X.Y.Z (YYYY-MM-DD)", then "  - " items
+# whose continuation lines are indented by four spaces.
 set -eu
 news=$1
 version=$2
 out=$3
+maint="opmsg maintainers <maintainers@opmsg.invalid>"
 mkdir -p "$out"
 gzip -9n < "$news" > "$out/changelog.gz"
-# The first NEWS entry: "* opmsg X.Y.Z (YYYY-MM-DD)" then "- " items.
-date=$(sed -n 's/^\* opmsg [^ ]* (\([0-9-]*\)).*/\1/p' "$news" | head -n 1)
+
+# The date of an entry in RFC 5322 form, at noon UTC (NEWS gives the day).
+rfc_date() {
+  case $1 in
+    [0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]) d=$1 ;;
+    *) echo "news-to-changelog: no date in NEWS entry ($1); using 1970-01-01" >&2
+       d=1970-01-01 ;;
+  esac
+  LC_ALL=C date -u -d "$d 12:00" '+%a, %d %b %Y %H:%M:%S +0000'
+}
+
+newest=$(sed -n 's/^\* opmsg \([^ ]*\).*/\1/p' "$news" | head -n 1)
+if [ "$newest" != "${version%-*}" ]; then
+  echo "news-to-changelog: the newest NEWS entry is ${newest:-missing}, the version ${version%-*}" >&2
+fi
+
 {
-  printf 'opmsg (%s) unstable; urgency=medium\n\n' "$version"
-  awk '/^\* opmsg / { if (seen) exit; seen = 1; next }
-       seen && /^  - / { sub(/^  - /, "  * "); print; next }
-       seen && /^    / { print }' "$news"
-  printf '\n -- opmsg maintainers <maintainers@opmsg.invalid>  %s\n' \
-    "$(LC_ALL=C date -u -d "${date:-1970-01-01} 12:00" '+%a, %d %b %Y %H:%M:%S +0000')"
-} | gzip -9n > "$out/changelog.Debian.gz"
+  entries=0
+  date=""
+  while IFS= read -r line; do
+    case $line in
+      '* opmsg '*)
+        if [ $entries -gt 0 ]; then
+          printf '\n -- %s  %s\n\n' "$maint" "$(rfc_date "$date")"
+        fi
+        ver=$(printf '%s\n' "$line" | sed -n 's/^\* opmsg \([^ ]*\).*/\1/p')
+        date=$(printf '%s\n' "$line" | sed -n 's/.*(\([0-9-]*\)).*/\1/p')
+        if [ $entries -eq 0 ]; then debver=$version; else debver=$ver-1; fi
+        printf 'opmsg (%s) unstable; urgency=medium\n\n' "$debver"
+        entries=$((entries + 1))
+        ;;
+      '  - '*)
+        [ $entries -gt 0 ] && printf '  * %s\n' "${line#  - }"
+        ;;
+      '    '*)
+        [ $entries -gt 0 ] && printf '%s\n' "$line"
+        ;;
+    esac
+  done < "$news"
+  if [ $entries -eq 0 ]; then
+    echo "news-to-changelog: no '* opmsg X.Y.Z (date)' entry in $news" >&2
+    exit 1
+  fi
+  printf '\n -- %s  %s\n' "$maint" "$(rfc_date "$date")"
+} > "$out/changelog.Debian"
+gzip -9nf "$out/changelog.Debian"

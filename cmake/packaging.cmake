@@ -1,13 +1,26 @@
 # Debian packages with CPack, split the way Debian would:
-#   libopmsg0        the shared library (runtime)
-#   libopmsg-dev     headers, static library, pkg-config and CMake files (dev)
-#   opmsg            the opmsg and opmsg-bench programs (tools)
-#   libopmsg-mongoc  the libmongoc 1.23 drop-in (dropin)
-# `make package` builds them; dpkg-shlibdeps fills in the library dependencies.
+#   libopmsg0        the shared library (component runtime)
+#   libopmsg-dev     headers, static library, pkg-config and CMake files,
+#                    the library documentation and examples (dev)
+#   opmsg            the opmsg and opmsg-bench programs, their man pages (tools)
+#   libopmsg-mongoc  the libmongoc 1.23 drop-in and its man page (dropin)
+# `make package` builds them in a tree configured for /usr (mk/package.mk);
+# dpkg-shlibdeps fills in the library dependencies. packaging/ holds the
+# CPack scripts that finish the staged trees and the lintian overrides.
 
 set(OPMSG_DEB_VERSION "${PROJECT_VERSION}-1")
 set(OPMSG_DEB_DIR ${PROJECT_BINARY_DIR}/debian)
 set(OPMSG_DEB_PACKAGES runtime:libopmsg0 dev:libopmsg-dev tools:opmsg dropin:libopmsg-mongoc)
+set(OPMSG_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
+
+# The prefix is compiled into opmsg.pc, the CMake package files and
+# opmsg-bench (its data directory), so a package is only right when the
+# tree was configured for the prefix the package installs to.
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL CPACK_PACKAGING_INSTALL_PREFIX)
+  message(STATUS "opmsg: CMAKE_INSTALL_PREFIX is ${CMAKE_INSTALL_PREFIX}, not /usr: "
+                 "use `make package` (a /usr build tree) to build the .deb files")
+endif()
 
 # Every package carries the copyright file and the changelogs, made from NEWS.
 find_program(GZIP_EXECUTABLE gzip REQUIRED)
@@ -21,63 +34,146 @@ add_custom_command(
 add_custom_target(opmsg_changelogs ALL
   DEPENDS ${OPMSG_DEB_DIR}/changelog.gz ${OPMSG_DEB_DIR}/changelog.Debian.gz)
 
+# /usr/share/doc/<package>, whatever the project's own DOCDIR is.
 foreach(pair ${OPMSG_DEB_PACKAGES})
   string(REPLACE ":" ";" pair ${pair})
   list(GET pair 0 comp)
   list(GET pair 1 pkg)
+  set(OPMSG_DOCDIR_${comp} ${CMAKE_INSTALL_DATAROOTDIR}/doc/${pkg})
   install(FILES ${PROJECT_SOURCE_DIR}/cmake/copyright
                 ${OPMSG_DEB_DIR}/changelog.gz ${OPMSG_DEB_DIR}/changelog.Debian.gz
-          DESTINATION ${CMAKE_INSTALL_DOCDIR}/../${pkg} COMPONENT ${comp})
+          DESTINATION ${OPMSG_DOCDIR_${comp}} COMPONENT ${comp})
+  # Overrides for the lintian warnings we keep, each with its reason (only
+  # in the packages' /usr tree: elsewhere lintian never looks).
+  if(EXISTS ${OPMSG_PACKAGING_DIR}/lintian/${pkg} AND CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+    install(FILES ${OPMSG_PACKAGING_DIR}/lintian/${pkg}
+            DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides COMPONENT ${comp})
+  endif()
   string(TOUPPER ${comp} COMP)
   set(CPACK_DEBIAN_${COMP}_PACKAGE_NAME ${pkg})
 endforeach()
 
-# The library's ldconfig trigger (dpkg runs ldconfig once after installing).
+# opmsg-bench's man page (tools/ and the drop-in install their own).
+if(OPMSG_BUILD_TOOLS)
+  install(FILES ${PROJECT_SOURCE_DIR}/docs/opmsg-bench.1
+          DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT tools)
+endif()
+
+# The documentation goes with the package of the people who read it: the
+# command-line and benchmark docs with opmsg, the drop-in's with
+# libopmsg-mongoc, the README, API, guides and examples with libopmsg-dev.
+file(GLOB OPMSG_DOC_FILES CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/docs/*.md ${PROJECT_SOURCE_DIR}/docs/*.png)
+set(OPMSG_DOCS_tools cli.md benchmarks.md bench.png guide-tap.md tap.md)
+set(OPMSG_DOCS_dropin dropin.md guide-dropin.md guide-libmongoc.md)
+foreach(doc ${OPMSG_DOC_FILES})
+  get_filename_component(name ${doc} NAME)
+  set(comp dev)
+  if(name IN_LIST OPMSG_DOCS_tools)
+    set(comp tools)
+  elseif(name IN_LIST OPMSG_DOCS_dropin)
+    set(comp dropin)
+  endif()
+  install(FILES ${doc} DESTINATION ${OPMSG_DOCDIR_${comp}} COMPONENT ${comp})
+endforeach()
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${OPMSG_DOCDIR_dev} COMPONENT dev)
+file(GLOB OPMSG_EXAMPLES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/examples/*.c)
+if(OPMSG_EXAMPLES)
+  install(FILES ${OPMSG_EXAMPLES} DESTINATION ${OPMSG_DOCDIR_dev}/examples COMPONENT dev)
+endif()
+
+# Control files. Both shared-object packages activate the ldconfig trigger
+# (dpkg runs ldconfig once, after all packages of a run are unpacked): the
+# drop-in too, so that LD_PRELOAD=libopmsg-mongoc.so finds it by name.
 file(WRITE ${OPMSG_DEB_DIR}/triggers "activate-noawait ldconfig\n")
-file(WRITE ${OPMSG_DEB_DIR}/shlibs "libopmsg 0 libopmsg0 (>= ${PROJECT_VERSION})\n")
+file(WRITE ${OPMSG_DEB_DIR}/shlibs
+  "libopmsg ${PROJECT_VERSION_MAJOR} libopmsg0 (>= ${PROJECT_VERSION})\n")
+# The symbols file: every symbol of abi/libopmsg.symbols (the ABI check
+# keeps it equal to the library's exports), with the first version that
+# had it. All of them are 0.1.0's for now; a later symbol gets its release.
+set(OPMSG_SYMBOLS_SOURCE ${PROJECT_SOURCE_DIR}/abi/libopmsg.symbols)
+set(OPMSG_DEB_CONTROL_RUNTIME ${OPMSG_DEB_DIR}/triggers ${OPMSG_DEB_DIR}/shlibs)
+if(EXISTS ${OPMSG_SYMBOLS_SOURCE})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${OPMSG_SYMBOLS_SOURCE})
+  file(STRINGS ${OPMSG_SYMBOLS_SOURCE} syms REGEX "^[A-Za-z_][A-Za-z0-9_]*@@")
+  set(text "libopmsg.so.${PROJECT_VERSION_MAJOR} libopmsg0 #MINVER#\n")
+  string(APPEND text "* Build-Depends-Package: libopmsg-dev\n")
+  set(nodes "")
+  foreach(sym ${syms})
+    string(REGEX REPLACE "^(.*)@@(.*)$" "\\1;\\2" parts ${sym})
+    list(GET parts 0 name)
+    list(GET parts 1 node)
+    if(NOT node IN_LIST nodes)
+      list(APPEND nodes ${node})
+      string(APPEND text " ${node}@${node} 0.1.0\n")
+    endif()
+    string(APPEND text " ${name}@${node} 0.1.0\n")
+  endforeach()
+  file(WRITE ${OPMSG_DEB_DIR}/symbols "${text}")
+  list(APPEND OPMSG_DEB_CONTROL_RUNTIME ${OPMSG_DEB_DIR}/symbols)
+  # The pre-build script refuses a library whose exports differ from it.
+  set(CPACK_OPMSG_SYMBOLS_FILE ${OPMSG_SYMBOLS_SOURCE})
+  set(CPACK_OPMSG_CHECK_ABI ${PROJECT_SOURCE_DIR}/abi/check-abi.sh)
+endif()
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME opmsg)
 set(CPACK_PACKAGE_VENDOR "The opmsg authors")
 set(CPACK_PACKAGE_CONTACT "opmsg maintainers <maintainers@opmsg.invalid>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "MongoDB OP_MSG wire protocol library")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime dev tools dropin)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_SOURCE opmsg)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE ${PROJECT_HOMEPAGE_URL})
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# After staging: compress man pages, strip what dh_strip strips. After
+# building: drop the ldconfig postinst/postrm CPack adds (the trigger does it).
+set(CPACK_PRE_BUILD_SCRIPTS ${OPMSG_PACKAGING_DIR}/deb-prebuild.cmake)
+set(CPACK_POST_BUILD_SCRIPTS ${OPMSG_PACKAGING_DIR}/deb-postbuild.cmake)
 
+# Descriptions: the first line is the synopsis, the rest the long text.
+# CPackDeb puts any summary but CPack's default in front of every
+# component's description (lintian: description-synopsis-is-duplicated), and
+# the default would otherwise be the project's DESCRIPTION: so the default.
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${CMAKE_PROJECT_NAME} built using CMake")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA "${OPMSG_DEB_DIR}/triggers;${OPMSG_DEB_DIR}/shlibs")
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "MongoDB OP_MSG wire protocol library
- libopmsg parses and validates MongoDB wire messages (OP_MSG, OP_COMPRESSED,
- OP_QUERY, OP_REPLY) strictly and without copying, merges an OP_MSG's body
- and document sequences into one BSON document with one allocation, and
- encodes messages with batch splitting, CRC-32C checksums and compression.")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA "${OPMSG_DEB_CONTROL_RUNTIME}")
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "MongoDB OP_MSG wire protocol library
+libopmsg parses and validates MongoDB wire messages (OP_MSG, OP_COMPRESSED,
+OP_QUERY, OP_REPLY) strictly and without copying, merges an OP_MSG's body
+and document sequences into one BSON document with one allocation, and
+encodes messages with batch splitting, CRC-32C checksums and compression.
+
+This package contains the shared library.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
     "libopmsg0 (= ${OPMSG_DEB_VERSION}), libbson-dev (>= 1.23), libisal-dev, libsnappy-dev, zlib1g-dev, libzstd-dev")
-set(CPACK_COMPONENT_DEV_DESCRIPTION "MongoDB OP_MSG wire protocol library - development files
- Headers, the static library, a pkg-config file and a CMake package
- (find_package(opmsg), target opmsg::opmsg) for libopmsg.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "MongoDB OP_MSG wire protocol library - development files
+libopmsg parses, validates, merges and encodes MongoDB wire messages.
+
+This package contains the headers, the static library, a pkg-config file
+and a CMake package (find_package(opmsg), target opmsg::opmsg), with the
+API documentation and example programs.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION database)
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION "MongoDB wire protocol inspector and benchmark
- opmsg merges, checks, dumps and builds MongoDB wire messages, and its tap
- command is a logging proxy that shows every command and reply, merged.
- opmsg-bench measures the merger against decode-and-re-encode.")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "MongoDB wire protocol inspector and benchmark
+opmsg merges, checks, dumps and builds MongoDB wire messages, and its tap
+command is a logging proxy that shows every command and reply, merged.
+opmsg-bench measures the merger against decode-and-re-encode.")
 
 set(CPACK_DEBIAN_DROPIN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_DROPIN_PACKAGE_DEPENDS "libmongoc-1.0-0 (>= 1.23), libmongoc-1.0-0 (<< 1.24)")
-set(CPACK_COMPONENT_DROPIN_DESCRIPTION "safe OP_MSG reply path for libmongoc 1.23 (preload)
- libopmsg-mongoc.so replaces the reply parsing of Debian's libmongoc 1.23
- when preloaded: checksums are verified, hostile replies are refused cleanly
- instead of crashing, and document sequences in replies are merged.")
+set(CPACK_DEBIAN_DROPIN_PACKAGE_ENHANCES "libmongoc-1.0-0")
+set(CPACK_DEBIAN_DROPIN_PACKAGE_CONTROL_EXTRA "${OPMSG_DEB_DIR}/triggers")
+set(CPACK_DEBIAN_DROPIN_DESCRIPTION "safe OP_MSG reply path for libmongoc 1.23 (preload)
+libopmsg-mongoc.so replaces the reply parsing of Debian's libmongoc 1.23
+when preloaded: checksums are verified, hostile replies are refused cleanly
+instead of crashing, and document sequences in replies are merged.")
 
 include(CPack)

@@ -7,7 +7,7 @@ PACKAGES="build-essential cmake ninja-build pkg-config git
   libbson-dev libmongoc-dev libsnappy-dev zlib1g-dev libzstd-dev libisal-dev
   libcmocka-dev clang llvm libclang-rt-14-dev libpcap-dev gnuplot-nox valgrind
   python3 python3-pymongo python3-mockupdb
-  lintian debhelper fakeroot dpkg-dev file tcpdump"
+  lintian debhelper fakeroot dpkg-dev file tcpdump abigail-tools"
 
 # Node.js for the interop peers: Debian's only where no Node is installed
 # already (a newer one from elsewhere must not be replaced).
