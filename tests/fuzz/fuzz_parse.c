@@ -1,0 +1,109 @@
+/*
+ * fuzz_parse.c - one wire message: parse, merge (buffer and bson_t), view.
+ *
+ * Input: one control byte (see fuzz_options_from_byte(); bits 5-7 pick where
+ * the CRC-32C is split in two), then the message.
+ *
+ * Properties, beyond "no crash, no leak, no out-of-bounds access":
+ *  - a refusal is a well-formed opmsg error;
+ *  - parsing allocates nothing that outlives it, and nothing out of
+ *    proportion to the input;
+ *  - an accepted message satisfies fuzz_check_accepted() (merges agree,
+ *    bson_validate() passes under full validation, the view rebuilt with
+ *    bson_append_* equals the merge, iterators agree with the counts);
+ *  - whatever the strict options accept, the most lenient options (default
+ *    limits, no full validation, checksum skipped) accept too, with the same
+ *    merged bytes;
+ *  - an accepted OP_MSG encoded again by the encoder (opmsg/build.h) has
+ *    the same length, parses with the same options and merges the same;
+ *  - the CRC-32C is the same in one piece or two, and the same as the
+ *    portable implementation.
+ */
+#include "harness.h"
+
+#include "opmsg-private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void
+check_crc(uint8_t control, const uint8_t *msg, size_t len)
+{
+   size_t split = len * ((control >> 5) & 7u) / 7u;
+   uint32_t whole = opmsg_crc32c(0, msg, len);
+   uint32_t pieces = opmsg_crc32c(opmsg_crc32c(0, msg, split), msg + split, len - split);
+   FUZZ_CHECK(whole == pieces);
+   FUZZ_CHECK(whole == opmsg_crc32c_portable(0, msg, len));
+}
+
+static bool
+same_options(const opmsg_options_t *a, const opmsg_options_t *b)
+{
+   return a->flags == b->flags && a->max_message_size == b->max_message_size &&
+          a->max_bson_size == b->max_bson_size;
+}
+
+/* What strict options accept, lenient ones accept with the same merge. */
+static void
+check_lenient(const uint8_t *data, size_t len, const opmsg_options_t *strict,
+              const uint8_t *merged, size_t merged_len)
+{
+   opmsg_options_t lenient;
+   opmsg_options_init(&lenient);
+   lenient.flags = OPMSG_PARSE_SKIP_CHECKSUM;
+   if (same_options(strict, &lenient)) {
+      return;
+   }
+
+   opmsg_msg_t msg;
+   bson_error_t error;
+   FUZZ_CHECK_MSG(opmsg_parse(data, len, &lenient, &msg, &error),
+                  "accepted with flags 0x%x, refused by lenient options: %s",
+                  strict->flags, error.message);
+   size_t len2 = 0;
+   uint8_t *merged2 = fuzz_check_accepted(&msg, &lenient, &len2);
+   FUZZ_CHECK((merged == NULL) == (merged2 == NULL));
+   if (merged) {
+      FUZZ_CHECK_MSG(len2 == merged_len && memcmp(merged, merged2, len2) == 0,
+                     "strict and lenient options merge differently");
+   }
+   free(merged2);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+   fuzz_init();
+   if (size < 1) {
+      return 0;
+   }
+   opmsg_options_t opts;
+   fuzz_options_from_byte(data[0], &opts);
+   const uint8_t *msg = data + 1;
+   size_t len = size - 1;
+
+   check_crc(data[0], msg, len);
+
+   opmsg_msg_t parsed;
+   bson_error_t error;
+   fuzz_mem_stats_t mem;
+   fuzz_mem_begin();
+   bool ok = opmsg_parse(msg, len, &opts, &parsed, &error);
+   fuzz_mem_end(&mem);
+   FUZZ_CHECK_MSG(mem.live_delta == 0, "parse leaves %zu bytes allocated", mem.live_delta);
+   /* Only a duplicate-key table for large bodies is allowed: bounded by the
+    * number of keys, hence by the input. */
+   FUZZ_CHECK_MSG(mem.largest <= 16 * len + 65536,
+                  "parse of %zu bytes allocated %zu bytes at once", len, mem.largest);
+   if (!ok) {
+      fuzz_check_error(&error);
+      return 0;
+   }
+
+   size_t merged_len = 0;
+   uint8_t *merged = fuzz_check_accepted(&parsed, &opts, &merged_len);
+   check_lenient(msg, len, &opts, merged, merged_len);
+   fuzz_check_reencode(&parsed, &opts, merged, merged_len);
+   free(merged);
+   return 0;
+}
