@@ -191,7 +191,7 @@ test_captures(void **state)
       if (n < 4 || strcmp(de->d_name + n - 4, ".bin") != 0) {
          continue;
       }
-      char path[256];
+      char path[sizeof de->d_name + 16];
       size_t len;
       capture_stats_t st = {0};
       snprintf(path, sizeof path, "captures/%s", de->d_name);
