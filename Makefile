@@ -14,9 +14,12 @@ all: configure
 deps:
 	@scripts/install-deps.sh
 
+# Ninja when it is there; otherwise (or if that fails) plain Makefiles, in a
+# fresh directory so no half-written cache of the first attempt remains.
 configure:
-	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS) >/dev/null 2>&1 || \
-	  cmake -S . -B $(BUILD) $(CMAKE_ARGS)
+	@test -f $(BUILD)/CMakeCache.txt || \
+	  { command -v ninja >/dev/null && cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS) >/dev/null 2>&1; } || \
+	  { rm -rf $(BUILD) && cmake -S . -B $(BUILD) $(CMAKE_ARGS); }
 
 check: deps all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
