@@ -175,27 +175,15 @@ noop_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
 }
 
 /* snappy_uncompress() rejects corrupt input by itself, so the separate
- * validation pass snappy offers would only read the stream twice. */
+ * validation pass snappy offers would only read the stream twice. The
+ * declared length was compared with uncompressedSize before the output was
+ * allocated (check_declared_size). */
 static bool
 snappy_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
               size_t dst_len, bson_error_t *error)
 {
-   size_t declared;
    size_t out = dst_len;
 
-   if (snappy_uncompressed_length((const char *) src, src_len, &declared) !=
-       SNAPPY_OK) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                        "snappy payload at offset %d has no valid length "
-                        "preamble",
-                        OPMSG_COMPRESSED_OVERHEAD);
-   }
-   if (declared != dst_len) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "snappy payload at offset %d declares %zu bytes, "
-                        "uncompressedSize says %zu",
-                        OPMSG_COMPRESSED_OVERHEAD, declared, dst_len);
-   }
    if (snappy_uncompress((const char *) src, src_len, (char *) dst, &out) !=
        SNAPPY_OK) {
       return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
@@ -280,21 +268,10 @@ static bool
 zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
             bson_error_t *error)
 {
-   unsigned long long declared = ZSTD_getFrameContentSize(src, src_len);
+   /* The frame header was checked against uncompressedSize before the
+    * output was allocated (check_declared_size). */
    size_t n;
 
-   if (declared == ZSTD_CONTENTSIZE_ERROR) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                        "zstd payload at offset %d is not a zstd frame",
-                        OPMSG_COMPRESSED_OVERHEAD);
-   }
-   /* A frame declaring more than fits is refused before any work. */
-   if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > dst_len) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "zstd payload at offset %d declares %llu bytes, "
-                        "uncompressedSize says %zu",
-                        OPMSG_COMPRESSED_OVERHEAD, declared, dst_len);
-   }
    n = ZSTD_decompress(dst, dst_len, src, src_len);
    if (ZSTD_isError(n)) {
       ZSTD_ErrorCode code = ZSTD_getErrorCode(n);
