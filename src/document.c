@@ -229,6 +229,9 @@ opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
    uint32_t n = 0;
    opmsg_element_t e;
 
+   if (!count && OPMSG_LIKELY(opmsg_doc_top_ok(doc, len))) {
+      return true;
+   }
    while (p < end) {
       if (!opmsg_next_element_inline(&p, end, &e, base + (size_t) (p - doc), error)) {
          /* Name the document too: the element's offset alone is not enough

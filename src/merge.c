@@ -37,31 +37,58 @@ opmsg_write_index_key(uint8_t *p, uint32_t i)
    return n + 1;
 }
 
-/* The next decimal key after key (klen digits), in place. */
+/* The next array key. *key holds the klen ASCII digits of the current one,
+ * the first in the lowest byte, and zero bytes above them (its NUL). It is
+ * counted up in place in a register: a key built byte by byte in memory and
+ * then read back as a word stalls the processor on every document. */
 static inline void
-key_increment(char *key, size_t *klen)
+key_next(uint64_t *key, size_t *klen)
 {
-   size_t i = *klen;
-   while (i > 0 && key[i - 1] == '9') {
-      key[--i] = '0';
+   unsigned shift = 8 * (unsigned) (*klen - 1);
+   for (;;) {
+      *key += 1ull << shift;
+      if (((*key >> shift) & 0xff) != ':') {
+         return;
+      }
+      *key -= 10ull << shift; /* ':' back to '0', and carry */
+      if (shift == 0) {
+         *key = (*key << 8) | '1';
+         (*klen)++;
+         return;
+      }
+      shift -= 8;
    }
-   if (i == 0) {
-      memmove(key + 1, key, *klen + 1);
-      key[0] = '1';
-      (*klen)++;
+}
+
+/* Copies n bytes from d to o. Most sequence documents are small, and a
+ * call to memcpy for each costs more than the copy: when both buffers have
+ * room, a fixed 64 bytes are moved inline instead (what lands past o + n is
+ * written over by what follows). in_end and out_end bound the reads and
+ * the writes. */
+static OPMSG_ALWAYS_INLINE void
+copy_doc(uint8_t *o, const uint8_t *d, size_t n, const uint8_t *in_end,
+         const uint8_t *out_end)
+{
+   if (n <= 64 && in_end - d >= 64 && out_end - o >= 64) {
+      memcpy(o, d, 64);
    } else {
-      key[i - 1]++;
+      memcpy(o, d, n);
    }
 }
 
 /* Writes one sequence as an array field named name: type, name, NUL, the
- * array with its documents keyed "0", "1", ... Returns the end. */
+ * array with its documents keyed "0", "1", ... Returns the end. Reads stay
+ * before in_end, writes before out_end (see copy_doc()). */
 static uint8_t *
-write_sequence(uint8_t *o, const char *name, size_t name_len,
-               const uint8_t *docs, size_t docs_len)
+write_sequence(uint8_t *o, const uint8_t *out_end, const char *name,
+               size_t name_len, const uint8_t *docs, size_t docs_len,
+               const uint8_t *in_end)
 {
-   char key[12] = "0";
+   /* The key's digits live in a register (see key_next()); keys of 8 or
+    * more digits, past 10 million documents, are written the slow way. */
+   uint64_t key = '0';
    size_t klen = 1;
+   uint32_t index = 0;
    const uint8_t *d = docs;
    const uint8_t *end = docs + docs_len;
 
@@ -74,12 +101,18 @@ write_sequence(uint8_t *o, const char *name, size_t name_len,
    while (d < end) {
       uint32_t n = opmsg_read_u32(d);
       *o++ = BSON_TYPE_DOCUMENT;
-      memcpy(o, key, klen + 1);
-      o += klen + 1;
-      memcpy(o, d, n);
+      if (klen < 8) {
+         uint64_t le = BSON_UINT64_TO_LE(key);
+         memcpy(o, &le, out_end - o >= 8 ? 8 : klen + 1);
+         o += klen + 1;
+         key_next(&key, &klen);
+      } else {
+         o += opmsg_write_index_key(o, index);
+      }
+      copy_doc(o, d, n, in_end, out_end);
       o += n;
       d += n;
-      key_increment(key, &klen);
+      index++;
    }
    *o++ = 0;
    opmsg_write_u32(array, (uint32_t) (o - array));
@@ -117,7 +150,9 @@ write_level(opmsg_view_t *v, uint8_t *out)
       }
       case OPMSG_FIELD_SEQUENCE:
          if (out) {
-            write_sequence(out + n, f.key, f.key_len, f.seq.documents, f.seq.documents_len);
+            /* No slack known here: plain copies (dotted paths are rare). */
+            write_sequence(out + n, out + n, f.key, f.key_len, f.seq.documents,
+                           f.seq.documents_len, f.seq.documents);
          }
          n += sequence_size(f.key_len, f.seq.documents_len, f.seq.count);
          break;
@@ -209,8 +244,8 @@ write_merged(const opmsg_msg_t *msg, uint8_t *out, size_t size)
    opmsg_sequence_t seq;
    opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_next(&it, &seq, false)) {
-      o = write_sequence(o, seq.identifier, seq.identifier_len, seq.documents,
-                         seq.documents_len);
+      o = write_sequence(o, out + size, seq.identifier, seq.identifier_len,
+                         seq.documents, seq.documents_len, msg->data + msg->len);
    }
    *o = 0;
 }

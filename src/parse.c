@@ -70,7 +70,7 @@ nameset_destroy(nameset_t *s)
 
 /* A multiply-and-fold hash of the first and last 8 bytes and the length:
  * a few cycles per name, which matters on bodies with hundreds of keys. */
-static uint32_t
+static OPMSG_ALWAYS_INLINE uint32_t
 name_hash(const char *name, size_t len, const uint8_t *limit)
 {
    uint64_t a = 0, b = 0;
@@ -102,10 +102,10 @@ name_equal(const char *stored, const char *name, size_t len)
 
 /* Finds name in the set; if absent and add is true, adds it (at offset).
  * Returns the stored offset of an equal name, or -1. */
-static inline __attribute__((always_inline)) int64_t
-nameset_find(nameset_t *s, const char *name, size_t len, uint32_t offset, bool add)
+static OPMSG_ALWAYS_INLINE int64_t
+nameset_find_hashed(nameset_t *s, uint32_t h, const char *name, size_t len,
+                    uint32_t offset, bool add)
 {
-   uint32_t h = name_hash(name, len, s->limit);
    size_t i = (size_t) (((uint64_t) h * s->nslots) >> 32);
    for (;;) {
       nameslot_t *slot = &s->slots[i];
@@ -124,6 +124,12 @@ nameset_find(nameset_t *s, const char *name, size_t len, uint32_t offset, bool a
          i = 0;
       }
    }
+}
+
+static OPMSG_ALWAYS_INLINE int64_t
+nameset_find(nameset_t *s, const char *name, size_t len, uint32_t offset, bool add)
+{
+   return nameset_find_hashed(s, name_hash(name, len, s->limit), name, len, offset, add);
 }
 
 /* ---------------------------------------------------------------------------
@@ -208,6 +214,7 @@ typedef struct {
     * so the duplicate check needs no second walk. */
    const char *key[SCAN_KEYS];
    uint32_t key_len[SCAN_KEYS];
+   uint32_t key_hash[SCAN_KEYS]; /* hashed while the key is in hand */
 } scan_t;
 
 /* Checks an identifier: non-empty, UTF-8, and as a dotted path no empty
@@ -296,8 +303,21 @@ scan_sequence(const opmsg_msg_t *msg, const opmsg_limits_t *limits,
    const uint8_t *q = nul + 1;
    uint32_t count = 0;
    size_t docs_len = (size_t) (sec_end - q);
+   bool full = (limits->flags & OPMSG_PARSE_FULL_VALIDATE) != 0;
    while (q < sec_end) {
       size_t left = (size_t) (sec_end - q);
+      /* The common case inline: a sound frame and sound top-level elements.
+       * Anything else takes the checks below, which say what is wrong. */
+      if (OPMSG_LIKELY(left >= 5)) {
+         size_t flen = opmsg_read_u32(q);
+         if (OPMSG_LIKELY(flen - 5 <= left - 5 && flen <= limits->max_bson_size &&
+                          q[flen - 1] == 0 && opmsg_doc_top_ok(q, flen) &&
+                          (!full || opmsg_doc_validate_deep(q, (uint32_t) flen, 0, "", NULL)))) {
+            q += flen;
+            count++;
+            continue;
+         }
+      }
       size_t doff = (size_t) (q - msg->data);
       char what[260];
       uint32_t dlen;
@@ -351,21 +371,27 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
    }
    const uint8_t *q = p + 4;
    const uint8_t *last = p + len - 1;
-   opmsg_element_t e;
+   const uint8_t *limit = msg->data + msg->len;
    uint32_t n = 0;
    while (q < last) {
-      if (!opmsg_next_element_inline(&q, last, &e, (size_t) (q - msg->data), error)) {
+      const uint8_t *k;
+      const uint8_t *next = opmsg_skip_element(q, last, &k);
+      if (!next) {
          /* Again through the checker that names the document. */
          return opmsg_doc_check_top(p, len, off, "body", NULL, error);
       }
+      const char *key = (const char *) q + 1;
+      size_t key_len = (size_t) (k - q - 1);
       if (n < SCAN_KEYS) {
-         scan->key[n] = e.key;
-         scan->key_len[n] = e.key_len;
+         scan->key[n] = key;
+         scan->key_len[n] = (uint32_t) key_len;
+         scan->key_hash[n] = name_hash(key, key_len, limit);
       }
       /* Remembered so opmsg_db() need not walk the body again. */
-      if (e.key_len == 3 && e.type == BSON_TYPE_UTF8 && memcmp(e.key, "$db", 3) == 0) {
-         msg->priv_db = e.start;
+      if (key_len == 3 && *q == BSON_TYPE_UTF8 && memcmp(key, "$db", 3) == 0) {
+         msg->priv_db = q;
       }
+      q = next;
       n++;
    }
    scan->body_keys = n;
@@ -452,7 +478,8 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, nameset_t *keys,
    if (nkeys <= SCAN_KEYS) {
       for (uint32_t i = 0; i < nkeys; i++) {
          const char *k = scan->key[i];
-         if (nameset_find(keys, k, scan->key_len[i], (uint32_t) ((const uint8_t *) k - msg->data), true) >= 0) {
+         if (nameset_find_hashed(keys, scan->key_hash[i], k, scan->key_len[i],
+                                 (uint32_t) ((const uint8_t *) k - msg->data), true) >= 0) {
             return duplicate_key(msg, k, error);
          }
       }

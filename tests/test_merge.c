@@ -200,6 +200,67 @@ test_array_keys(void **state)
    tu_buf_free(&b);
 }
 
+/* The merger counts keys up in a register for up to 7 digits and writes
+ * longer ones another way: 10,000,001 empty documents (a 50 MB message,
+ * above the default limit, so the limit is raised) cross from "9999999" to
+ * "10000000" and every digit boundary before it. */
+static void
+test_array_keys_past_ten_million(void **state)
+{
+   (void) state;
+   const uint32_t count = 10000001;
+   tu_buf_t b;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\"}");
+   size_t m = tu_msg_seq_begin(&b, "documents");
+   static const uint8_t empty[5] = {5, 0, 0, 0, 0};
+   for (uint32_t i = 0; i < count; i++) {
+      tu_put(&b, empty, sizeof empty);
+   }
+   tu_msg_seq_end(&b, m);
+   tu_msg_end(&b);
+
+   opmsg_options_t opts;
+   opmsg_options_init(&opts);
+   opts.max_message_size = 64u * 1024 * 1024;
+   opmsg_msg_t msg;
+   bson_error_t error;
+   assert_true(opmsg_parse(b.data, b.len, &opts, &msg, &error));
+   size_t size = opmsg_merged_size(&msg);
+   uint8_t *out = malloc(size);
+   size_t written = 0;
+   assert_true(opmsg_merge_into(&msg, out, size, &written, &error));
+   assert_int_equal(written, size);
+   bson_t merged;
+   assert_true(bson_init_static(&merged, out, size));
+
+   bson_iter_t it, arr;
+   assert_true(bson_iter_init_find(&it, &merged, "documents"));
+   assert_true(bson_iter_recurse(&it, &arr));
+   uint32_t i = 0;
+   char buf[16];
+   const char *str;
+   while (bson_iter_next(&arr)) {
+      /* Every key is checked near each boundary, a sample elsewhere. */
+      bool near = false;
+      for (uint32_t p = 10; p <= 10000000; p *= 10) {
+         near = near || (i + 3 >= p && i <= p + 3);
+      }
+      if (near || i % 9973 == 0 || i + 1 == count) {
+         bson_uint32_to_string(i, &str, buf, sizeof buf);
+         assert_string_equal(bson_iter_key(&arr), str);
+         assert_int_equal(bson_iter_type(&arr), BSON_TYPE_DOCUMENT);
+      }
+      i++;
+   }
+   assert_int_equal(i, count);
+   size_t off;
+   assert_true(bson_validate(&merged, BSON_VALIDATE_NONE, &off));
+   free(out);
+   tu_buf_free(&b);
+}
+
 static void
 test_allocations(void **state)
 {
@@ -321,6 +382,7 @@ main(void)
       cmocka_unit_test(test_top_level_sequences),
       cmocka_unit_test(test_dotted_paths),
       cmocka_unit_test(test_array_keys),
+      cmocka_unit_test(test_array_keys_past_ten_million),
       cmocka_unit_test(test_allocations),
       cmocka_unit_test(test_merged_forms),
       cmocka_unit_test(test_sequence_api),

@@ -561,71 +561,129 @@ build_raw_body(tu_buf_t *b, uint8_t type, const uint8_t *value, size_t value_len
    tu_msg_end(b);
 }
 
+/* The same element as the second and last document of a sequence (the
+ * sequence documents take their own, faster walk), the bytes after it
+ * being the end of the message. */
+static void
+build_raw_seq(tu_buf_t *b, uint8_t type, const uint8_t *value, size_t value_len)
+{
+   tu_buf_init(b);
+   tu_msg_begin(b, 0);
+   tu_msg_body(b, "{\"insert\": \"c\"}");
+   size_t m = tu_msg_seq_begin(b, "documents");
+   tu_put_json_doc(b, "{\"a\": 1}");
+   tu_put_i32(b, (int32_t) (4 + 1 + 2 + value_len + 1));
+   tu_put_u8(b, type);
+   tu_put_cstr(b, "k");
+   tu_put(b, value, value_len);
+   tu_put_u8(b, 0);
+   tu_msg_seq_end(b, m);
+   tu_msg_end(b);
+}
+
+/* {"k": <raw value>} as a body and as a sequence document: rejected with
+ * code under flags, or accepted when code is 0. */
+static void
+check_raw(uint8_t type, const uint8_t *value, size_t value_len, uint32_t flags,
+          int code)
+{
+   tu_buf_t b;
+   for (int as_seq = 0; as_seq < 2; as_seq++) {
+      if (as_seq) {
+         build_raw_seq(&b, type, value, value_len);
+      } else {
+         build_raw_body(&b, type, value, value_len);
+      }
+      if (code) {
+         tu_assert_rejects(b.data, b.len, flags, code);
+      } else {
+         assert_accepts(&b, flags);
+      }
+      tu_buf_free(&b);
+   }
+}
+
 static void
 test_top_level_elements(void **state)
 {
    (void) state;
-   tu_buf_t b;
    /* Unknown types. */
    uint8_t eight[8] = {0};
    uint8_t types[] = {0x14, 0x20, 0x7E, 0x80, 0xFE};
    for (size_t i = 0; i < sizeof types; i++) {
-      build_raw_body(&b, types[i], eight, 8);
-      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-      tu_buf_free(&b);
+      check_raw(types[i], eight, 8, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    }
-   /* A double cut short. */
-   build_raw_body(&b, BSON_TYPE_DOUBLE, eight, 7);
-   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   tu_buf_free(&b);
-   /* String lengths: negative, zero, past the end, no NUL. */
+   /* A double cut short, and whole. */
+   check_raw(BSON_TYPE_DOUBLE, eight, 7, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   check_raw(BSON_TYPE_DOUBLE, eight, 8, 0, 0);
+   /* String lengths: negative, zero, past the end, one byte too long (its
+    * "NUL" would be the document's terminator), no NUL. */
    uint8_t s1[] = {0xFF, 0xFF, 0xFF, 0xFF, 'a', 0};
    uint8_t s2[] = {0, 0, 0, 0, 'a', 0};
    uint8_t s3[] = {9, 0, 0, 0, 'a', 0};
    uint8_t s4[] = {2, 0, 0, 0, 'a', 'b'};
-   uint8_t *ss[] = {s1, s2, s3, s4};
-   for (size_t i = 0; i < 4; i++) {
-      build_raw_body(&b, BSON_TYPE_UTF8, ss[i], 6);
-      tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-      tu_buf_free(&b);
+   uint8_t s5[] = {3, 0, 0, 0, 'a', 0};
+   uint8_t *ss[] = {s1, s2, s3, s4, s5};
+   for (size_t i = 0; i < 5; i++) {
+      check_raw(BSON_TYPE_UTF8, ss[i], 6, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    }
    uint8_t ok[] = {2, 0, 0, 0, 'a', 0};
-   build_raw_body(&b, BSON_TYPE_UTF8, ok, 6);
-   assert_accepts(&b, 0);
-   tu_buf_free(&b);
+   check_raw(BSON_TYPE_UTF8, ok, 6, 0, 0);
    /* Boolean must be 0 or 1, at the top level even without full mode. */
    uint8_t two = 2, one = 1;
-   build_raw_body(&b, BSON_TYPE_BOOL, &two, 1);
-   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_INVALID_BOOLEAN);
-   tu_buf_free(&b);
-   build_raw_body(&b, BSON_TYPE_BOOL, &one, 1);
-   assert_accepts(&b, 0);
-   tu_buf_free(&b);
+   check_raw(BSON_TYPE_BOOL, &two, 1, 0, OPMSG_ERR_INVALID_BOOLEAN);
+   check_raw(BSON_TYPE_BOOL, &one, 1, 0, 0);
    /* A nested document with a bad length; its contents stay opaque. */
    uint8_t nested_bad[] = {6, 0, 0, 0, 0};
-   build_raw_body(&b, BSON_TYPE_DOCUMENT, nested_bad, 5);
-   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   tu_buf_free(&b);
+   check_raw(BSON_TYPE_DOCUMENT, nested_bad, 5, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   uint8_t nested_short[] = {4, 0, 0, 0, 0};
+   check_raw(BSON_TYPE_ARRAY, nested_short, 5, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   uint8_t nested_open[] = {5, 0, 0, 0, 1};
+   check_raw(BSON_TYPE_DOCUMENT, nested_open, 5, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    uint8_t nested_garbage[] = {8, 0, 0, 0, 0x99, 'x', 0, 0};
-   build_raw_body(&b, BSON_TYPE_DOCUMENT, nested_garbage, 8);
-   assert_accepts(&b, 0);
-   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_DOCUMENT_ELEMENT);
-   tu_buf_free(&b);
+   check_raw(BSON_TYPE_DOCUMENT, nested_garbage, 8, 0, 0);
+   check_raw(BSON_TYPE_DOCUMENT, nested_garbage, 8, OPMSG_PARSE_FULL_VALIDATE,
+             OPMSG_ERR_DOCUMENT_ELEMENT);
+   /* Binary: int32 length, subtype, bytes; the length must fit. */
+   uint8_t bin_ok[] = {2, 0, 0, 0, 0, 0xAA, 0xBB};
+   uint8_t bin_long[] = {3, 0, 0, 0, 0, 0xAA, 0xBB};
+   uint8_t bin_negative[] = {0xFE, 0xFF, 0xFF, 0xFF, 0, 0xAA, 0xBB};
+   check_raw(BSON_TYPE_BINARY, bin_ok, sizeof bin_ok, 0, 0);
+   check_raw(BSON_TYPE_BINARY, bin_long, sizeof bin_long, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   check_raw(BSON_TYPE_BINARY, bin_negative, sizeof bin_negative, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   check_raw(BSON_TYPE_BINARY, bin_ok, 4, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    /* Old binary (subtype 2) must repeat its length exactly: libbson's
     * iterator stops at a wrong one, so a merged document would end there. */
    uint8_t old_ok[] = {6, 0, 0, 0, 2, 2, 0, 0, 0, 0xAA, 0xBB};
    uint8_t old_bad[] = {6, 0, 0, 0, 2, 3, 0, 0, 0, 0xAA, 0xBB};
-   build_raw_body(&b, BSON_TYPE_BINARY, old_ok, sizeof old_ok);
-   assert_accepts(&b, 0);
-   tu_buf_free(&b);
-   build_raw_body(&b, BSON_TYPE_BINARY, old_bad, sizeof old_bad);
-   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   tu_buf_free(&b);
+   check_raw(BSON_TYPE_BINARY, old_ok, sizeof old_ok, 0, 0);
+   check_raw(BSON_TYPE_BINARY, old_bad, sizeof old_bad, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    /* A 0 type byte before the end. */
    uint8_t early[] = {1, 0, 0, 0, 0, 'x', 0};
-   build_raw_body(&b, BSON_TYPE_INT32, early, 7);
-   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_TERMINATOR);
-   tu_buf_free(&b);
+   check_raw(BSON_TYPE_INT32, early, 7, 0, OPMSG_ERR_DOCUMENT_TERMINATOR);
+   /* A second element whose key runs into the document's terminator. */
+   uint8_t keyrun[] = {BSON_TYPE_INT32, 'x', 'y'};
+   check_raw(BSON_TYPE_NULL, keyrun, sizeof keyrun, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   /* Keys of every length around the 16 bytes searched at a time. */
+   for (size_t n = 1; n <= 40; n++) {
+      char json[200];
+      char key[41];
+      memset(key, 'k', n);
+      key[n] = '\0';
+      tu_buf_t b;
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      snprintf(json, sizeof json, "{\"insert\": \"c\", \"%s\": 1, \"z\": true}", key);
+      tu_msg_body(&b, json);
+      size_t m = tu_msg_seq_begin(&b, "documents");
+      snprintf(json, sizeof json, "{\"%s\": null}", key);
+      tu_put_json_doc(&b, json);
+      tu_put_json_doc(&b, json);
+      tu_msg_seq_end(&b, m);
+      tu_msg_end(&b);
+      assert_accepts(&b, 0);
+      tu_buf_free(&b);
+   }
 }
 
 static void
