@@ -229,6 +229,11 @@ opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
    uint32_t n = 0;
    opmsg_element_t e;
 
+   /* Callers frame the document first; the walk relies on the terminator. */
+   if (len < 5 || doc[len - 1] != 0) {
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
+                        "%s at offset %zu: not a framed document", what, base);
+   }
    if (!count && OPMSG_LIKELY(opmsg_doc_top_ok(doc, len))) {
       return true;
    }

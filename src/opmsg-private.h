@@ -112,7 +112,7 @@ bool opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len,
 
 /*
  * Reads the element at *p (inside a framed document whose terminator is at
- * end) into *e and advances *p past it. Checks the type, the key's
+ * end: *end must be 0, see opmsg_find_nul()) into *e and advances *p past it. Checks the type, the key's
  * terminator and the value's length (a nested document's length and
  * terminator too, not its contents). base + (p - doc) is the element's
  * offset for errors.
@@ -140,7 +140,8 @@ size_t opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail);
 bool opmsg_element_error(const uint8_t *p, const uint8_t *end, size_t offset,
                          bson_error_t *error) OPMSG_COLD;
 
-/* The first NUL in [k, end), or end. Keys are short, so a call to memchr
+/* The first NUL in [k, end), or end, where *end is 0: the terminator of a
+ * framed document, which every caller has checked. Keys are short, so a call to memchr
  * costs more than it saves: sixteen bytes at a time with SSE2 (every x86-64
  * has it), eight at a time elsewhere, and the last few bytes one by one.
  * (Measured: loads that look past end, so the last keys of a small document
@@ -169,15 +170,17 @@ opmsg_find_nul(const uint8_t *k, const uint8_t *end)
       k += 8;
    }
 #endif
-   while (k < end && *k) {
+   /* The caller framed the document: *end is its 0 terminator, so the
+    * search stops there at the latest without a bounds test per byte. */
+   while (*k) {
       k++;
    }
    return k;
 }
 
 /*
- * The element at p, inside a framed document whose terminator is at end:
- * checks its type, its key's NUL and its value's length, and returns the
+ * The element at p, inside a framed document whose terminator is at end
+ * (so *end is 0: every caller has checked the frame first): checks its type, its key's NUL and its value's length, and returns the
  * next element's first byte, or NULL if the element is bad (the caller asks
  * opmsg_element_error() which rule it broke). *key_nul is set to the key's
  * terminating NUL. This is the hot loop of every parse, so the common types

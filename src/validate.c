@@ -289,6 +289,11 @@ opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
                         "%s: %u bytes, less than a document's 5 at offset %zu",
                         what, (unsigned) len, base);
    }
+   if (doc[len - 1] != 0) {
+      /* The walk relies on the terminator (opmsg_find_nul()). */
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
+                        "%s: no terminating 0 at offset %zu", what, base + len - 1);
+   }
    stack[0].p = doc + 4;
    stack[0].end = doc + len - 1;
 

@@ -534,6 +534,10 @@ test_direct_call(void **state)
    /* Fewer bytes than any document (the parser never passes this). */
    assert_false(opmsg_doc_validate_deep(doc.data, 4, 0, "x", &error));
    assert_int_equal(error.code, OPMSG_ERR_DOCUMENT_LENGTH);
+   /* No terminator (nor does it): the walk would have no end mark. */
+   doc.data[4] = 1;
+   assert_false(opmsg_doc_validate_deep(doc.data, 5, 0, "x", &error));
+   assert_int_equal(error.code, OPMSG_ERR_DOCUMENT_TERMINATOR);
    tu_buf_free(&doc);
 }
 
