@@ -164,6 +164,11 @@ find_path_through(const opmsg_view_t *v, const char *key, size_t key_len,
    opmsg_sequence_t seq;
    const char *rest;
 
+   /* A key with a dot in it is one name that happens to hold a dot, never
+    * a component of a path: "a.b.c" passes through "a", not through "a.b". */
+   if (memchr(key, '.', key_len)) {
+      return false;
+   }
    opmsg_sequence_iter_init(&it, v->msg);
    while (opmsg_sequence_next(&it, &seq, false)) {
       if (under_prefix(v, &seq, &rest) &&

@@ -135,6 +135,15 @@ test_dotted_paths(void **state)
    const char *s3[] = {"a.b.c.d", "{}", "a.e", "{\"z\": 0}"};
    assert_merges_to("{\"a\": {\"k\": 1, \"b\": {\"m\": 2}}, \"n\": 3}", s3, 4,
                     "{\"a\": {\"k\": 1, \"b\": {\"m\": 2, \"c\": {\"d\": [{}]}}, \"e\": [{\"z\": 0}]}, \"n\": 3}");
+   /* A body key with a dot in it is one name, not a path: "a.b.c" goes
+    * under a created "a", and the body's "a.b" stays as it was (found by
+    * fuzz_parse: the view took "a.b" for the path and rewrote it). */
+   const char *s4[] = {"a.b.c", "{\"i\": 1}"};
+   assert_merges_to("{\"a.b\": {\"k\": 1}, \"n\": 2}", s4, 2,
+                    "{\"a.b\": {\"k\": 1}, \"n\": 2, \"a\": {\"b\": {\"c\": [{\"i\": 1}]}}}");
+   const char *s5[] = {"x.a.b.c", "{}"};
+   assert_merges_to("{\"x\": {\"a.b\": {}, \"a\": {\"q\": 1}}}", s5, 2,
+                    "{\"x\": {\"a.b\": {}, \"a\": {\"q\": 1, \"b\": {\"c\": [{}]}}}}");
    /* The merge never writes a literal dotted key. */
    tu_buf_t b;
    opmsg_msg_t msg;
