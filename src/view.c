@@ -76,6 +76,7 @@ opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count
       seq->count = 0;
       if (count) {
          for (const uint8_t *d = seq->documents; d < end; d += opmsg_read_u32(d)) {
+            opmsg_prefetch_ahead(d, opmsg_read_u32(d));
             seq->count++;
          }
       }
@@ -121,6 +122,7 @@ opmsg_document_iter_next(opmsg_document_iter_t *it, bson_t *doc)
       return false;
    }
    uint32_t len = opmsg_read_u32(it->p);
+   opmsg_prefetch_ahead(it->p, len);
    bool ok = bson_init_static(doc, it->p, len);
    it->p += len;
    return ok;
