@@ -46,8 +46,8 @@ extern "C" {
 
 #define OPMSG_VERSION_MAJOR 0
 #define OPMSG_VERSION_MINOR 1
-#define OPMSG_VERSION_PATCH 0
-#define OPMSG_VERSION_STRING "0.1.0"
+#define OPMSG_VERSION_PATCH 1
+#define OPMSG_VERSION_STRING "0.1.1"
 /* One number that grows with every release: MAJOR*10000 + MINOR*100 + PATCH. */
 #define OPMSG_VERSION_NUMBER \
    (OPMSG_VERSION_MAJOR * 10000 + OPMSG_VERSION_MINOR * 100 + OPMSG_VERSION_PATCH)
@@ -311,7 +311,9 @@ OPMSG_EXPORT bool opmsg_frame_length(const uint8_t *data, size_t len,
  * document sequence as an array field (keys "0", "1", ...) in wire order.
  * A dotted identifier such as "cursor.firstBatch" is placed at its path,
  * inside the body's "cursor" sub-document (created at the end when the body
- * has no such field). Nested documents are copied as opaque bytes. For
+ * has no such field); the path goes one component at a time, so a body key
+ * that holds a dot ("a.b") is never part of it. Nested documents are copied
+ * as opaque bytes. For
  * OP_QUERY the result is the query document, for OP_REPLY its only document.
  * ------------------------------------------------------------------------- */
 
