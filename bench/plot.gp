@@ -34,7 +34,7 @@ if (has_main) {
    set title "Parse + merge (limit: memcpy of the merged document; log scale, lower is better)"
    set ylabel "time / memcpy"
    set yrange [0.5:*]
-   plot for [i=2:7] main using i:xtic(1) title columnheader(i)
+   plot for [i=2:8] main using i:xtic(1) title columnheader(i)
 }
 
 if (has_extra) {

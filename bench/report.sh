@@ -74,7 +74,7 @@ matrix() { # $1: cases, $2: impls, $3: file
       }' "$tsv" >"$3"
 }
 matrix "flat deep seq big" \
-   "memcpy merge_into view merge_bson mongoc_append reencode_libbson" "$out/main.dat"
+   "memcpy alloc_copy merge_into view merge_bson mongoc_append reencode_libbson" "$out/main.dat"
 matrix "big_zstd big_snappy encode" \
    "memcpy decompress decompress_merge merge_compressed encode_split" "$out/extra.dat"
 
