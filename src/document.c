@@ -43,35 +43,6 @@ opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len, size_t base,
    return true;
 }
 
-/* A length-prefixed string value (string, code, symbol): int32 length
- * counting the NUL, the bytes, the NUL. Returns its size or 0 if bad. */
-static size_t
-string_value_size(const uint8_t *v, size_t avail)
-{
-   if (avail < 5) {
-      return 0;
-   }
-   int32_t n = opmsg_read_i32(v);
-   if (n < 1 || (size_t) n > avail - 4 || v[4 + n - 1] != 0) {
-      return 0;
-   }
-   return 4 + (size_t) n;
-}
-
-/* A nested document or array: its own length and terminator. */
-static size_t
-nested_doc_size(const uint8_t *v, size_t avail)
-{
-   if (avail < 5) {
-      return 0;
-   }
-   int32_t n = opmsg_read_i32(v);
-   if (n < 5 || (size_t) n > avail || v[n - 1] != 0) {
-      return 0;
-   }
-   return (size_t) n;
-}
-
 /* code_w_scope: int32 total, string, document, and the total must add up. */
 static size_t
 code_w_scope_size(const uint8_t *v, size_t avail)
@@ -83,11 +54,11 @@ code_w_scope_size(const uint8_t *v, size_t avail)
    if (total < 14 || (size_t) total > avail) {
       return 0;
    }
-   size_t s = string_value_size(v + 4, (size_t) total - 4);
+   size_t s = opmsg_string_size(v + 4, (size_t) total - 4);
    if (s == 0) {
       return 0;
    }
-   size_t d = nested_doc_size(v + 4 + s, (size_t) total - 4 - s);
+   size_t d = opmsg_nested_doc_size(v + 4 + s, (size_t) total - 4 - s);
    if (d == 0 || 4 + s + d != (size_t) total) {
       return 0;
    }
@@ -130,8 +101,9 @@ const int8_t opmsg_type_sizes[256] = {
 #undef W
 #undef L
 
-/* Size of a variable-length value; 0 when it does not fit in avail bytes
- * or is malformed (no such value can be 0 bytes). */
+/* Size of a value of the rare variable-length types; 0 when it does not
+ * fit in avail bytes or is malformed (no such value can be 0 bytes). The
+ * common ones are sized inline by opmsg_skip_element(). */
 size_t
 opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail)
 {
@@ -139,29 +111,6 @@ opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail)
    size_t n;
 
    switch (how) {
-   case OPMSG_SZ_STRING:
-      return string_value_size(v, avail);
-   case OPMSG_SZ_DOC:
-      return nested_doc_size(v, avail);
-   case OPMSG_SZ_BINARY: {
-      if (avail < 5) {
-         return 0;
-      }
-      int32_t b = opmsg_read_i32(v);
-      if (b < 0 || (size_t) b > avail - 5) {
-         return 0;
-      }
-      /* The old binary subtype nests its own length, which libbson's
-       * iterator insists on: accepting a wrong one would let every libbson
-       * reader of the merged document stop short of the rest. */
-      if (v[4] == BSON_SUBTYPE_BINARY_DEPRECATED &&
-          (b < 4 || opmsg_read_i32(v + 5) != b - 4)) {
-         return 0;
-      }
-      return 5 + (size_t) b;
-   }
-   case OPMSG_SZ_BOOL:
-      return (avail >= 1 && *v <= 1) ? 1 : 0;
    case OPMSG_SZ_REGEX:
       nul = memchr(v, 0, avail);
       if (!nul) {
@@ -171,7 +120,7 @@ opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail)
       nul = memchr(v + n, 0, avail - n);
       return nul ? (size_t) (nul - v) + 1 : 0;
    case OPMSG_SZ_DBPOINTER:
-      n = string_value_size(v, avail);
+      n = opmsg_string_size(v, avail);
       return (n && avail - n >= 12) ? n + 12 : 0;
    case OPMSG_SZ_CODEWSCOPE:
       return code_w_scope_size(v, avail);

@@ -112,9 +112,9 @@ bool opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len,
 
 /*
  * Reads the element at *p (inside a framed document whose terminator is at
- * end: *end must be 0, see opmsg_find_nul()) into *e and advances *p past it. Checks the type, the key's
- * terminator and the value's length (a nested document's length and
- * terminator too, not its contents). base + (p - doc) is the element's
+ * end: *end must be 0, see opmsg_find_nul()) into *e and advances *p past
+ * it. Checks the type, the key's terminator and the value's length (a
+ * nested document's length and terminator too, not its contents). base + (p - doc) is the element's
  * offset for errors.
  */
 bool opmsg_next_element(const uint8_t **p, const uint8_t *end,
@@ -156,16 +156,18 @@ enum {
 /* Per type byte: the value's fixed size, or an OPMSG_SZ_* saying how to
  * size it. */
 extern const int8_t opmsg_type_sizes[256];
-/* Size of a variable-length value; 0 when it is malformed or does not fit. */
+/* Size of a value of the rare variable-length types (regex, DBPointer,
+ * code with scope); 0 when it is malformed or does not fit. */
 size_t opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail);
 /* Works out which rule the element at p breaks and reports it. */
 bool opmsg_element_error(const uint8_t *p, const uint8_t *end, size_t offset,
                          bson_error_t *error) OPMSG_COLD;
 
 /* The first NUL in [k, end), or end, where *end is 0: the terminator of a
- * framed document, which every caller has checked. Keys are short, so a call to memchr
- * costs more than it saves: sixteen bytes at a time with SSE2 (every x86-64
- * has it), eight at a time elsewhere, and the last few bytes one by one.
+ * framed document, which every caller has checked. Keys are short, so a
+ * call to memchr costs more than it saves: sixteen bytes at a time with
+ * SSE2 (every x86-64 has it), eight at a time elsewhere, and the last few
+ * bytes one by one.
  * (Measured: loads that look past end, so the last keys of a small document
  * also take the wide path, are slower, not faster; the byte loop's branches
  * are well predicted on the short keys that end a document.) */
@@ -200,17 +202,68 @@ opmsg_find_nul(const uint8_t *k, const uint8_t *end)
    return k;
 }
 
+/* Sizes of the common variable-length values, checked against the avail
+ * bytes that follow them; 0 when malformed (none of them can be 0 bytes).
+ * Lengths are read as unsigned and compared after subtracting the minimum,
+ * so a negative or too-small length wraps around and fails the same single
+ * comparison as one that runs past the end. */
+
+/* string, code, symbol: int32 length counting the NUL (>= 1), bytes, NUL. */
+static inline size_t
+opmsg_string_size(const uint8_t *v, size_t avail)
+{
+   if (avail < 5) {
+      return 0;
+   }
+   size_t s = opmsg_read_u32(v);
+   if (s - 1 >= avail - 4 || v[3 + s] != 0) {
+      return 0;
+   }
+   return 4 + s;
+}
+
+/* A nested document or array: its own length (>= 5) and terminator. */
+static inline size_t
+opmsg_nested_doc_size(const uint8_t *v, size_t avail)
+{
+   if (avail < 5) {
+      return 0;
+   }
+   size_t n = opmsg_read_u32(v);
+   if (n - 5 > avail - 5 || v[n - 1] != 0) {
+      return 0;
+   }
+   return n;
+}
+
+/* Binary: int32 length, subtype, bytes. The old subtype 2 nests its own
+ * length, which libbson's iterator insists on: accepting a wrong one would
+ * let every libbson reader of the merged document stop short of the rest. */
+static inline size_t
+opmsg_binary_size(const uint8_t *v, size_t avail)
+{
+   if (avail < 5) {
+      return 0;
+   }
+   size_t b = opmsg_read_u32(v);
+   if (b > avail - 5) {
+      return 0;
+   }
+   if (OPMSG_UNLIKELY(v[4] == BSON_SUBTYPE_BINARY_DEPRECATED) &&
+       (b < 4 || opmsg_read_u32(v + 5) != b - 4)) {
+      return 0;
+   }
+   return 5 + b;
+}
+
 /*
  * The element at p, inside a framed document whose terminator is at end
- * (so *end is 0: every caller has checked the frame first): checks its type, its key's NUL and its value's length, and returns the
- * next element's first byte, or NULL if the element is bad (the caller asks
+ * (so *end is 0: every caller has checked the frame first): checks its
+ * type, its key's NUL and its value's length, and returns the next
+ * element's first byte, or NULL if the element is bad (the caller asks
  * opmsg_element_error() which rule it broke). *key_nul is set to the key's
  * terminating NUL. This is the hot loop of every parse, so the common types
  * are sized here and only the rare ones call opmsg_variable_size().
- *
- * Lengths are read as unsigned and compared after subtracting the minimum,
- * so a negative or too-small length wraps around and fails the same single
- * comparison as one that runs past the end.
  */
 static OPMSG_ALWAYS_INLINE const uint8_t *
 opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul)
@@ -226,49 +279,26 @@ opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul
    size_t n;
    if (how >= 0) {
       n = (size_t) how;
-      if (OPMSG_UNLIKELY(n > avail)) {
-         return NULL;
-      }
-   } else if (how == OPMSG_SZ_STRING) {
-      /* int32 length counting the NUL (>= 1), the bytes, the NUL. */
-      if (OPMSG_UNLIKELY(avail < 5)) {
-         return NULL;
-      }
-      size_t s = opmsg_read_u32(v);
-      if (OPMSG_UNLIKELY(s - 1 >= avail - 4 || v[3 + s] != 0)) {
-         return NULL;
-      }
-      n = 4 + s;
-   } else if (how == OPMSG_SZ_DOC) {
-      /* Its own length (>= 5, within the parent) and terminator. */
-      if (OPMSG_UNLIKELY(avail < 5)) {
-         return NULL;
-      }
-      n = opmsg_read_u32(v);
-      if (OPMSG_UNLIKELY(n - 5 > avail - 5 || v[n - 1] != 0)) {
-         return NULL;
-      }
-   } else if (how == OPMSG_SZ_BOOL) {
-      if (OPMSG_UNLIKELY(avail < 1 || *v > 1)) {
-         return NULL;
-      }
-      n = 1;
-   } else if (how == OPMSG_SZ_BINARY && avail >= 5 &&
-              v[4] != BSON_SUBTYPE_BINARY_DEPRECATED) {
-      /* int32 length, subtype, bytes (the old subtype 2 nests a second
-       * length: opmsg_variable_size() checks that one). */
-      n = opmsg_read_u32(v);
-      if (OPMSG_UNLIKELY(n > avail - 5)) {
-         return NULL;
-      }
-      n += 5;
-   } else {
-      n = opmsg_variable_size(how, v, avail);
-      if (OPMSG_UNLIKELY(n == 0)) {
-         return NULL;
-      }
+      return OPMSG_LIKELY(n <= avail) ? v + n : NULL;
    }
-   return v + n;
+   switch (how) {
+   case OPMSG_SZ_STRING:
+      n = opmsg_string_size(v, avail);
+      break;
+   case OPMSG_SZ_DOC:
+      n = opmsg_nested_doc_size(v, avail);
+      break;
+   case OPMSG_SZ_BOOL:
+      n = (avail >= 1 && *v <= 1) ? 1 : 0;
+      break;
+   case OPMSG_SZ_BINARY:
+      n = opmsg_binary_size(v, avail);
+      break;
+   default:
+      n = opmsg_variable_size(how, v, avail);
+      break;
+   }
+   return OPMSG_LIKELY(n != 0) ? v + n : NULL;
 }
 
 static inline bool

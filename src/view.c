@@ -75,8 +75,10 @@ opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count
       seq->offset = (uint32_t) (p - it->base);
       seq->count = 0;
       if (count) {
-         for (const uint8_t *d = seq->documents; d < end; d += opmsg_read_u32(d)) {
-            opmsg_prefetch_ahead(d, opmsg_read_u32(d));
+         for (const uint8_t *d = seq->documents; d < end;) {
+            uint32_t len = opmsg_read_u32(d);
+            opmsg_prefetch_ahead(d, len);
+            d += len;
             seq->count++;
          }
       }

@@ -223,10 +223,7 @@ test_array_keys_past_ten_million(void **state)
    tu_msg_begin(&b, 0);
    tu_msg_body(&b, "{\"insert\": \"c\"}");
    size_t m = tu_msg_seq_begin(&b, "documents");
-   static const uint8_t empty[5] = {5, 0, 0, 0, 0};
-   for (uint32_t i = 0; i < count; i++) {
-      tu_put(&b, empty, sizeof empty);
-   }
+   tu_put_empty_docs(&b, count);
    tu_msg_seq_end(&b, m);
    tu_msg_end(&b);
 

@@ -106,6 +106,15 @@ tu_put_bson(tu_buf_t *b, const bson_t *doc)
 }
 
 void
+tu_put_empty_docs(tu_buf_t *b, size_t count)
+{
+   static const uint8_t empty[5] = {5, 0, 0, 0, 0};
+   for (size_t i = 0; i < count; i++) {
+      tu_put(b, empty, sizeof empty);
+   }
+}
+
+void
 tu_put_json_doc(tu_buf_t *b, const char *json)
 {
    bson_error_t error;

@@ -35,6 +35,9 @@ void tu_put_cstr(tu_buf_t *b, const char *s);
 void tu_put_json_doc(tu_buf_t *b, const char *json);
 /* Appends raw bytes of a bson_t. */
 void tu_put_bson(tu_buf_t *b, const bson_t *doc);
+/* Appends count empty documents (5 bytes each): the most array keys per
+ * input byte a sequence can have. */
+void tu_put_empty_docs(tu_buf_t *b, size_t count);
 
 /* Building an OP_MSG: tu_msg_begin() writes the header and flags,
  * tu_msg_body() a kind-0 section, tu_msg_seq_begin()/tu_msg_seq_end() a kind-1

@@ -325,10 +325,7 @@ test_merge_bson_bounded(void **state)
    tu_msg_begin(&b, 0);
    tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
    size_t mark = tu_msg_seq_begin(&b, "documents");
-   static const uint8_t empty[5] = {5, 0, 0, 0, 0};
-   for (int i = 0; i < 50000; i++) {
-      tu_put(&b, empty, sizeof empty);
-   }
+   tu_put_empty_docs(&b, 50000);
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
    check_merge_bounds(b.data, b.len, NULL);
