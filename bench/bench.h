@@ -11,6 +11,8 @@
 
 #include <opmsg/opmsg.h>
 
+#include "opmsg-bson-compat.h" /* src/: the same libbson API on 1.23, 1.30, 2.x */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

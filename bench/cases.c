@@ -207,7 +207,7 @@ make_document(bson_t *doc, uint32_t i, uint64_t *state)
                                    1700000000000 + (int64_t) i * 1000) &&
              BSON_APPEND_INT64(doc, "version",
                                (int64_t) (next_random(state) >> 1)) &&
-             BSON_APPEND_ARRAY_BEGIN(doc, "tags", &tags) &&
+             opmsg_append_array_begin(doc, "tags", -1, &tags) &&
              BSON_APPEND_UTF8(&tags, "0", tag[0]) &&
              BSON_APPEND_UTF8(&tags, "1", tag[1]) &&
              BSON_APPEND_UTF8(&tags, "2", tag[2]) &&

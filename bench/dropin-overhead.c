@@ -3,26 +3,45 @@
  * program. Linked with the system's libmongoc only; dropin-overhead.sh runs
  * it with and without LD_PRELOAD and compares.
  *
- *   dropin-overhead URI ping|find N
- *      N timed round trips (after N/10 untimed ones); prints
- *      "median_ns p99_ns mean_ns". find reads 2 documents from
- *      opmsg_bench.c, which it fills first.
+ *   dropin-overhead URI ping|find|find1000 N
+ *      N timed operations (after N/10 untimed ones); prints
+ *      "median_ns p99_ns mean_ns". find reads the 2 documents of
+ *      opmsg_bench.c, find1000 its 1,000 small documents (a first batch of
+ *      101, then getMores); each fills the collection first.
  *   dropin-overhead scatter N
- *      N calls of libmongoc's _mongoc_rpc_scatter (the function the drop-in
- *      replaces) on a typical find reply, and on the same reply with its batch
- *      as a document sequence; prints "plain_ns sequence_ns" per call.
+ *      N parses of a typical find reply with what the drop-in replaces (1.23:
+ *      _mongoc_rpc_scatter; 1.30 and 2.x: from_data_in_place + get_body), and
+ *      of the same reply with its batch as a document sequence; prints
+ *      "plain_ns sequence_ns" per reply.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mongoc/mongoc.h>
 
+#include "../src/opmsg-bson-compat.h"
+
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* Exported by libmongoc 1.23 (private, unversioned): what the drop-in
- * replaces. Declared here because no installed header has it. */
-bool _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen);
+/* What the drop-in replaces on a reply's path, per call, looked up at run
+ * time in the global scope (the drop-in's, when preloaded, comes first), as
+ * no installed header declares them:
+ * - 1.23: _mongoc_rpc_scatter;
+ * - 1.30 and 2.x: mcd_rpc_message_from_data_in_place, then
+ *   mcd_rpc_message_get_body and bson_destroy, as libmongoc's receive paths
+ *   call them (on one message object, reset in between as they do).
+ * The scatter mode exits 77 when neither is there. */
+typedef bool (*scatter_fn)(void *rpc, const uint8_t *buf, size_t buflen);
+static scatter_fn rpc_scatter;
+static struct {
+   bool (*parse)(void *, const void *, size_t, const void **);
+   bool (*get_body)(const void *, bson_t *);
+   void *(*message_new)(void);
+   void (*reset)(void *);
+   void (*destroy)(void *);
+} mcd;
 
 static int64_t
 now_ns(void)
@@ -39,8 +58,12 @@ cmp_i64(const void *a, const void *b)
    return (x > y) - (x < y);
 }
 
+/* find reads every document of the collection: 2, or FIND_BIG for
+ * "find1000" (a first batch of 101 and getMores for the rest). */
+#define FIND_BIG 1000
+
 static bool
-one_op(mongoc_client_t *client, mongoc_collection_t *coll, bool find)
+one_op(mongoc_client_t *client, mongoc_collection_t *coll, int find)
 {
    bson_error_t error;
    bool ok;
@@ -53,7 +76,7 @@ one_op(mongoc_client_t *client, mongoc_collection_t *coll, bool find)
       while (mongoc_cursor_next(c, &doc)) {
          n++;
       }
-      ok = !mongoc_cursor_error(c, &error) && n == 2;
+      ok = !mongoc_cursor_error(c, &error) && n == find;
       mongoc_cursor_destroy(c);
    } else {
       bson_t *cmd = BCON_NEW("ping", BCON_INT32(1));
@@ -67,7 +90,7 @@ one_op(mongoc_client_t *client, mongoc_collection_t *coll, bool find)
 }
 
 static int
-round_trips(const char *uri, bool find, int n)
+round_trips(const char *uri, int find, int n)
 {
    mongoc_client_t *client = mongoc_client_new(uri);
    mongoc_collection_t *coll;
@@ -79,13 +102,20 @@ round_trips(const char *uri, bool find, int n)
    }
    coll = mongoc_client_get_collection(client, "opmsg_bench", "c");
    if (find) {
-      bson_t *d1 = BCON_NEW("_id", BCON_INT32(1), "a", BCON_UTF8("x"));
-      bson_t *d2 = BCON_NEW("_id", BCON_INT32(2), "a", BCON_UTF8("y"));
-      const bson_t *docs[2] = {d1, d2};
+      /* Small documents {_id: i, a: "x..."}, inserted once. */
+      bson_t *docs[FIND_BIG];
       (void) mongoc_collection_drop(coll, NULL);
-      (void) mongoc_collection_insert_many(coll, docs, 2, NULL, NULL, NULL);
-      bson_destroy(d1);
-      bson_destroy(d2);
+      for (int i = 0; i < find; i++) {
+         docs[i] = BCON_NEW("_id", BCON_INT32(i), "a", BCON_UTF8("xyzzy"));
+      }
+      if (!mongoc_collection_insert_many(coll, (const bson_t **) docs, (size_t) find,
+                                         NULL, NULL, NULL)) {
+         fprintf(stderr, "insert_many of %d documents failed\n", find);
+         return 1;
+      }
+      for (int i = 0; i < find; i++) {
+         bson_destroy(docs[i]);
+      }
    }
    for (int i = 0; i < n / 10 + 1; i++) {
       if (!one_op(client, coll, find)) {
@@ -122,7 +152,7 @@ find_reply(uint8_t *m, size_t cap, bool as_sequence)
 
    BSON_APPEND_DOCUMENT_BEGIN(&body, "cursor", &cursor);
    if (!as_sequence) {
-      BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &batch);
+      opmsg_append_array_begin(&cursor, "firstBatch", -1, &batch);
       BSON_APPEND_DOCUMENT(&batch, "0", d1);
       BSON_APPEND_DOCUMENT(&batch, "1", d2);
       bson_append_array_end(&cursor, &batch);
@@ -163,13 +193,37 @@ time_scatter(const uint8_t *m, size_t len, int n)
    int64_t start = now_ns();
 
    for (int i = 0; i < n; i++) {
-      if (!_mongoc_rpc_scatter(rpc, m, len)) {
+      if (!rpc_scatter(rpc, m, len)) {
          fprintf(stderr, "scatter refused the reply\n");
          exit(1);
       }
    }
    return (double) (now_ns() - start) / n;
 }
+
+static double
+time_mcd(const uint8_t *m, size_t len, int n)
+{
+   void *rpc = mcd.message_new();
+   int64_t start = now_ns();
+
+   for (int i = 0; i < n; i++) {
+      bson_t body;
+
+      mcd.reset(rpc);
+      if (!mcd.parse(rpc, m, len, NULL) || !mcd.get_body(rpc, &body)) {
+         fprintf(stderr, "the reply was refused\n");
+         exit(1);
+      }
+      bson_destroy(&body);
+   }
+   start = now_ns() - start;
+   mcd.destroy(rpc);
+   return (double) start / n;
+}
+
+/* Object to function pointer: POSIX guarantees dlsym's result converts. */
+#define FN(var, name) memcpy(&(var), &(void *){dlsym(self, name)}, sizeof(var))
 
 int
 main(int argc, char **argv)
@@ -182,20 +236,48 @@ main(int argc, char **argv)
       uint8_t plain[512], seq[512];
       size_t lp = find_reply(plain, sizeof plain, false);
       size_t ls = find_reply(seq, sizeof seq, true);
+      void *self = dlopen(NULL, RTLD_NOW);
+      double (*time_one)(const uint8_t *, size_t, int) = time_scatter;
+
+      if (!self) {
+         return 1;
+      }
+      FN(rpc_scatter, "_mongoc_rpc_scatter");
+      FN(mcd.parse, "mcd_rpc_message_from_data_in_place");
+      FN(mcd.get_body, "mcd_rpc_message_get_body");
+      FN(mcd.message_new, "mcd_rpc_message_new");
+      FN(mcd.reset, "mcd_rpc_message_reset");
+      FN(mcd.destroy, "mcd_rpc_message_destroy");
       mongoc_init();
-      time_scatter(plain, lp, n / 10 + 1); /* warm up */
-      printf("%.1f %.1f\n", time_scatter(plain, lp, n), time_scatter(seq, ls, n));
+      if (mongoc_get_major_version() == 1 && mongoc_get_minor_version() < 24 &&
+          rpc_scatter) {
+         time_one = time_scatter;
+      } else if (mcd.parse && mcd.get_body && mcd.message_new && mcd.reset &&
+                 mcd.destroy) {
+         time_one = time_mcd;
+      } else {
+         fprintf(stderr, "scatter: libmongoc %s has neither path\n",
+                 mongoc_get_version());
+         return 77;
+      }
+      time_one(plain, lp, n / 10 + 1); /* warm up */
+      printf("%.1f %.1f\n", time_one(plain, lp, n), time_one(seq, ls, n));
       mongoc_cleanup();
       return 0;
    }
-   if (argc < 4 || n <= 0 || (strcmp(argv[2], "ping") && strcmp(argv[2], "find"))) {
-      fprintf(stderr, "usage: %s URI ping|find N | %s scatter N\n", argv[0], argv[0]);
+   if (argc < 4 || n <= 0 ||
+       (strcmp(argv[2], "ping") && strcmp(argv[2], "find") && strcmp(argv[2], "find1000"))) {
+      fprintf(stderr, "usage: %s URI ping|find|find1000 N | %s scatter N\n", argv[0], argv[0]);
       return 64;
    }
    mongoc_init();
    /* Quiet: FerretDB's missing endSessions would warn at every exit. */
    mongoc_log_set_handler(NULL, NULL);
-   rc = round_trips(argv[1], strcmp(argv[2], "find") == 0, n);
+   rc = round_trips(argv[1],
+                    strcmp(argv[2], "find") == 0       ? 2
+                    : strcmp(argv[2], "find1000") == 0 ? FIND_BIG
+                                                       : 0,
+                    n);
    mongoc_cleanup();
    return rc;
 }

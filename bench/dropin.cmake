@@ -6,10 +6,10 @@
 # named through generator expressions only.
 if(OPMSG_BUILD_DROPIN AND NOT OPMSG_SANITIZE AND CMAKE_SYSTEM_NAME STREQUAL "Linux"
    AND EXISTS ${PROJECT_SOURCE_DIR}/src/mongoc-dropin/CMakeLists.txt)
-  pkg_check_modules(OPMSG_BENCH_MONGOC IMPORTED_TARGET libmongoc-1.0>=1.23)
+  pkg_check_modules(OPMSG_BENCH_MONGOC IMPORTED_TARGET ${OPMSG_MONGOC_MODULE})
   if(OPMSG_BENCH_MONGOC_FOUND)
     add_executable(dropin-overhead ${CMAKE_CURRENT_LIST_DIR}/dropin-overhead.c)
-    target_link_libraries(dropin-overhead PRIVATE PkgConfig::OPMSG_BENCH_MONGOC)
+    target_link_libraries(dropin-overhead PRIVATE PkgConfig::OPMSG_BENCH_MONGOC ${CMAKE_DL_LIBS})
     opmsg_warnings(dropin-overhead)
     add_custom_target(bench-dropin
       COMMAND ${CMAKE_CURRENT_LIST_DIR}/dropin-overhead.sh

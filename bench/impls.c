@@ -148,7 +148,7 @@ op_mongoc_append(bench_case_t *c, bench_out_t *keep)
          bench_fatal("mongoc_append: dotted identifiers are not supported");
       }
       bson_t array;
-      if (!bson_append_array_begin(out, seq->identifier,
+      if (!opmsg_append_array_begin(out, seq->identifier,
                                    (int) seq->identifier_len, &array)) {
          bench_fatal("mongoc_append: cannot open array");
       }
@@ -244,7 +244,7 @@ rebuild_field(const opmsg_view_t *view, const opmsg_field_t *f, bson_t *out)
       const char *key = f->key ? f->key : f->seq.identifier;
       int klen = f->key ? (int) f->key_len : (int) f->seq.identifier_len;
       bson_t array;
-      ok = bson_append_array_begin(out, key, klen, &array);
+      ok = opmsg_append_array_begin(out, key, klen, &array);
       opmsg_document_iter_t docs;
       bson_t doc;
       opmsg_document_iter_init(&docs, &f->seq);

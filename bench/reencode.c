@@ -25,7 +25,7 @@ reencode_nested(const bson_iter_t *it, bson_t *out, const char *key, int klen,
       bench_fatal("reencode: corrupt %s \"%s\"", array ? "array" : "document",
                   key);
    }
-   bool ok = array ? bson_append_array_begin(out, key, klen, &sub)
+   bool ok = array ? opmsg_append_array_begin(out, key, klen, &sub)
                    : bson_append_document_begin(out, key, klen, &sub);
    if (!ok) {
       bench_fatal("reencode: cannot open \"%s\"", key);
@@ -196,7 +196,7 @@ bench_reencode_libbson(bench_case_t *c, bench_out_t *keep)
          bench_fatal("reencode: dotted identifiers are not supported");
       }
       bson_t array;
-      if (!bson_append_array_begin(out, seq->identifier,
+      if (!opmsg_append_array_begin(out, seq->identifier,
                                    (int) seq->identifier_len, &array)) {
          bench_fatal("reencode: cannot open array \"%s\"", seq->identifier);
       }

@@ -100,7 +100,7 @@ echo "report.sh: wrote $png" >&2
 table=$out/table.md
 {
    echo "Measured $(date -u +%Y-%m-%d) on $cpu ($cores cores, $(uname -sr))," \
-      "libbson $(pkg-config --modversion libbson-1.0 2>/dev/null || echo '?')," \
+      "libbson $(pkg-config --modversion libbson-1.0 2>/dev/null || pkg-config --modversion bson2 2>/dev/null || echo '?')," \
       "with \`opmsg-bench ${OPMSG_BENCH_ARGS}\`:"
    echo
    echo "| case | impl | ns/op | x limit | bytes_out | allocs/op |"

@@ -3,10 +3,13 @@
 #   libopmsg-dev     headers, static library, pkg-config and CMake files,
 #                    the library documentation and examples (dev)
 #   opmsg            the opmsg and opmsg-bench programs, their man pages (tools)
-#   libopmsg-mongoc  the libmongoc 1.23 drop-in and its man page (dropin)
+#   libopmsg-mongoc  the libmongoc drop-in and its man page (dropin)
 # `make package` builds them in a tree configured for /usr (mk/package.mk);
 # dpkg-shlibdeps fills in the library dependencies. packaging/ holds the
 # CPack scripts that finish the staged trees and the lintian overrides.
+# The packages are for the Debian release they are built on: the names of
+# libbson's and libmongoc's packages, and the libmongoc series the drop-in
+# depends on, come from that release (see below and docs/distros.md).
 
 set(OPMSG_DEB_VERSION "${PROJECT_VERSION}-1")
 set(OPMSG_DEB_DIR ${PROJECT_BINARY_DIR}/debian)
@@ -116,6 +119,110 @@ if(EXISTS ${OPMSG_SYMBOLS_SOURCE})
   set(CPACK_OPMSG_CHECK_ABI ${PROJECT_SOURCE_DIR}/abi/check-abi.sh)
 endif()
 
+# --- This release's libbson and libmongoc packages --------------------------
+# Debian 12: libbson-dev, libbson-1.0-0, libmongoc-1.0-0 (1.23); Debian 13:
+# libbson-dev, libbson-1.0-0t64, libmongoc-1.0-0t64 (1.30); sid: libbson-dev,
+# libbson2-2, libmongoc2-2 (2.x). Rather than a table, ask dpkg which package
+# owns the library the build links: the development symlink (libbson.so)
+# belongs to the -dev package, the file it points to to the runtime one.
+# Off Debian (no dpkg-query), or to build for another set, give the names:
+#   -DOPMSG_DEB_BSON_DEV=... -DOPMSG_DEB_MONGOC_PACKAGE=...
+find_program(OPMSG_DPKG_QUERY dpkg-query)
+function(opmsg_deb_owner out file)
+  set(pkg "")
+  if(OPMSG_DPKG_QUERY AND EXISTS "${file}")
+    execute_process(COMMAND ${OPMSG_DPKG_QUERY} -S "${file}"
+                    OUTPUT_VARIABLE owner RESULT_VARIABLE rc ERROR_QUIET)
+    # "libbson-dev:amd64: /usr/lib/..." (a path may have several owners).
+    if(rc EQUAL 0 AND owner MATCHES "^([^:, ]+)")
+      set(pkg ${CMAKE_MATCH_1})
+    endif()
+  endif()
+  set(${out} "${pkg}" PARENT_SCOPE)
+endfunction()
+# The first library of a pkg-config module's link line whose name has word.
+function(opmsg_pc_library out libs word)
+  set(found "")
+  foreach(lib IN LISTS libs)
+    get_filename_component(name "${lib}" NAME)
+    if(name MATCHES "${word}")
+      set(found "${lib}")
+      break()
+    endif()
+  endforeach()
+  set(${out} "${found}" PARENT_SCOPE)
+endfunction()
+
+# libbson: the -dev package for libopmsg-dev (the runtime one comes from
+# dpkg-shlibdeps), at least the series opmsg.pc asks for, and of the same
+# major version (libbson 2's headers are another package's on 1.x systems).
+string(REGEX MATCH "^[0-9]+" OPMSG_BSON_MAJOR "${BSON_VERSION}")
+opmsg_pc_library(bson_lib "${BSON_LINK_LIBRARIES}" "bson")
+opmsg_deb_owner(bson_dev "${bson_lib}")
+if(NOT bson_dev)
+  set(bson_dev libbson-dev)
+endif()
+set(OPMSG_DEB_BSON_DEV "${bson_dev}" CACHE STRING "Debian package of libbson's headers")
+if(OPMSG_BSON_MODULE STREQUAL "bson2")
+  set(OPMSG_DEB_BSON_DEV_RANGE "(>= 2.0)")
+else()
+  set(OPMSG_DEB_BSON_DEV_RANGE "(>= 1.23)")
+endif()
+math(EXPR next_major "${OPMSG_BSON_MAJOR} + 1")
+set(OPMSG_DEB_BSON_DEV_DEPENDS
+    "${OPMSG_DEB_BSON_DEV} ${OPMSG_DEB_BSON_DEV_RANGE}, ${OPMSG_DEB_BSON_DEV} (<< ${next_major})")
+
+# libmongoc: the drop-in's package depends on the runtime package of the
+# libmongoc this release has, limited to its series (major.minor): the
+# drop-in replaces private functions whose layout changes between series,
+# and its gate forwards to libmongoc's own code on any other. The series the
+# drop-in knows are listed here; keep the list equal to the gate's
+# (src/mongoc-dropin/). A release with another series still gets a package,
+# with a warning: its drop-in stays inactive there.
+set(OPMSG_DROPIN_SERIES "1.23;1.30;2.5" CACHE STRING
+    "libmongoc series (major.minor) the drop-in supports")
+pkg_check_modules(OPMSG_DEB_MONGOC QUIET ${OPMSG_MONGOC_MODULE})
+set(mongoc_pkg "")
+set(OPMSG_DROPIN_MONGOC_SERIES "")
+if(OPMSG_DEB_MONGOC_FOUND)
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" OPMSG_DROPIN_MONGOC_SERIES "${OPMSG_DEB_MONGOC_VERSION}")
+  opmsg_pc_library(mongoc_lib "${OPMSG_DEB_MONGOC_LINK_LIBRARIES}" "mongoc")
+  if(mongoc_lib)
+    get_filename_component(mongoc_real "${mongoc_lib}" REALPATH)
+    opmsg_deb_owner(mongoc_pkg "${mongoc_real}")
+  endif()
+endif()
+if(NOT OPMSG_DROPIN_MONGOC_SERIES)
+  # No libmongoc development files here: the series of the first list entry
+  # of this libbson generation, under Debian 12's and sid's names.
+  if(OPMSG_BSON_MODULE STREQUAL "bson2")
+    set(OPMSG_DROPIN_MONGOC_SERIES 2.5)
+  else()
+    set(OPMSG_DROPIN_MONGOC_SERIES 1.23)
+  endif()
+endif()
+if(NOT mongoc_pkg)
+  if(OPMSG_BSON_MODULE STREQUAL "bson2")
+    set(mongoc_pkg libmongoc2-2)
+  else()
+    set(mongoc_pkg libmongoc-1.0-0)
+  endif()
+endif()
+set(OPMSG_DEB_MONGOC_PACKAGE "${mongoc_pkg}" CACHE STRING "Debian package of the libmongoc shared library")
+if(NOT OPMSG_DROPIN_MONGOC_SERIES IN_LIST OPMSG_DROPIN_SERIES)
+  message(WARNING "opmsg packaging: libmongoc ${OPMSG_DROPIN_MONGOC_SERIES} is not a series "
+    "the drop-in supports (${OPMSG_DROPIN_SERIES}): libopmsg-mongoc is built, "
+    "but on this release it only forwards to libmongoc's own code")
+endif()
+string(REPLACE "." ";" series_parts "${OPMSG_DROPIN_MONGOC_SERIES}")
+list(GET series_parts 0 series_major)
+list(GET series_parts 1 series_minor)
+math(EXPR series_next "${series_minor} + 1")
+set(OPMSG_DEB_DROPIN_DEPENDS
+    "${OPMSG_DEB_MONGOC_PACKAGE} (>= ${OPMSG_DROPIN_MONGOC_SERIES}), ${OPMSG_DEB_MONGOC_PACKAGE} (<< ${series_major}.${series_next})")
+message(STATUS "opmsg packaging: libopmsg-dev needs ${OPMSG_DEB_BSON_DEV_DEPENDS}; "
+               "libopmsg-mongoc needs ${OPMSG_DEB_DROPIN_DEPENDS}")
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME opmsg)
 set(CPACK_PACKAGE_VENDOR "The opmsg authors")
@@ -153,7 +260,7 @@ This package contains the shared library.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libopmsg0 (= ${OPMSG_DEB_VERSION}), libbson-dev (>= 1.23), libisal-dev, libsnappy-dev, zlib1g-dev, libzstd-dev")
+    "libopmsg0 (= ${OPMSG_DEB_VERSION}), ${OPMSG_DEB_BSON_DEV_DEPENDS}, libisal-dev, libsnappy-dev, zlib1g-dev, libzstd-dev")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "MongoDB OP_MSG wire protocol library - development files
 libopmsg parses, validates, merges and encodes MongoDB wire messages.
 
@@ -168,11 +275,11 @@ command is a logging proxy that shows every command and reply, merged.
 opmsg-bench measures the merger against decode-and-re-encode.")
 
 set(CPACK_DEBIAN_DROPIN_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_DROPIN_PACKAGE_DEPENDS "libmongoc-1.0-0 (>= 1.23), libmongoc-1.0-0 (<< 1.24)")
-set(CPACK_DEBIAN_DROPIN_PACKAGE_ENHANCES "libmongoc-1.0-0")
+set(CPACK_DEBIAN_DROPIN_PACKAGE_DEPENDS "${OPMSG_DEB_DROPIN_DEPENDS}")
+set(CPACK_DEBIAN_DROPIN_PACKAGE_ENHANCES "${OPMSG_DEB_MONGOC_PACKAGE}")
 set(CPACK_DEBIAN_DROPIN_PACKAGE_CONTROL_EXTRA "${OPMSG_DEB_DIR}/triggers")
-set(CPACK_DEBIAN_DROPIN_DESCRIPTION "safe OP_MSG reply path for libmongoc 1.23 (preload)
-libopmsg-mongoc.so replaces the reply parsing of Debian's libmongoc 1.23
+set(CPACK_DEBIAN_DROPIN_DESCRIPTION "safe OP_MSG reply path for libmongoc ${OPMSG_DROPIN_MONGOC_SERIES} (preload)
+libopmsg-mongoc.so replaces the reply parsing of Debian's libmongoc ${OPMSG_DROPIN_MONGOC_SERIES}
 when preloaded: checksums are verified, hostile replies are refused cleanly
 instead of crashing, and document sequences in replies are merged.")
 

@@ -1,11 +1,29 @@
 #!/bin/sh
 # Installs what opmsg needs on Debian 12, and only what is missing.
 # Runs as root, or through sudo when there is one.
+#
+# On other Debian releases (13, sid) the same list is used; a package the
+# release does not have is reported and left out. OPMSG_SKIP_DEPS=1 skips
+# everything: `make check-distros` sets it inside its test systems, which
+# scripts/debian-root.sh has provisioned (docs/distros.md).
 set -eu
+
+if [ "${OPMSG_SKIP_DEPS:-0}" = 1 ]; then
+  echo "install-deps: skipped (OPMSG_SKIP_DEPS=1)"
+  exit 0
+fi
+
+# libFuzzer's runtime comes with the clang of the release (14 on Debian 12).
+clang_major=14
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+if [ "$codename" != bookworm ] && command -v apt-cache >/dev/null 2>&1; then
+  v=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+  [ -n "$v" ] && clang_major=$v
+fi
 
 PACKAGES="build-essential cmake ninja-build pkg-config git
   libbson-dev libmongoc-dev libsnappy-dev zlib1g-dev libzstd-dev libisal-dev
-  libcmocka-dev clang llvm libclang-rt-14-dev libpcap-dev gnuplot-nox valgrind
+  libcmocka-dev clang llvm libclang-rt-$clang_major-dev libpcap-dev gnuplot-nox valgrind
   python3 python3-pymongo python3-mockupdb
   lintian debhelper fakeroot dpkg-dev file tcpdump abigail-tools"
 
@@ -20,8 +38,22 @@ done
 
 if [ -n "$missing" ]; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  echo "install-deps: installing:$missing"
   $SUDO apt-get update -q
+  # Off Debian 12, leave out what this release does not have.
+  if [ "$codename" != bookworm ]; then
+    have=""
+    for p in $missing; do
+      if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+        have="$have $p"
+      else
+        echo "install-deps: $codename has no $p: left out"
+      fi
+    done
+    missing=$have
+  fi
+fi
+if [ -n "$missing" ]; then
+  echo "install-deps: installing:$missing"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
 fi
 

@@ -55,6 +55,12 @@ opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
                         " at offset %d is not OP_MSG, OP_QUERY or OP_REPLY",
                         orig, OFF_ORIGINAL_OPCODE);
    }
+   if ((limits->flags & OPMSG_PARSE_REPLY) && !opmsg_is_reply_opcode(orig)) {
+      return opmsg_fail(error, OPMSG_ERR_NOT_A_REPLY,
+                        "OP_COMPRESSED originalOpcode %" PRId32
+                        " at offset %d is a request: a server never replies with it",
+                        orig, OFF_ORIGINAL_OPCODE);
+   }
    if (id > OPMSG_COMPRESSOR_ZSTD) {
       return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
                         "OP_COMPRESSED compressorId %u at offset %d is "

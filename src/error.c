@@ -58,6 +58,7 @@ static const char *const error_names[OPMSG_ERR_COUNT_] = {
    [OPMSG_ERR_REPLY_COUNT] = "reply-count",
    [OPMSG_ERR_MISSING_DB] = "missing-db",
    [OPMSG_ERR_IO] = "io",
+   [OPMSG_ERR_NOT_A_REPLY] = "not-a-reply",
 };
 
 const char *

@@ -4,6 +4,12 @@
  */
 #include "opmsg-private.h"
 
+bool
+opmsg_is_reply_opcode(int32_t opcode)
+{
+   return opcode == OPMSG_OP_MSG || opcode == OPMSG_OP_REPLY;
+}
+
 size_t
 opmsg_min_length(int32_t opcode)
 {
@@ -38,6 +44,12 @@ check_header(const uint8_t *data, const opmsg_limits_t *limits,
    if (min == 0) {
       return opmsg_fail(error, OPMSG_ERR_UNKNOWN_OPCODE,
                         "opCode %d at offset 12 is not one MongoDB defines",
+                        opcode);
+   }
+   if ((limits->flags & OPMSG_PARSE_REPLY) && !opmsg_is_reply_opcode(opcode) &&
+       opcode != OPMSG_OP_COMPRESSED) {
+      return opmsg_fail(error, OPMSG_ERR_NOT_A_REPLY,
+                        "opCode %d at offset 12 is a request: a server never replies with it",
                         opcode);
    }
    /* Signed first: a negative length must not pass a size_t comparison. */

@@ -379,6 +379,9 @@ size_t opmsg_removed_min_length(int32_t opcode);
 
 /* The smallest messageLength each opcode can have. */
 size_t opmsg_min_length(int32_t opcode);
+/* OP_MSG and OP_REPLY: what a server answers with (OPMSG_PARSE_REPLY; an
+ * OP_COMPRESSED reply carries one of them). */
+bool opmsg_is_reply_opcode(int32_t opcode);
 
 /* ---------------------------------------------------------------------------
  * Array keys "0", "1", ... without printf (merge.c)

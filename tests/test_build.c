@@ -85,7 +85,7 @@ append_array(bson_t *out, const char *key, const docset_t *s, size_t first,
 {
    bson_t arr;
    char idx[24];
-   assert_true(bson_append_array_begin(out, key, -1, &arr));
+   assert_true(opmsg_append_array_begin(out, key, -1, &arr));
    for (size_t i = 0; i < count; i++) {
       snprintf(idx, sizeof idx, "%zu", i);
       assert_true(bson_append_document(&arr, idx, -1, s->docs[first + i]));
@@ -351,7 +351,7 @@ test_several_sequences(void **state)
    bson_append_document_end(&expected, &cursor);
    BSON_APPEND_UTF8(&expected, "$db", "admin");
    append_array(&expected, "ops", &a, 0, a.n);
-   BSON_APPEND_ARRAY_BEGIN(&expected, "nsInfo", &empty);
+   opmsg_append_array_begin(&expected, "nsInfo", -1, &empty);
    bson_append_array_end(&expected, &empty);
    if (!bson_equal(merged, &expected)) {
       char *got = bson_as_relaxed_extended_json(merged, NULL);

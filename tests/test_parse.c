@@ -232,8 +232,9 @@ test_section_order(void **state)
    tu_msg_seq_end(&b, m);
    tu_msg_end(&b);
    char *json = tu_merge_json(b.data, b.len, 0);
-   assert_string_equal(json, "{ \"cmd\" : { \"$numberInt\" : \"1\" }, \"$db\" : \"d\", "
-                             "\"a\" : [ { \"x\" : { \"$numberInt\" : \"1\" } } ], \"b\" : [  ] }");
+   char *want = tu_canonical_json("{\"cmd\": 1, \"$db\": \"d\", \"a\": [{\"x\": 1}], \"b\": []}");
+   assert_string_equal(json, want);
+   bson_free(want);
    bson_free(json);
    tu_buf_free(&b);
 }
@@ -725,6 +726,87 @@ test_request_db(void **state)
    tu_buf_free(&b);
 }
 
+/* A header and a body for opcodes other than OP_MSG: header, then the bytes. */
+static void
+put_message(tu_buf_t *b, int32_t opcode, const uint8_t *rest, size_t n)
+{
+   tu_put_i32(b, (int32_t) (OPMSG_HEADER_SIZE + n));
+   tu_put_i32(b, 7);
+   tu_put_i32(b, 0);
+   tu_put_i32(b, opcode);
+   tu_put(b, rest, n);
+}
+
+static void
+test_reply_only(void **state)
+{
+   (void) state;
+   opmsg_msg_t msg;
+   bson_error_t error;
+   tu_buf_t b;
+   /* OP_INSERT: flags, "a.b", one empty document. */
+   static const uint8_t insert[] = {0, 0, 0, 0, 'a', '.', 'b', 0, 5, 0, 0, 0, 0};
+   /* OP_QUERY: flags, "a.$cmd", skip, return, {}. */
+   static const uint8_t query[] = {0, 0, 0, 0, 'a', '.', '$', 'c', 'm', 'd', 0,
+                                   0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0};
+   /* OP_REPLY: flags, cursorID, startingFrom, numberReturned 1, {}. */
+   static const uint8_t reply[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                   0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0};
+   /* OP_COMPRESSED (noop) around OP_QUERY's bytes, then around an OP_MSG's. */
+   uint8_t compressed[9 + sizeof query];
+   static const uint8_t msg_payload[] = {0, 0, 0, 0, 0, 5, 0, 0, 0, 0};
+   uint8_t compressed_msg[9 + sizeof msg_payload];
+
+   /* Replies pass with or without the flag. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"ok\": 1}");
+   tu_msg_end(&b);
+   assert_accepts(&b, OPMSG_PARSE_REPLY);
+   tu_buf_free(&b);
+   put_message(&b, OPMSG_OP_REPLY, reply, sizeof reply);
+   assert_accepts(&b, OPMSG_PARSE_REPLY);
+   tu_buf_free(&b);
+
+   /* Requests pass without it and fail with it, by name. */
+   put_message(&b, OPMSG_OP_INSERT, insert, sizeof insert);
+   assert_accepts(&b, 0);
+   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_REPLY, OPMSG_ERR_NOT_A_REPLY);
+   tu_buf_free(&b);
+   put_message(&b, OPMSG_OP_QUERY, query, sizeof query);
+   assert_accepts(&b, 0);
+   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_REPLY, OPMSG_ERR_NOT_A_REPLY);
+   /* The stream framer says so from the header alone. */
+   {
+      opmsg_options_t opts;
+      size_t length;
+      opmsg_options_init(&opts);
+      opts.flags = OPMSG_PARSE_REPLY;
+      assert_false(opmsg_frame_length(b.data, OPMSG_HEADER_SIZE, &opts, &length, &error));
+      assert_int_equal(error.code, OPMSG_ERR_NOT_A_REPLY);
+      assert_string_equal(opmsg_error_name(error.code), "not-a-reply");
+   }
+   tu_buf_free(&b);
+
+   /* An OP_COMPRESSED reply must carry a reply. */
+   memcpy(compressed, (const int32_t[]){OPMSG_OP_QUERY}, 4);
+   memcpy(compressed + 4, (const int32_t[]){(int32_t) sizeof query}, 4);
+   compressed[8] = OPMSG_COMPRESSOR_NOOP;
+   memcpy(compressed + 9, query, sizeof query);
+   put_message(&b, OPMSG_OP_COMPRESSED, compressed, sizeof compressed);
+   assert_accepts(&b, 0);
+   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_REPLY, OPMSG_ERR_NOT_A_REPLY);
+   tu_buf_free(&b);
+   memcpy(compressed_msg, (const int32_t[]){OPMSG_OP_MSG}, 4);
+   memcpy(compressed_msg + 4, (const int32_t[]){(int32_t) sizeof msg_payload}, 4);
+   compressed_msg[8] = OPMSG_COMPRESSOR_NOOP;
+   memcpy(compressed_msg + 9, msg_payload, sizeof msg_payload);
+   put_message(&b, OPMSG_OP_COMPRESSED, compressed_msg, sizeof compressed_msg);
+   assert_accepts(&b, OPMSG_PARSE_REPLY);
+   (void) msg;
+   tu_buf_free(&b);
+}
+
 static void
 test_error_messages(void **state)
 {
@@ -775,6 +857,7 @@ main(void)
       cmocka_unit_test(test_top_level_elements),
       cmocka_unit_test(test_document_size_limits),
       cmocka_unit_test(test_request_db),
+      cmocka_unit_test(test_reply_only),
       cmocka_unit_test(test_error_messages),
    };
    return cmocka_run_group_tests(tests, NULL, NULL);

@@ -196,6 +196,19 @@ tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags,
 }
 
 char *
+tu_canonical_json(const char *json)
+{
+   bson_error_t error;
+   bson_t *doc = bson_new_from_json((const uint8_t *) json, -1, &error);
+   if (!doc) {
+      fail_msg("bad test JSON %s: %s", json, error.message);
+   }
+   char *out = bson_as_canonical_extended_json(doc, NULL);
+   bson_destroy(doc);
+   return out;
+}
+
+char *
 tu_merge_json(const uint8_t *data, size_t len, uint32_t flags)
 {
    opmsg_options_t opts;
@@ -231,7 +244,7 @@ view_level(opmsg_view_t *v, bson_t *out)
          uint32_t i = 0;
          char buf[16];
          const char *key;
-         assert_true(bson_append_array_begin(out, f.key, (int) f.key_len, &array));
+         assert_true(opmsg_append_array_begin(out, f.key, (int) f.key_len, &array));
          opmsg_document_iter_init(&it, &f.seq);
          while (opmsg_document_iter_next(&it, &doc)) {
             size_t klen = bson_uint32_to_string(i++, &key, buf, sizeof buf);

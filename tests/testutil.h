@@ -11,6 +11,7 @@
 
 #include <opmsg/opmsg.h>
 #include "opmsg-private.h"
+#include "opmsg-bson-compat.h"
 
 /* Reads tests/data/<rel> into a new buffer (free with free()); fails the test
  * when it is missing. */
@@ -55,6 +56,11 @@ void tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags,
 /* Parses (asserting success), merges, and returns the merged document as
  * canonical Extended JSON (free with bson_free()). */
 char *tu_merge_json(const uint8_t *data, size_t len, uint32_t flags);
+/* json (relaxed or canonical Extended JSON) as libbson prints it in
+ * canonical form: compare tu_merge_json() with this, not with a literal, as
+ * libbson's spacing differs between versions ("[  ]" in 1.x, "[ ]" in 2.x).
+ * bson_free() the result. */
+char *tu_canonical_json(const char *json);
 
 #endif
 

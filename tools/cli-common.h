@@ -12,6 +12,8 @@
 
 #include <opmsg/opmsg.h>
 
+#include "../src/opmsg-bson-compat.h"
+
 #include <stdio.h>
 
 #define CLI_EXIT_OK 0

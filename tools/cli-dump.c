@@ -82,7 +82,7 @@ dump_flag_names(bson_t *out, uint32_t flags, const char *const names[32],
    char buf[16];
    const char *k;
 
-   bson_append_array_begin(out, "names", -1, &arr);
+   opmsg_append_array_begin(out, "names", -1, &arr);
    for (bit = 0; bit < 32; bit++) {
       if ((flags >> bit & 1u) && names[bit]) {
          bson_uint32_to_string(n++, &k, buf, sizeof buf);
@@ -90,7 +90,7 @@ dump_flag_names(bson_t *out, uint32_t flags, const char *const names[32],
       }
    }
    bson_append_array_end(out, &arr);
-   bson_append_array_begin(out, "unknownRequiredBits", -1, &req);
+   opmsg_append_array_begin(out, "unknownRequiredBits", -1, &req);
    for (bit = 0; bit < 32; bit++) {
       if ((flags >> bit & 1u) && !names[bit] && (required_mask >> bit & 1u)) {
          bson_uint32_to_string(nr++, &k, buf, sizeof buf);
@@ -98,7 +98,7 @@ dump_flag_names(bson_t *out, uint32_t flags, const char *const names[32],
       }
    }
    bson_append_array_end(out, &req);
-   bson_append_array_begin(out, "unknownOptionalBits", -1, &opt);
+   opmsg_append_array_begin(out, "unknownOptionalBits", -1, &opt);
    for (bit = 0; bit < 32; bit++) {
       if ((flags >> bit & 1u) && !names[bit] && !(required_mask >> bit & 1u)) {
          bson_uint32_to_string(no++, &k, buf, sizeof buf);
@@ -255,7 +255,7 @@ dump_op_msg(bson_t *out, const uint8_t *d, size_t end)
    if (has_crc) {
       sec_end = end - 4;
    }
-   bson_append_array_begin(out, "sections", -1, &arr);
+   opmsg_append_array_begin(out, "sections", -1, &arr);
    while (off < sec_end) {
       char buf[16];
       const char *k;

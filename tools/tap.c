@@ -24,6 +24,8 @@
 
 #include "tap.h"
 
+#include "../src/opmsg-bson-compat.h"
+
 #include <opmsg/opmsg.h>
 
 #include <arpa/inet.h>
@@ -123,29 +125,29 @@ tap_signal(int sig)
  * ------------------------------------------------------------------------- */
 
 static void
-tap_json_string(bson_string_t *s, const char *text, size_t len)
+tap_json_string(opmsg_strbuf_t *s, const char *text, size_t len)
 {
-   bson_string_append_c(s, '"');
+   opmsg_strbuf_append_c(s, '"');
    for (size_t i = 0; i < len; i++) {
       unsigned char c = (unsigned char) text[i];
 
       if (c == '"' || c == '\\') {
-         bson_string_append_c(s, '\\');
-         bson_string_append_c(s, (char) c);
+         opmsg_strbuf_append_c(s, '\\');
+         opmsg_strbuf_append_c(s, (char) c);
       } else if (c < 0x20 || c == 0x7f) {
-         bson_string_append_printf(s, "\\u%04x", c);
+         opmsg_strbuf_append_printf(s, "\\u%04x", c);
       } else {
-         bson_string_append_c(s, (char) c);
+         opmsg_strbuf_append_c(s, (char) c);
       }
    }
-   bson_string_append_c(s, '"');
+   opmsg_strbuf_append_c(s, '"');
 }
 
 /* Starts a line: {"t":"2026-01-01T00:00:00.000000Z","conn":N */
-static bson_string_t *
+static opmsg_strbuf_t *
 tap_line_start(double t, uint64_t conn)
 {
-   bson_string_t *s = bson_string_new("{\"t\":\"");
+   opmsg_strbuf_t *s = opmsg_strbuf_new("{\"t\":\"");
    time_t secs = (time_t) t;
    long usec = (long) ((t - (double) secs) * 1e6 + 0.5);
    struct tm tm;
@@ -157,17 +159,17 @@ tap_line_start(double t, uint64_t conn)
    }
    gmtime_r(&secs, &tm);
    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-   bson_string_append_printf(s, "%s.%06ldZ\",\"conn\":%" PRIu64, buf, usec,
+   opmsg_strbuf_append_printf(s, "%s.%06ldZ\",\"conn\":%" PRIu64, buf, usec,
                              conn);
    return s;
 }
 
 static void
-tap_line_end(tap_t *tap, bson_string_t *s)
+tap_line_end(tap_t *tap, opmsg_strbuf_t *s)
 {
-   bson_string_append(s, "}\n");
+   opmsg_strbuf_append(s, "}\n");
    fwrite(s->str, 1, s->len, tap->out);
-   bson_string_free(s, true);
+   opmsg_strbuf_free(s, true);
    tap->lines++;
 }
 
@@ -198,20 +200,20 @@ tap_opcode_name(int32_t opcode)
 }
 
 static void
-tap_append_opcode(bson_string_t *s, const char *key, int32_t opcode)
+tap_append_opcode(opmsg_strbuf_t *s, const char *key, int32_t opcode)
 {
    const char *name = tap_opcode_name(opcode);
 
    if (name) {
-      bson_string_append_printf(s, ",\"%s\":\"%s\"", key, name);
+      opmsg_strbuf_append_printf(s, ",\"%s\":\"%s\"", key, name);
    } else {
-      bson_string_append_printf(s, ",\"%s\":%" PRId32, key, opcode);
+      opmsg_strbuf_append_printf(s, ",\"%s\":%" PRId32, key, opcode);
    }
 }
 
 /* Flag bits by name; unnamed bits as "bitN". */
 static void
-tap_append_flags(bson_string_t *s, int32_t opcode, uint32_t flags)
+tap_append_flags(opmsg_strbuf_t *s, int32_t opcode, uint32_t flags)
 {
    static const char *const msg_names[32] = {
       [0] = "checksumPresent", [1] = "moreToCome", [16] = "exhaustAllowed"};
@@ -227,22 +229,22 @@ tap_append_flags(bson_string_t *s, int32_t opcode, uint32_t flags)
                                                          : reply_names;
    bool first = true;
 
-   bson_string_append(s, ",\"flags\":[");
+   opmsg_strbuf_append(s, ",\"flags\":[");
    for (unsigned bit = 0; bit < 32; bit++) {
       if (!(flags & (1u << bit))) {
          continue;
       }
       if (!first) {
-         bson_string_append_c(s, ',');
+         opmsg_strbuf_append_c(s, ',');
       }
       first = false;
       if (names[bit]) {
-         bson_string_append_printf(s, "\"%s\"", names[bit]);
+         opmsg_strbuf_append_printf(s, "\"%s\"", names[bit]);
       } else {
-         bson_string_append_printf(s, "\"bit%u\"", bit);
+         opmsg_strbuf_append_printf(s, "\"bit%u\"", bit);
       }
    }
-   bson_string_append_c(s, ']');
+   opmsg_strbuf_append_c(s, ']');
 }
 
 /* ---------------------------------------------------------------------------
@@ -318,7 +320,7 @@ tap_copy_elided(const bson_t *src, bson_t *dst, uint32_t max, bool is_array,
          }
          if (bson_init_static(&child, data, len)) {
             if (type == BSON_TYPE_ARRAY) {
-               bson_append_array_begin(dst, key, (int) key_len, &out);
+               opmsg_append_array_begin(dst, key, (int) key_len, &out);
                tap_copy_elided(&child, &out, max, true, depth + 1);
                bson_append_array_end(dst, &out);
             } else {
@@ -345,7 +347,7 @@ tap_copy_elided(const bson_t *src, bson_t *dst, uint32_t max, bool is_array,
 
 /* Appends ,"doc":<relaxed Extended JSON> for doc. */
 static void
-tap_append_doc(tap_t *tap, bson_string_t *s, const bson_t *doc)
+tap_append_doc(tap_t *tap, opmsg_strbuf_t *s, const bson_t *doc)
 {
    bson_t elided;
    const bson_t *shown = doc;
@@ -358,8 +360,8 @@ tap_append_doc(tap_t *tap, bson_string_t *s, const bson_t *doc)
    }
    json = bson_as_relaxed_extended_json(shown, NULL);
    if (json) {
-      bson_string_append(s, ",\"doc\":");
-      bson_string_append(s, json);
+      opmsg_strbuf_append(s, ",\"doc\":");
+      opmsg_strbuf_append(s, json);
       bson_free(json);
    }
    if (shown == &elided) {
@@ -434,7 +436,7 @@ tap_answer(tap_session_t *ses, int32_t response_to, double *t)
 }
 
 static void
-tap_append_sequences(bson_string_t *s, const opmsg_msg_t *msg)
+tap_append_sequences(opmsg_strbuf_t *s, const opmsg_msg_t *msg)
 {
    opmsg_sequence_iter_t it;
    opmsg_sequence_t seq;
@@ -443,34 +445,34 @@ tap_append_sequences(bson_string_t *s, const opmsg_msg_t *msg)
    if (msg->opcode != OPMSG_OP_MSG || msg->n_sequences == 0) {
       return;
    }
-   bson_string_append(s, ",\"sequences\":[");
+   opmsg_strbuf_append(s, ",\"sequences\":[");
    opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_iter_next(&it, &seq)) {
-      bson_string_append(s, first ? "{\"id\":" : ",{\"id\":");
+      opmsg_strbuf_append(s, first ? "{\"id\":" : ",{\"id\":");
       first = false;
       tap_json_string(s, seq.identifier, seq.identifier_len);
-      bson_string_append_printf(s, ",\"count\":%" PRIu32 "}", seq.count);
+      opmsg_strbuf_append_printf(s, ",\"count\":%" PRIu32 "}", seq.count);
    }
-   bson_string_append_c(s, ']');
+   opmsg_strbuf_append_c(s, ']');
 }
 
 static void
-tap_append_error(bson_string_t *s, const bson_error_t *error)
+tap_append_error(opmsg_strbuf_t *s, const bson_error_t *error)
 {
    const char *name = error->domain == OPMSG_ERROR_DOMAIN
                          ? opmsg_error_name(error->code)
                          : "error";
 
-   bson_string_append(s, ",\"error\":");
+   opmsg_strbuf_append(s, ",\"error\":");
    tap_json_string(s, name, strlen(name));
-   bson_string_append(s, ",\"error_message\":");
+   opmsg_strbuf_append(s, ",\"error_message\":");
    tap_json_string(s, error->message, strlen(error->message));
 }
 
 /* The command, $db and merged document of a parsed (inner) message. A
  * reply's first key is not a command: only requests name one. */
 static void
-tap_append_contents(tap_t *tap, bson_string_t *s, const opmsg_msg_t *msg,
+tap_append_contents(tap_t *tap, opmsg_strbuf_t *s, const opmsg_msg_t *msg,
                     int dir)
 {
    bson_error_t error;
@@ -484,23 +486,23 @@ tap_append_contents(tap_t *tap, bson_string_t *s, const opmsg_msg_t *msg,
       const char *db = opmsg_db(msg, &db_len);
 
       if (cmd) {
-         bson_string_append(s, ",\"command\":");
+         opmsg_strbuf_append(s, ",\"command\":");
          tap_json_string(s, cmd, strlen(cmd));
       }
       if (db) {
-         bson_string_append(s, ",\"db\":");
+         opmsg_strbuf_append(s, ",\"db\":");
          tap_json_string(s, db, db_len);
       } else if (msg->opcode == OPMSG_OP_QUERY && msg->full_collection_name) {
          /* A legacy command names its database as "db.$cmd". */
          const char *ns = msg->full_collection_name;
          const char *dot = strchr(ns, '.');
 
-         bson_string_append(s, ",\"db\":");
+         opmsg_strbuf_append(s, ",\"db\":");
          tap_json_string(s, ns, dot ? (size_t) (dot - ns) : strlen(ns));
       }
    }
    if (msg->opcode == OPMSG_OP_REPLY) {
-      bson_string_append_printf(s, ",\"numberReturned\":%" PRId32,
+      opmsg_strbuf_append_printf(s, ",\"numberReturned\":%" PRId32,
                                 msg->number_returned);
       if (msg->number_returned != 1) {
          if (msg->body && opmsg_body(msg, &body)) {
@@ -528,7 +530,7 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
    const opmsg_msg_t *inner = NULL;
    bson_error_t error;
    opmsg_msg_t msg;
-   bson_string_t *s;
+   opmsg_strbuf_t *s;
    int32_t request_id = tap_le32(data + 4);
    int32_t response_to = tap_le32(data + 8);
    int32_t opcode = tap_le32(data + 12);
@@ -539,7 +541,7 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
       tap_save_raw(tap, ses, dir, data, len);
    }
    s = tap_line_start(now, ses->id);
-   bson_string_append_printf(s,
+   opmsg_strbuf_append_printf(s,
                              ",\"dir\":\"%s\",\"len\":%zu,\"requestID\":%" PRId32
                              ",\"responseTo\":%" PRId32,
                              tap_dir_name[dir], len, request_id, response_to);
@@ -552,7 +554,7 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
    if (ok && msg.opcode == OPMSG_OP_COMPRESSED) {
       const char *codec = opmsg_compressor_name(msg.compressor_id);
 
-      bson_string_append_printf(s, ",\"compressor\":\"%s\"",
+      opmsg_strbuf_append_printf(s, ",\"compressor\":\"%s\"",
                                 codec ? codec : "reserved");
       tap_append_opcode(s, "originalOpcode", msg.original_opcode);
       if (dir == TAP_C2S && msg.original_opcode == OPMSG_OP_MSG) {
@@ -579,7 +581,7 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
       tap_remember(ses, request_id, now);
    }
    if (dir == TAP_S2C && tap_answer(ses, response_to, &sent)) {
-      bson_string_append_printf(s, ",\"latency_us\":%.1f", (now - sent) * 1e6);
+      opmsg_strbuf_append_printf(s, ",\"latency_us\":%.1f", (now - sent) * 1e6);
       /* Exhaust: the next reply answers this one. */
       if (inner && inner->opcode == OPMSG_OP_MSG &&
           (inner->flags & OPMSG_FLAG_MORE_TO_COME)) {
@@ -603,11 +605,11 @@ static void
 tap_log_event(tap_t *tap, const tap_session_t *ses, double now,
               const char *event, const char *detail)
 {
-   bson_string_t *s = tap_line_start(now, ses->id);
+   opmsg_strbuf_t *s = tap_line_start(now, ses->id);
 
-   bson_string_append_printf(s, ",\"event\":\"%s\"", event);
+   opmsg_strbuf_append_printf(s, ",\"event\":\"%s\"", event);
    if (detail) {
-      bson_string_append(s, ",\"detail\":");
+      opmsg_strbuf_append(s, ",\"detail\":");
       tap_json_string(s, detail, strlen(detail));
    }
    tap_line_end(tap, s);
@@ -685,9 +687,9 @@ tap_session_init(tap_t *tap, tap_session_t *ses)
 static void
 tap_session_close(tap_t *tap, tap_session_t *ses, double now, const char *why)
 {
-   bson_string_t *s = tap_line_start(now, ses->id);
+   opmsg_strbuf_t *s = tap_line_start(now, ses->id);
 
-   bson_string_append_printf(
+   opmsg_strbuf_append_printf(
       s,
       ",\"event\":\"close\",\"bytes_c2s\":%" PRIu64 ",\"bytes_s2c\":%" PRIu64
       ",\"messages_c2s\":%" PRIu64 ",\"messages_s2c\":%" PRIu64
@@ -696,7 +698,7 @@ tap_session_close(tap_t *tap, tap_session_t *ses, double now, const char *why)
       ses->dir[1].messages, opmsg_reader_buffered(ses->dir[0].reader),
       opmsg_reader_buffered(ses->dir[1].reader));
    if (why) {
-      bson_string_append(s, ",\"detail\":");
+      opmsg_strbuf_append(s, ",\"detail\":");
       tap_json_string(s, why, strlen(why));
    }
    tap_line_end(tap, s);
@@ -1674,7 +1676,7 @@ tap_run_pcap(tap_t *tap)
    struct pcap_pkthdr *hdr;
    const u_char *pkt;
    double last = 0;
-   int dlt, rc, status = 0;
+   int dlt, rc = 0, status = 0; /* tap_stop may change between the two reads */
 
    if (!pc) {
       fprintf(stderr, "opmsg tap: %s\n", errbuf);

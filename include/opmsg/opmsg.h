@@ -45,9 +45,9 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 
 #define OPMSG_VERSION_MAJOR 0
-#define OPMSG_VERSION_MINOR 1
-#define OPMSG_VERSION_PATCH 1
-#define OPMSG_VERSION_STRING "0.1.1"
+#define OPMSG_VERSION_MINOR 2
+#define OPMSG_VERSION_PATCH 0
+#define OPMSG_VERSION_STRING "0.2.0"
 /* One number that grows with every release: MAJOR*10000 + MINOR*100 + PATCH. */
 #define OPMSG_VERSION_NUMBER \
    (OPMSG_VERSION_MAJOR * 10000 + OPMSG_VERSION_MINOR * 100 + OPMSG_VERSION_PATCH)
@@ -166,6 +166,7 @@ typedef enum {
 
    OPMSG_ERR_MISSING_DB = 47,          /* OPMSG_PARSE_REQUEST: no "$db" string in the body */
    OPMSG_ERR_IO = 48,                  /* read() failed on a stream (opmsg/reader.h); names errno */
+   OPMSG_ERR_NOT_A_REPLY = 49,         /* OPMSG_PARSE_REPLY: an opcode a server never answers with */
 
    OPMSG_ERR_COUNT_ /* not a code: one past the last */
 } opmsg_error_code_t;
@@ -186,6 +187,11 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
 #define OPMSG_PARSE_SKIP_CHECKSUM 0x2u
 /* The message is a command (a request): the body must have a "$db" string. */
 #define OPMSG_PARSE_REQUEST 0x4u
+/* The message is a reply (what a client reads from a server): only OP_MSG,
+ * OP_REPLY, or OP_COMPRESSED carrying one of those two; any other opcode is
+ * OPMSG_ERR_NOT_A_REPLY. A client that reads a request opcode where a reply
+ * belongs must not interpret it as one (libmongoc aborts on them). */
+#define OPMSG_PARSE_REPLY 0x8u
 
 /* Deepest nesting full validation follows (libbson's own limit is 100). */
 #define OPMSG_MAX_DEPTH 100

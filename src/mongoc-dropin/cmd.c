@@ -1,13 +1,16 @@
 /*
  * cmd.c - _mongoc_cmd_append_payload_as_array, the request side.
  *
- * libmongoc turns a command's document sequence (cmd->payload, documents back
- * to back) into an array field of the command for APM "started" events and
- * for client-side encryption, which sends that array on the wire. The shape
- * must stay exactly the original's: the field named after the command
- * (insert -> documents, update -> updates, delete -> deletes), keys "0",
- * "1", ... in order. Here the array is written once into a buffer of its
- * exact size instead of growing element by element.
+ * libmongoc turns a command's document sequences (documents back to back)
+ * into array fields of the command for APM "started" events and for
+ * client-side encryption, which sends that array on the wire. The shape
+ * must stay exactly the original's, keys "0", "1", ... in order:
+ * - 1.23: one payload; the field is named after the command (insert ->
+ *   documents, update -> updates, delete -> deletes);
+ * - 1.30 and 2.5: up to two payloads (client bulkWrite sends "nsInfo" and
+ *   "ops"), each field named by the payload's own identifier.
+ * Each array is written once into a buffer of its exact size instead of
+ * growing element by element.
  *
  * Everything the original treats as a programming error (an unknown command,
  * an empty payload, a malformed document: all impossible from libmongoc's own
@@ -79,27 +82,18 @@ write_array(uint8_t *out, size_t array_size, const uint8_t *payload,
    *p = 0;
 }
 
+/* Appends field: [the documents of payload[0..size)] to out. */
 static bool
-append_array(const void *cmd, bson_t *out)
+append_one(bson_t *out, const char *field, const uint8_t *payload,
+           int32_t size)
 {
-   const char *command_name;
-   const uint8_t *payload;
-   int32_t size;
-   const char *field;
    uint32_t count;
    size_t array_size;
    uint8_t *array;
    bson_t array_doc;
    bool ok;
 
-   memcpy(&command_name, (const uint8_t *) cmd + DROPIN_OFF_CMD_COMMAND_NAME,
-          sizeof command_name);
-   memcpy(&payload, (const uint8_t *) cmd + DROPIN_OFF_CMD_PAYLOAD,
-          sizeof payload);
-   memcpy(&size, (const uint8_t *) cmd + DROPIN_OFF_CMD_PAYLOAD_SIZE,
-          sizeof size);
-   field = field_for(command_name);
-   if (!field || !payload || size <= 0 || !out ||
+   if (!field || !payload || size <= 0 ||
        !count_documents(payload, (size_t) size, &count)) {
       return false;
    }
@@ -116,16 +110,84 @@ append_array(const void *cmd, bson_t *out)
    return ok;
 }
 
+static const void *
+read_ptr(const void *base, size_t off)
+{
+   const void *p;
+   memcpy(&p, (const uint8_t *) base + off, sizeof p);
+   return p;
+}
+
+static int32_t
+read_i32_at(const void *base, size_t off)
+{
+   return opmsg_read_i32((const uint8_t *) base + off);
+}
+
+/* 1.23: one payload, named after the command. */
+static bool
+append_rpc_123(const void *cmd, bson_t *out)
+{
+   return append_one(out, field_for(read_ptr(cmd, DROPIN_OFF_CMD_COMMAND_NAME)),
+                     read_ptr(cmd, DROPIN_OFF_CMD_PAYLOAD),
+                     read_i32_at(cmd, DROPIN_OFF_CMD_PAYLOAD_SIZE));
+}
+
+/* 1.30 / 2.5: every payload, named by its identifier. All are checked
+ * before the first is appended, so out is either complete or untouched. */
+static bool
+append_mcd(const void *cmd, bson_t *out)
+{
+   size_t count;
+   uint32_t n_docs;
+
+   memcpy(&count, (const uint8_t *) cmd + DROPIN_OFF_CMD_PAYLOADS_COUNT,
+          sizeof count);
+   if (count == 0 || count > DROPIN_CMD_PAYLOADS_MAX) {
+      return false;
+   }
+   for (size_t i = 0; i < count; i++) {
+      size_t base = DROPIN_OFF_CMD_PAYLOADS + i * DROPIN_CMD_PAYLOAD_STRIDE;
+      const uint8_t *docs = read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_DOCUMENTS);
+      int32_t size = read_i32_at(cmd, base + DROPIN_OFF_PAYLOAD_SIZE);
+
+      if (!read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_IDENTIFIER) || !docs ||
+          size <= 0 || !count_documents(docs, (size_t) size, &n_docs)) {
+         return false;
+      }
+   }
+   for (size_t i = 0; i < count; i++) {
+      size_t base = DROPIN_OFF_CMD_PAYLOADS + i * DROPIN_CMD_PAYLOAD_STRIDE;
+
+      if (!append_one(out, read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_IDENTIFIER),
+                      read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_DOCUMENTS),
+                      read_i32_at(cmd, base + DROPIN_OFF_PAYLOAD_SIZE))) {
+         return false; /* only without memory: checked above */
+      }
+   }
+   return true;
+}
+
 void
 _mongoc_cmd_append_payload_as_array(const void *cmd, bson_t *out)
 {
    dropin_append_payload_fn original = dropin_originals()->append_payload;
+   bool done = false;
 
-   if (dropin_active(__builtin_return_address(0)) && cmd &&
-       append_array(cmd, out)) {
-      return;
+   if (cmd && out) {
+      switch (dropin_path(__builtin_return_address(0))) {
+      case DROPIN_RPC_123:
+         done = append_rpc_123(cmd, out);
+         break;
+      case DROPIN_MCD_130:
+      case DROPIN_MCD_25:
+         done = append_mcd(cmd, out);
+         break;
+      default:
+         break;
+      }
    }
-   if (original) {
+   if (!done && original) {
       original(cmd, out);
    }
 }

@@ -97,49 +97,136 @@ _Static_assert(DROPIN_OFF_COMP_MESSAGE_LEN + 4 <= DROPIN_RPC_SIZE, "compressed f
 #endif
 
 /* ---------------------------------------------------------------------------
- * mongoc_cmd_t (96 bytes, align 8): only the three fields
+ * mongoc_cmd_t, 1.23 (96 bytes, align 8): only the three fields
  * _mongoc_cmd_append_payload_as_array reads.
  * ------------------------------------------------------------------------- */
 #define DROPIN_OFF_CMD_COMMAND_NAME 24 /* const char * */
 #define DROPIN_OFF_CMD_PAYLOAD 32      /* const uint8_t * */
 #define DROPIN_OFF_CMD_PAYLOAD_SIZE 40 /* int32 */
 
+/* mongoc_cmd_t, 1.30 and 2.5 (128 bytes): up to two payloads, each named by
+ * its own identifier (mongoc-cmd-private.h of both, checked in the binaries). */
+#define DROPIN_OFF_CMD_PAYLOADS_COUNT 32 /* size_t */
+#define DROPIN_OFF_CMD_PAYLOADS 40       /* mongoc_cmd_payload_t[2] */
+#define DROPIN_CMD_PAYLOAD_STRIDE 24
+#define DROPIN_OFF_PAYLOAD_SIZE 0        /* int32 */
+#define DROPIN_OFF_PAYLOAD_IDENTIFIER 8  /* const char * */
+#define DROPIN_OFF_PAYLOAD_DOCUMENTS 16  /* const uint8_t * */
+#define DROPIN_CMD_PAYLOADS_MAX 2
+
 /* ---------------------------------------------------------------------------
  * The interposed functions (exported, unversioned, as libmongoc's are).
+ * Both reply paths are exported by every build; the gate decides at the
+ * first call which one runs, and the other forwards (it is never called by
+ * the libmongoc that lacks it).
  * The rpc is void * so every access goes through the offsets above.
  * ------------------------------------------------------------------------- */
+/* libmongoc 1.23 (rpc.c) */
 DROPIN_EXPORT bool _mongoc_rpc_scatter(void *rpc, const uint8_t *buf,
                                        size_t buflen);
 DROPIN_EXPORT bool _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf,
                                           size_t buflen);
 DROPIN_EXPORT bool _mongoc_rpc_reply_get_first_msg(void *msg, bson_t *reply);
+/* Both (cmd.c) */
 DROPIN_EXPORT void _mongoc_cmd_append_payload_as_array(const void *cmd,
                                                        bson_t *out);
+/* libmongoc 1.30 and 2.5, mcd-rpc (mcdrpc.c). mcd_rpc_message is opaque:
+ * it is only ever read through libmongoc's own exported accessors. The
+ * decompress functions take a fourth argument in 2.x only; on 1.30 it is
+ * whatever the register holds and is never read. */
+DROPIN_EXPORT bool mcd_rpc_message_from_data_in_place(void *rpc,
+                                                      const void *data,
+                                                      size_t length,
+                                                      const void **data_end);
+DROPIN_EXPORT void *mcd_rpc_message_from_data(const void *data, size_t length,
+                                              const void **data_end);
+DROPIN_EXPORT bool mcd_rpc_message_get_body(const void *rpc, bson_t *reply);
+DROPIN_EXPORT bool mcd_rpc_message_decompress(void *rpc, void **data,
+                                              size_t *data_len,
+                                              int32_t max_msg_size);
+DROPIN_EXPORT bool mcd_rpc_message_decompress_if_necessary(
+   void *rpc, void **data, size_t *data_len, int32_t max_msg_size);
+DROPIN_EXPORT void mcd_rpc_message_ingress(const void *rpc);
+DROPIN_EXPORT uint32_t mcd_rpc_op_msg_get_flag_bits(const void *rpc);
 
 /* ---------------------------------------------------------------------------
- * gate.c: decides once whether the drop-in is active and holds the
- * originals for forwarding.
+ * gate.c: decides once which reply path runs and holds the originals.
  * ------------------------------------------------------------------------- */
+typedef enum {
+   DROPIN_FORWARD = 0, /* not a libmongoc this drop-in was tested with */
+   DROPIN_RPC_123,     /* 1.23.x: _mongoc_rpc_* (rpc.c) */
+   DROPIN_MCD_130,     /* 1.30.x: mcd-rpc, decompress(rpc, data, len) */
+   DROPIN_MCD_25,      /* 2.5.x: mcd-rpc, decompress(..., max_msg_size) */
+} dropin_path_t;
+
 typedef bool (*dropin_scatter_fn)(void *, const uint8_t *, size_t);
 typedef bool (*dropin_decompress_fn)(void *, uint8_t *, size_t);
 typedef bool (*dropin_get_first_msg_fn)(void *, bson_t *);
 typedef void (*dropin_append_payload_fn)(const void *, bson_t *);
 
 typedef struct {
+   /* 1.23 */
    dropin_scatter_fn scatter;
    dropin_decompress_fn decompress;
    dropin_get_first_msg_fn get_first_msg;
+   /* all */
    dropin_append_payload_fn append_payload;
 } dropin_originals_t;
 
-/* True when the replacements run. caller is the interposed function's return
- * address: it identifies libmongoc when it was dlopen()ed privately (then
- * neither RTLD_DEFAULT nor RTLD_NEXT can see it). Cheap after the first call. */
-bool dropin_active(const void *caller);
+/* libmongoc's mcd-rpc functions: the ones the drop-in replaces (forwarded
+ * to) and the accessors it reads messages through. */
+typedef struct {
+   bool (*from_data_in_place)(void *, const void *, size_t, const void **);
+   void *(*from_data)(const void *, size_t, const void **);
+   bool (*get_body)(const void *, bson_t *);
+   bool (*decompress3)(void *, void **, size_t *);
+   bool (*decompress4)(void *, void **, size_t *, int32_t);
+   bool (*decompress_if_necessary3)(void *, void **, size_t *);
+   bool (*decompress_if_necessary4)(void *, void **, size_t *, int32_t);
+   void (*ingress)(const void *);
+   uint32_t (*flag_bits)(const void *);
+   void *(*message_new)(void);
+   void (*message_destroy)(void *);
+   void (*message_reset)(void *);
+   int32_t (*message_length)(const void *);
+   int32_t (*request_id)(const void *);
+   int32_t (*response_to)(const void *);
+   int32_t (*op_code)(const void *);
+   int32_t (*original_opcode)(const void *);
+   const void *(*compressed_message)(const void *);
+   size_t (*sections_count)(const void *);
+   uint8_t (*section_kind)(const void *, size_t);
+   const void *(*section_body)(const void *, size_t);
+   const char *(*section_identifier)(const void *, size_t);
+} dropin_mcd_t;
 
-/* The originals (resolved by the first dropin_active() call). Members may be
+/* The path chosen for this process. caller is the interposed function's
+ * return address: it identifies libmongoc when it was dlopen()ed privately
+ * (then neither RTLD_DEFAULT nor RTLD_NEXT can see it). Cheap after the
+ * first call. */
+dropin_path_t dropin_path(const void *caller);
+
+/* True when libmongoc's mcd_rpc_message_decompress takes max_msg_size
+ * (2.4 and later); for forwarding to the original with its own arity. */
+bool dropin_mcd_decompress_takes_max(void);
+
+/* True when the 1.23 replacements run. */
+static inline bool
+dropin_active(const void *caller)
+{
+   return dropin_path(caller) == DROPIN_RPC_123;
+}
+
+/* True when addr is code of the libmongoc the gate found. libmongoc calls
+ * the parse functions only on what it receives from a server, so such a
+ * call parses a reply; any other caller (a mock server in a test binary, a
+ * proxy) may be parsing a request and gets the sections as on the wire. */
+bool dropin_called_from_mongoc(const void *addr);
+
+/* The originals (resolved by the first dropin_path() call). Members may be
  * NULL when libmongoc lacks them; callers then fail safely. */
 const dropin_originals_t *dropin_originals(void);
+const dropin_mcd_t *dropin_mcd(void);
 
 /* OPMSG_MONGOC_DEBUG level (0 when unset). */
 int dropin_debug_level(void);
@@ -147,11 +234,13 @@ int dropin_debug_level(void);
 /* One diagnostic line on stderr, prefixed "opmsg-mongoc: ". */
 void dropin_log(const char *fmt, ...) OPMSG_DROPIN_PRINTF(1, 2);
 
-/* The parse options every reply is checked with. */
-const opmsg_options_t *dropin_parse_options(void);
+/* The parse options every message is checked with: for a reply (what
+ * libmongoc reads from a server: OPMSG_PARSE_REPLY) or for anything else. */
+const opmsg_options_t *dropin_parse_options(bool reply);
 
 /* ---------------------------------------------------------------------------
- * slot.c: the per-thread merged body.
+ * slot.c: the per-thread merged body (1.23 only: its callers read
+ * sections[0] straight from the struct, so it must live in drop-in memory).
  * ------------------------------------------------------------------------- */
 
 /* Frees the calling thread's merged body, if any. */

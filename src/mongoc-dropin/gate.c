@@ -1,13 +1,17 @@
 /*
- * gate.c - decides whether libopmsg-mongoc replaces libmongoc's reply path.
+ * gate.c - decides whether, and how, libopmsg-mongoc replaces libmongoc's
+ * reply path.
  *
- * The replacements describe libmongoc 1.23's private structs, so they may only
- * run inside a libmongoc that reports 1.23.x; anything else (1.24 reworked
- * these files, 1.25 removed _mongoc_rpc_scatter) gets the original functions.
+ * The replacements rely on facts about particular libmongoc builds (1.23's
+ * private struct layouts; the call order and ownership of the mcd-rpc
+ * functions in 1.30 and 2.5), so each runs only inside a libmongoc whose
+ * mongoc_get_version() names a series the project tests: 1.23.x takes the
+ * _mongoc_rpc_* path (rpc.c), 1.30.x and 2.5.x the mcd-rpc path (mcdrpc.c).
+ * Anything else gets its own functions back, untouched.
  * The decision is tried from a constructor (libmongoc is relocated by then
  * when it is a load-time dependency) and otherwise made at the first
  * interposed call, when libmongoc is certainly loaded. It never changes
- * afterwards, so a reply is never scattered by one implementation and
+ * afterwards, so a reply is never parsed by one implementation and
  * decompressed by the other.
  */
 #define _GNU_SOURCE 1
@@ -22,13 +26,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { GATE_UNDECIDED = 0, GATE_ACTIVE = 1, GATE_FORWARD = 2 };
+/* gate_state holds a dropin_path_t + 1 once decided, 0 before. */
+enum { GATE_UNDECIDED = 0 };
 
 static atomic_int gate_state = GATE_UNDECIDED;
 static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
 static _Atomic(const void *) gate_caller; /* a libmongoc address, for decide() */
 static dropin_originals_t originals;
+static dropin_mcd_t mcd;
 static opmsg_options_t parse_options;
+static opmsg_options_t reply_options;
+/* The executable segments of libmongoc (for dropin_called_from_mongoc). */
+#define GATE_MAX_RANGES 4
+static struct {
+   uintptr_t lo, hi;
+} mongoc_code[GATE_MAX_RANGES];
+static int n_mongoc_code;
+static bool decompress_takes_max;
 static int debug_level = -1;
 
 typedef const char *(*version_fn)(void);
@@ -68,9 +82,15 @@ dropin_log(const char *fmt, ...)
 }
 
 const opmsg_options_t *
-dropin_parse_options(void)
+dropin_parse_options(bool reply)
 {
-   return &parse_options;
+   return reply ? &reply_options : &parse_options;
+}
+
+const dropin_mcd_t *
+dropin_mcd(void)
+{
+   return &mcd;
 }
 
 const dropin_originals_t *
@@ -180,17 +200,134 @@ find_version_fn(const void *caller, void **handle_out)
    return sym;
 }
 
+#define RESOLVE(field, name) \
+   fn_from_sym(&(field), sizeof(field), find_original(name, handle))
+/* The same, counting the mcd-rpc functions libmongoc lacks: the path needs
+ * every one (each is called or forwarded to). */
+#define RESOLVE_MCD(field, name)                                \
+   do {                                                         \
+      void *sym_ = find_original(name, handle);                 \
+      mcd_missing += sym_ == NULL;                              \
+      fn_from_sym(&(field), sizeof(field), sym_);               \
+   } while (0)
+
+static int mcd_missing;
+
 static void
 resolve_originals(void *handle)
 {
-   fn_from_sym(&originals.scatter, sizeof originals.scatter,
-               find_original("_mongoc_rpc_scatter", handle));
-   fn_from_sym(&originals.decompress, sizeof originals.decompress,
-               find_original("_mongoc_rpc_decompress", handle));
-   fn_from_sym(&originals.get_first_msg, sizeof originals.get_first_msg,
-               find_original("_mongoc_rpc_reply_get_first_msg", handle));
-   fn_from_sym(&originals.append_payload, sizeof originals.append_payload,
-               find_original("_mongoc_cmd_append_payload_as_array", handle));
+   RESOLVE(originals.scatter, "_mongoc_rpc_scatter");
+   RESOLVE(originals.decompress, "_mongoc_rpc_decompress");
+   RESOLVE(originals.get_first_msg, "_mongoc_rpc_reply_get_first_msg");
+   RESOLVE(originals.append_payload, "_mongoc_cmd_append_payload_as_array");
+
+   RESOLVE_MCD(mcd.from_data_in_place, "mcd_rpc_message_from_data_in_place");
+   RESOLVE_MCD(mcd.from_data, "mcd_rpc_message_from_data");
+   RESOLVE_MCD(mcd.get_body, "mcd_rpc_message_get_body");
+   RESOLVE_MCD(mcd.decompress3, "mcd_rpc_message_decompress");
+   RESOLVE_MCD(mcd.decompress4, "mcd_rpc_message_decompress");
+   RESOLVE_MCD(mcd.decompress_if_necessary3, "mcd_rpc_message_decompress_if_necessary");
+   RESOLVE_MCD(mcd.decompress_if_necessary4, "mcd_rpc_message_decompress_if_necessary");
+   RESOLVE_MCD(mcd.ingress, "mcd_rpc_message_ingress");
+   RESOLVE_MCD(mcd.flag_bits, "mcd_rpc_op_msg_get_flag_bits");
+   RESOLVE_MCD(mcd.message_new, "mcd_rpc_message_new");
+   RESOLVE_MCD(mcd.message_destroy, "mcd_rpc_message_destroy");
+   RESOLVE_MCD(mcd.message_reset, "mcd_rpc_message_reset");
+   RESOLVE_MCD(mcd.message_length, "mcd_rpc_header_get_message_length");
+   RESOLVE_MCD(mcd.request_id, "mcd_rpc_header_get_request_id");
+   RESOLVE_MCD(mcd.response_to, "mcd_rpc_header_get_response_to");
+   RESOLVE_MCD(mcd.op_code, "mcd_rpc_header_get_op_code");
+   RESOLVE_MCD(mcd.original_opcode, "mcd_rpc_op_compressed_get_original_opcode");
+   RESOLVE_MCD(mcd.compressed_message, "mcd_rpc_op_compressed_get_compressed_message");
+   RESOLVE_MCD(mcd.sections_count, "mcd_rpc_op_msg_get_sections_count");
+   RESOLVE_MCD(mcd.section_kind, "mcd_rpc_op_msg_section_get_kind");
+   RESOLVE_MCD(mcd.section_body, "mcd_rpc_op_msg_section_get_body");
+   RESOLVE_MCD(mcd.section_identifier, "mcd_rpc_op_msg_section_get_identifier");
+}
+
+#undef RESOLVE
+#undef RESOLVE_MCD
+
+/* Records the executable PT_LOAD segments of the object that holds the
+ * address in data (mongoc_get_version). */
+static int
+find_code_ranges(struct dl_phdr_info *info, size_t size, void *data)
+{
+   uintptr_t target = (uintptr_t) data;
+   int n = 0;
+
+   (void) size;
+   for (int pass = 0; pass < 2; pass++) {
+      for (int i = 0; i < info->dlpi_phnum; i++) {
+         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+         uintptr_t lo = (uintptr_t) info->dlpi_addr + ph->p_vaddr;
+         uintptr_t hi = lo + ph->p_memsz;
+
+         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) {
+            continue;
+         }
+         if (pass == 0 && target >= lo && target < hi) {
+            n = 1; /* this is the object: record its segments */
+            break;
+         }
+         if (pass == 1 && n_mongoc_code < GATE_MAX_RANGES) {
+            mongoc_code[n_mongoc_code].lo = lo;
+            mongoc_code[n_mongoc_code].hi = hi;
+            n_mongoc_code++;
+         }
+      }
+      if (n == 0) {
+         return 0;
+      }
+   }
+   return 1;
+}
+
+bool
+dropin_called_from_mongoc(const void *addr)
+{
+   uintptr_t a = (uintptr_t) addr;
+
+   for (int i = 0; i < n_mongoc_code; i++) {
+      if (a >= mongoc_code[i].lo && a < mongoc_code[i].hi) {
+         return true;
+      }
+   }
+   return false;
+}
+
+/* mcd_rpc_message_decompress gained max_msg_size in 2.4.0. */
+static bool
+takes_max(const char *version)
+{
+   int major = 0, minor = 0;
+
+   if (sscanf(version, "%d.%d", &major, &minor) != 2) {
+      return false;
+   }
+   return major > 2 || (major == 2 && minor >= 4);
+}
+
+bool
+dropin_mcd_decompress_takes_max(void)
+{
+   return decompress_takes_max;
+}
+
+/* The series this drop-in is tested with, and the path each takes. */
+static dropin_path_t
+path_for_version(const char *version)
+{
+   if (strncmp(version, "1.23.", 5) == 0) {
+      return DROPIN_RPC_123;
+   }
+   if (strncmp(version, "1.30.", 5) == 0) {
+      return DROPIN_MCD_130;
+   }
+   if (strncmp(version, "2.5.", 4) == 0) {
+      return DROPIN_MCD_25;
+   }
+   return DROPIN_FORWARD;
 }
 
 static void
@@ -200,71 +337,73 @@ decide(void)
    void *sym = find_version_fn(atomic_load(&gate_caller), &handle);
    const char *version = NULL;
    version_fn get_version;
-   int state;
+   dropin_path_t path = DROPIN_FORWARD;
+   const char *why = NULL;
 
    opmsg_options_init(&parse_options);
+   opmsg_options_init(&reply_options);
+   reply_options.flags = OPMSG_PARSE_REPLY;
    resolve_originals(handle);
    if (sym) {
       fn_from_sym(&get_version, sizeof get_version, sym);
       version = get_version();
+      dl_iterate_phdr(find_code_ranges, sym);
+      decompress_takes_max = takes_max(version);
    }
 
    if (disabled_by_env()) {
-      state = GATE_FORWARD;
-      if (dropin_debug_level()) {
-         dropin_log("inactive: OPMSG_MONGOC_DISABLE is set; forwarding to libmongoc");
-      }
+      why = "OPMSG_MONGOC_DISABLE is set";
    } else if (!OPMSG_DROPIN_LAYOUT_KNOWN) {
-      state = GATE_FORWARD;
-      if (dropin_debug_level()) {
-         dropin_log("inactive: built for an ABI whose libmongoc layout is not "
-                    "described; forwarding to libmongoc");
-      }
+      why = "built for an ABI whose libmongoc layout is not described";
    } else if (!version) {
-      state = GATE_FORWARD;
+      why = "mongoc_get_version() not found";
+   } else if ((path = path_for_version(version)) == DROPIN_FORWARD) {
       if (dropin_debug_level()) {
-         dropin_log("inactive: mongoc_get_version() not found; forwarding");
-      }
-   } else if (strncmp(version, "1.23.", 5) != 0) {
-      state = GATE_FORWARD;
-      if (dropin_debug_level()) {
-         dropin_log("inactive: libmongoc %s is not 1.23.x; forwarding to it",
+         dropin_log("inactive: libmongoc %s is not one this drop-in is tested "
+                    "with (1.23.x, 1.30.x, 2.5.x); forwarding to it",
                     version);
       }
-   } else if (!originals.scatter || !originals.decompress) {
-      state = GATE_FORWARD;
+   } else if (path == DROPIN_RPC_123 &&
+              (!originals.scatter || !originals.decompress)) {
+      path = DROPIN_FORWARD;
+      why = "libmongoc lacks _mongoc_rpc_scatter or _mongoc_rpc_decompress";
+   } else if (path != DROPIN_RPC_123 && mcd_missing > 0) {
+      path = DROPIN_FORWARD;
+      why = "libmongoc lacks one of the mcd_rpc_* functions";
+   } else if (n_mongoc_code == 0) {
+      path = DROPIN_FORWARD;
+      why = "libmongoc's code segments were not found";
+   }
+   if (why) {
+      path = DROPIN_FORWARD;
       if (dropin_debug_level()) {
-         dropin_log("inactive: libmongoc %s lacks _mongoc_rpc_scatter or "
-                    "_mongoc_rpc_decompress; forwarding",
-                    version);
+         dropin_log("inactive: %s; forwarding to libmongoc", why);
       }
-   } else {
-      state = GATE_ACTIVE;
-      if (dropin_debug_level()) {
-         dropin_log("active: libmongoc %s, libopmsg %s, CRC-32C %s", version,
-                    opmsg_version_string(), opmsg_crc32c_implementation());
-      }
+   } else if (path != DROPIN_FORWARD && dropin_debug_level()) {
+      dropin_log("active: libmongoc %s (%s path), libopmsg %s, CRC-32C %s",
+                 version, path == DROPIN_RPC_123 ? "rpc" : "mcd-rpc",
+                 opmsg_version_string(), opmsg_crc32c_implementation());
    }
    if (handle) {
       dlclose(handle); /* drops the RTLD_NOLOAD reference only */
    }
-   atomic_store_explicit(&gate_state, state, memory_order_release);
+   atomic_store_explicit(&gate_state, (int) path + 1, memory_order_release);
 }
 
-bool
-dropin_active(const void *caller)
+dropin_path_t
+dropin_path(const void *caller)
 {
    int state = atomic_load_explicit(&gate_state, memory_order_acquire);
 
    if (__builtin_expect(state != GATE_UNDECIDED, 1)) {
-      return state == GATE_ACTIVE;
+      return (dropin_path_t) (state - 1);
    }
    /* Every thread that races here passes a libmongoc address; whichever
     * runs decide() uses its own. */
    atomic_store(&gate_caller, caller);
    pthread_once(&gate_once, decide);
-   return atomic_load_explicit(&gate_state, memory_order_acquire) ==
-          GATE_ACTIVE;
+   return (dropin_path_t) (atomic_load_explicit(&gate_state,
+                                                memory_order_acquire) - 1);
 }
 
 __attribute__((constructor)) static void

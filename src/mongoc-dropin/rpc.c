@@ -1,12 +1,26 @@
 /*
  * rpc.c - libmongoc 1.23's reply path, rebuilt on libopmsg.
  *
- * _mongoc_rpc_scatter: every reply is checked by opmsg_parse() (length equal
- *   to the bytes read, flags, CRC-32C, sections, documents, limits). OP_MSG
- *   document sequences are merged into the body (at their dotted path), so
- *   the caller sees one body in sections[0] and n_sections 1. OP_REPLY and
- *   OP_COMPRESSED fields are filled exactly as the original fills them.
+ * _mongoc_rpc_scatter: every message is checked by opmsg_parse() (length
+ *   equal to the bytes read, flags, CRC-32C, sections, documents, limits).
+ *   What the struct then holds depends on who asked:
+ *   - libmongoc itself calls scatter only on what a server sent it (every
+ *     call site in the .so is a receive path), and its callers read
+ *     sections[0] straight from the struct, never a second section. So for
+ *     them the message must be a reply (OPMSG_PARSE_REPLY: a request opcode
+ *     there is an error, where the original went on to read garbage), and
+ *     OP_MSG document sequences are merged into the body (at their dotted
+ *     path): sections[0] is the merged body, n_sections 1.
+ *   - Any other caller (libmongoc's mock server parsing the requests it
+ *     receives, a proxy) gets the sections as they are on the wire, as the
+ *     original's contract says: validated, but not merged. The struct has
+ *     room for two sections; a message with more is refused rather than
+ *     written past the struct as the original would.
+ *   OP_REPLY and OP_COMPRESSED fields are filled exactly as the original
+ *   fills them; request opcodes from other callers go to the original after
+ *   libopmsg has checked them.
  * _mongoc_rpc_decompress: bounded by the sizes scatter checked; never aborts.
+ *   The message it rebuilds is scattered for the same kind of caller.
  * _mongoc_rpc_reply_get_first_msg: fails instead of aborting or returning an
  *   uninitialised document.
  *
@@ -14,16 +28,9 @@
  * every caller already turns into "invalid reply" / "could not decompress".
  */
 #include "dropin-private.h"
+#include "opmsg-private.h"
 
 #include <string.h>
-
-static inline int32_t
-rd_i32(const uint8_t *p)
-{
-   int32_t v;
-   memcpy(&v, p, 4); /* libmongoc 1.23 runs on little-endian x86-64 only here */
-   return v;
-}
 
 static inline void
 wr_ptr(void *rpc, size_t off, const void *ptr)
@@ -56,9 +63,10 @@ reject_msg(const char *what, const char *message)
    return false;
 }
 
-/* OP_MSG: the body, merged with its sequences when there are any. */
+/* OP_MSG for libmongoc's reply path: the body, merged with its sequences
+ * when there are any, as the one section its callers read. */
 static bool
-fill_msg(dropin_rpc_msg_t *out, const opmsg_msg_t *m)
+fill_msg_merged(dropin_rpc_msg_t *out, const opmsg_msg_t *m)
 {
    const uint8_t *body = m->body;
    bson_error_t error;
@@ -82,6 +90,44 @@ fill_msg(dropin_rpc_msg_t *out, const opmsg_msg_t *m)
    return true;
 }
 
+/* OP_MSG for any other caller: the sections in wire order, pointing into
+ * the message, as the original leaves them. */
+static bool
+fill_msg_wire(dropin_rpc_msg_t *out, const opmsg_msg_t *m)
+{
+   opmsg_sequence_iter_t it;
+   opmsg_sequence_t seq;
+   int n = 0;
+   bool body_done = false;
+
+   if (m->n_sequences + 1 > 2) {
+      return reject_msg("OP_MSG", "more than two sections: mongoc_rpc_msg_t "
+                                  "has room for two");
+   }
+   opmsg_sequence_iter_init(&it, m);
+   while (opmsg_sequence_iter_next(&it, &seq)) {
+      if (!body_done && m->body < seq.documents) {
+         out->sections[n].payload_type = 0;
+         out->sections[n++].payload.bson_document = m->body;
+         body_done = true;
+      }
+      out->sections[n].payload_type = 1;
+      /* The wire's section size: itself, the identifier and its NUL, the
+       * documents. */
+      out->sections[n].payload.sequence.size =
+         (int32_t) (4 + seq.identifier_len + 1 + seq.documents_len);
+      out->sections[n].payload.sequence.identifier = seq.identifier;
+      out->sections[n++].payload.sequence.bson_documents = seq.documents;
+   }
+   if (!body_done) {
+      out->sections[n].payload_type = 0;
+      out->sections[n++].payload.bson_document = m->body;
+   }
+   out->flags = m->flags;
+   out->n_sections = n;
+   return true;
+}
+
 /* OP_REPLY: the four fixed fields verbatim, then the documents in place. */
 static void
 fill_reply(void *rpc, const uint8_t *buf, size_t buflen)
@@ -93,35 +139,26 @@ fill_reply(void *rpc, const uint8_t *buf, size_t buflen)
           (int32_t) (buflen - DROPIN_REPLY_WIRE_FIXED));
 }
 
-/* OP_COMPRESSED: the same, after the checks the callers' allocation of
- * uncompressedSize + 16 bytes depends on (they allocate before decompress). */
-static bool
-fill_compressed(void *rpc, const uint8_t *buf, size_t buflen,
-                const opmsg_msg_t *m)
+/* OP_COMPRESSED: the same. The callers allocate uncompressedSize + 16
+ * bytes before they decompress; opmsg_parse() has bounded uncompressedSize
+ * by the message size limit (and, for a reply, checked that it carries a
+ * reply). */
+static void
+fill_compressed(void *rpc, const uint8_t *buf, size_t buflen)
 {
-   if (m->original_opcode != OPMSG_OP_MSG && m->original_opcode != OPMSG_OP_REPLY) {
-      return reject_msg("OP_COMPRESSED",
-                        "originalOpcode is neither OP_MSG nor OP_REPLY");
-   }
-   if (m->uncompressed_size < 5 ||
-       (size_t) m->uncompressed_size + OPMSG_HEADER_SIZE >
-          OPMSG_DEFAULT_MAX_MESSAGE_SIZE ||
-       !opmsg_compressor_available(m->compressor_id)) {
-      return reject_msg("OP_COMPRESSED", "uncompressedSize or compressorId");
-   }
    memcpy((uint8_t *) rpc + DROPIN_OFF_COMP_ORIGINAL_OPCODE,
           buf + DROPIN_OFF_COMP_ORIGINAL_OPCODE,
           DROPIN_COMPRESSED_WIRE_FIXED - DROPIN_OFF_COMP_ORIGINAL_OPCODE);
    wr_ptr(rpc, DROPIN_OFF_COMP_MESSAGE, buf + DROPIN_COMPRESSED_WIRE_FIXED);
    wr_i32(rpc, DROPIN_OFF_COMP_MESSAGE_LEN,
           (int32_t) (buflen - DROPIN_COMPRESSED_WIRE_FIXED));
-   return true;
 }
 
-/* inner: called by decompress on the rebuilt message, where OP_COMPRESSED
- * would be nesting and other opcodes cannot occur. */
+/* reply: the caller is libmongoc's receive path (see the top).
+ * inner: called by decompress on the rebuilt message, where OP_COMPRESSED
+ * would be nesting. */
 static bool
-scatter(void *rpc, const uint8_t *buf, size_t buflen, bool inner)
+scatter(void *rpc, const uint8_t *buf, size_t buflen, bool reply, bool inner)
 {
    opmsg_msg_t m;
    bson_error_t error;
@@ -134,35 +171,33 @@ scatter(void *rpc, const uint8_t *buf, size_t buflen, bool inner)
       return false;
    }
    memcpy(rpc, buf, OPMSG_HEADER_SIZE);
-   opcode = rd_i32(buf + DROPIN_OFF_OPCODE);
-   if (opcode != OPMSG_OP_MSG && opcode != OPMSG_OP_REPLY &&
-       opcode != OPMSG_OP_COMPRESSED) {
-      if (inner || !dropin_originals()->scatter) {
-         return reject_msg("reply", "unexpected opcode");
-      }
-      /* Request opcodes and unknown ones: the original's behaviour (a
-       * warning and false for unknown ones). */
-      return dropin_originals()->scatter(rpc, buf, buflen);
+   /* opmsg_parse() also insists messageLength == buflen. */
+   if (!opmsg_parse(buf, buflen, dropin_parse_options(reply), &m, &error)) {
+      memset(rpc, 0, DROPIN_RPC_SIZE);
+      return reject(reply ? "reply" : "message", &error);
    }
+   opcode = m.opcode;
    if (inner && opcode == OPMSG_OP_COMPRESSED) {
       return reject_msg("OP_COMPRESSED", "nested OP_COMPRESSED");
    }
-   /* opmsg_parse() also insists messageLength == buflen. */
-   if (!opmsg_parse(buf, buflen, dropin_parse_options(), &m, &error)) {
-      memset(rpc, 0, DROPIN_RPC_SIZE);
-      return reject(opcode == OPMSG_OP_MSG ? "OP_MSG"
-                    : opcode == OPMSG_OP_REPLY ? "OP_REPLY"
-                                               : "OP_COMPRESSED",
-                    &error);
-   }
    switch (opcode) {
    case OPMSG_OP_MSG:
-      return fill_msg((dropin_rpc_msg_t *) rpc, &m);
+      return reply ? fill_msg_merged((dropin_rpc_msg_t *) rpc, &m)
+                   : fill_msg_wire((dropin_rpc_msg_t *) rpc, &m);
    case OPMSG_OP_REPLY:
       fill_reply(rpc, buf, buflen);
       return true;
+   case OPMSG_OP_COMPRESSED:
+      fill_compressed(rpc, buf, buflen);
+      return true;
    default:
-      return fill_compressed(rpc, buf, buflen, &m);
+      /* A request opcode from a caller that is not libmongoc's reply path
+       * (OPMSG_PARSE_REPLY refused it there): checked by libopmsg, laid
+       * out by the original, which knows those structs. */
+      if (inner || !dropin_originals()->scatter) {
+         return reject_msg("message", "request opcode not expected here");
+      }
+      return dropin_originals()->scatter(rpc, buf, buflen);
    }
 }
 
@@ -173,7 +208,8 @@ _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen)
       dropin_scatter_fn original = dropin_originals()->scatter;
       return original ? original(rpc, buf, buflen) : false;
    }
-   return scatter(rpc, buf, buflen, false);
+   return scatter(rpc, buf, buflen,
+                  dropin_called_from_mongoc(__builtin_return_address(0)), false);
 }
 
 /* Re-reads the OP_COMPRESSED that scatter filled rpc from: its fields point
@@ -181,7 +217,8 @@ _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen)
  * decompresses straight after scattering). The fields are compared with the
  * bytes so a struct scattered elsewhere is refused, not trusted. */
 static bool
-reparse_compressed(const void *rpc, opmsg_msg_t *m, bson_error_t *error)
+reparse_compressed(const void *rpc, bool reply, opmsg_msg_t *m,
+                   bson_error_t *error)
 {
    const uint8_t *payload;
    int32_t payload_len;
@@ -189,10 +226,10 @@ reparse_compressed(const void *rpc, opmsg_msg_t *m, bson_error_t *error)
 
    memcpy(&payload, (const uint8_t *) rpc + DROPIN_OFF_COMP_MESSAGE,
           sizeof payload);
-   payload_len = rd_i32((const uint8_t *) rpc + DROPIN_OFF_COMP_MESSAGE_LEN);
-   if (rd_i32((const uint8_t *) rpc + DROPIN_OFF_OPCODE) != OPMSG_OP_COMPRESSED ||
+   payload_len = opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_COMP_MESSAGE_LEN);
+   if (opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_OPCODE) != OPMSG_OP_COMPRESSED ||
        !payload || payload_len < 0 ||
-       rd_i32((const uint8_t *) rpc + DROPIN_OFF_MSG_LEN) !=
+       opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_MSG_LEN) !=
           payload_len + DROPIN_COMPRESSED_WIRE_FIXED) {
       return false;
    }
@@ -202,7 +239,7 @@ reparse_compressed(const void *rpc, opmsg_msg_t *m, bson_error_t *error)
    }
    return opmsg_parse(start,
                       (size_t) payload_len + DROPIN_COMPRESSED_WIRE_FIXED,
-                      dropin_parse_options(), m, error);
+                      dropin_parse_options(reply), m, error);
 }
 
 bool
@@ -210,13 +247,14 @@ _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf, size_t buflen)
 {
    opmsg_msg_t m;
    bson_error_t error;
+   bool reply = dropin_called_from_mongoc(__builtin_return_address(0));
 
    if (!dropin_active(__builtin_return_address(0))) {
       dropin_decompress_fn original = dropin_originals()->decompress;
       return original ? original(rpc_le, buf, buflen) : false;
    }
    memset(&error, 0, sizeof error);
-   if (!reparse_compressed(rpc_le, &m, &error)) {
+   if (!reparse_compressed(rpc_le, reply, &m, &error)) {
       return error.code ? reject("OP_COMPRESSED", &error)
                         : reject_msg("OP_COMPRESSED",
                                      "not the message scatter was given");
@@ -228,7 +266,7 @@ _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf, size_t buflen)
    if (!opmsg_decompress_into(&m, buf, buflen, NULL, &error)) {
       return reject("OP_COMPRESSED", &error);
    }
-   return scatter(rpc_le, buf, buflen, true);
+   return scatter(rpc_le, buf, buflen, reply, true);
 }
 
 bool
@@ -245,8 +283,8 @@ _mongoc_rpc_reply_get_first_msg(void *msg, bson_t *reply)
       return false;
    }
    doc = m->sections[0].payload.bson_document;
-   if (!doc || rd_i32(doc) < 5) {
+   if (!doc || opmsg_read_i32(doc) < 5) {
       return false;
    }
-   return bson_init_static(reply, doc, (size_t) rd_i32(doc));
+   return bson_init_static(reply, doc, (size_t) opmsg_read_i32(doc));
 }

@@ -18,6 +18,9 @@
 #define _POSIX_C_SOURCE 200809L /* struct addrinfo in mongoc-socket.h under -std=c11 */
 #include <mongoc/mongoc.h>
 
+/* bson_string_t's stand-in (header only: this program links no libopmsg). */
+#include "../../src/opmsg-bson-compat.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,22 +73,22 @@ op_find(mongoc_client_t *client)
       mongoc_collection_find_with_opts(coll, filter, NULL, NULL);
    const bson_t *doc;
    bson_error_t error;
-   bson_string_t *out = bson_string_new("[");
+   opmsg_strbuf_t *out = opmsg_strbuf_new("[");
    int n = 0;
    int rc;
 
    while (mongoc_cursor_next(cursor, &doc)) {
       char *json = bson_as_relaxed_extended_json(doc, NULL);
-      bson_string_append_printf(out, "%s%s", n++ ? ", " : "", json);
+      opmsg_strbuf_append_printf(out, "%s%s", n++ ? ", " : "", json);
       bson_free(json);
    }
-   bson_string_append(out, "]");
+   opmsg_strbuf_append(out, "]");
    if (mongoc_cursor_error(cursor, &error)) {
       rc = print_error(&error);
    } else {
       rc = print_ok(out->str);
    }
-   bson_string_free(out, true);
+   opmsg_strbuf_free(out, true);
    mongoc_cursor_destroy(cursor);
    bson_destroy(filter);
    mongoc_collection_destroy(coll);
@@ -376,12 +379,12 @@ work_aggregate(worker_t *w, mongoc_collection_t *coll)
       mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, pipeline, opts, NULL);
    const bson_t *doc;
    bson_error_t error;
-   bson_string_t *s = bson_string_new("");
+   opmsg_strbuf_t *s = opmsg_strbuf_new("");
 
    while (mongoc_cursor_next(cursor, &doc)) {
       bson_iter_t id, n;
       if (bson_iter_init_find(&id, doc, "_id") && bson_iter_init_find(&n, doc, "n")) {
-         bson_string_append_printf(s, "%lld:%lld,", (long long) bson_iter_as_int64(&id),
+         opmsg_strbuf_append_printf(s, "%lld:%lld,", (long long) bson_iter_as_int64(&id),
                                    (long long) bson_iter_as_int64(&n));
       }
    }
@@ -390,7 +393,7 @@ work_aggregate(worker_t *w, mongoc_collection_t *coll)
    } else {
       append_summary(w, "aggregate", s->str);
    }
-   bson_string_free(s, true);
+   opmsg_strbuf_free(s, true);
    mongoc_cursor_destroy(cursor);
    bson_destroy(opts);
    bson_destroy(pipeline);

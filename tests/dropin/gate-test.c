@@ -128,6 +128,21 @@ main(int argc, char **argv)
       CHECK(get_i32(rpc + 88) == 1 && rpc[24] == 0);
       CHECK(first(rpc, &doc) && bson_iter_init_find(&it, &doc, "extra") &&
             BSON_ITER_HOLDS_ARRAY(&it));
+      /* The same bytes from a caller that is not libmongoc (a mock server
+       * parsing a request): the sections as on the wire, not merged. */
+      {
+         scatter_fn direct;
+         const char *id;
+         const uint8_t *docs;
+
+         fn_sym(&direct, sizeof direct, RTLD_DEFAULT, "_mongoc_rpc_scatter");
+         CHECK(direct(rpc, msg, len));
+         CHECK(get_i32(rpc + 88) == 2 && rpc[24] == 0 && rpc[56] == 1);
+         memcpy(&id, rpc + 56 + 16, sizeof id);
+         memcpy(&docs, rpc + 56 + 24, sizeof docs);
+         CHECK(id && strcmp(id, "extra") == 0 && docs == (const uint8_t *) id + 6);
+         CHECK(get_i32(rpc + 56 + 8) == (int32_t) (len - (size_t) ((const uint8_t *) id - 4 - msg)));
+      }
       /* A truncated message and a length that lies are refused. */
       CHECK(!scatter(rpc, msg, len - 1));
       put_i32(msg, (int32_t) len + 1);

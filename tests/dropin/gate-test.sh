@@ -1,6 +1,7 @@
 #!/bin/sh
-# gate-test.sh GATE_TEST DROPIN: the drop-in is active for libmongoc 1.23.x
-# only, decided at the first call when libmongoc is dlopen()ed after start-up
+# gate-test.sh GATE_TEST DROPIN: the drop-in is active for the libmongoc
+# series it is tested with (1.23.x on the rpc path; 1.30.x and 2.5.x on the
+# mcd-rpc path, which also needs libmongoc's mcd_rpc_* functions), decided at the first call when libmongoc is dlopen()ed after start-up
 # (globally or privately), says why with OPMSG_MONGOC_DEBUG=1, once, and stays
 # silent in processes without libmongoc.
 set -u
@@ -22,10 +23,15 @@ run() { # VERSION SCOPE EXPECT MESSAGE
   fi
 }
 
-run 1.23.1 global active  "active: libmongoc 1.23.1"
-run 1.23.5 local  active  "active: libmongoc 1.23.5"
-run 1.24.0 global forward "inactive: libmongoc 1.24.0 is not 1.23.x"
-run 1.22.2 local  forward "inactive: libmongoc 1.22.2 is not 1.23.x"
+run 1.23.1 global active  "active: libmongoc 1.23.1 (rpc path)"
+run 1.23.5 local  active  "active: libmongoc 1.23.5 (rpc path)"
+run 1.24.0 global forward "inactive: libmongoc 1.24.0 is not one this drop-in is tested with"
+run 1.22.2 local  forward "inactive: libmongoc 1.22.2 is not one this drop-in is tested with"
+run 2.4.0  global forward "inactive: libmongoc 2.4.0 is not one this drop-in is tested with"
+# A 1.30 or 2.5 that lacks the mcd-rpc functions (the fake has only 1.23's)
+# is not trusted with either path.
+run 1.30.4 global forward "inactive: libmongoc lacks one of the mcd_rpc_\* functions"
+run 2.5.7  local  forward "inactive: libmongoc lacks one of the mcd_rpc_\* functions"
 
 # OPMSG_MONGOC_DISABLE=1 turns it off.
 if ! OPMSG_MONGOC_DISABLE=1 FAKE_MONGOC_VERSION=1.23.1 OPMSG_MONGOC_DEBUG=1 \

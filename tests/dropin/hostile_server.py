@@ -138,6 +138,27 @@ def op_compressed(inner, compressor, usize_delta=0, usize=None):
                   OP_COMPRESSED) + payload
 
 
+def request_message(opcode, response_to):
+    """A well-formed message of a request opcode (what a client sends, never
+    what a server answers with): OP_UPDATE, OP_INSERT, OP_QUERY, OP_GET_MORE,
+    OP_DELETE or OP_KILL_CURSORS."""
+    ns = _cstring("test.c")
+    doc = encode({"x": 1})
+    zero = struct.pack("<i", 0)
+    payload = {
+        2001: zero + ns + zero + doc + encode({"$set": {"x": 2}}),   # OP_UPDATE
+        2002: zero + ns + doc + doc,                                  # OP_INSERT
+        OP_QUERY: zero + ns + zero + struct.pack("<i", 1) + doc,      # OP_QUERY
+        2005: zero + ns + zero + struct.pack("<q", 12345),            # OP_GET_MORE
+        2006: zero + ns + zero + doc,                                 # OP_DELETE
+        2007: zero + struct.pack("<iq", 1, 12345),                    # OP_KILL_CURSORS
+    }[opcode]
+    return header(16 + len(payload), 0x0F0F, response_to, opcode) + payload
+
+
+REQUEST_OPCODES = {"op_update": 2001, "op_insert": 2002, "op_query": OP_QUERY,
+                   "op_get_more": 2005, "op_delete": 2006, "op_kill_cursors": 2007}
+
 # ---------------------------------------------------------------------------
 # Replies
 # ---------------------------------------------------------------------------
@@ -240,6 +261,13 @@ def craft(mode, command, n_docs, rid):
         "find_seq_clash": lambda: op_msg([body(_find_with_empty_batch(command, n_docs)),
                                           seq("cursor.firstBatch", FIND_DOCS)], rid),
     }
+    # A request opcode where the reply belongs, plain and inside OP_COMPRESSED
+    # (noop): stock libmongoc 1.24+ aborts on them, 1.23 reads garbage.
+    for name, opcode in REQUEST_OPCODES.items():
+        modes["reply_" + name] = (lambda o: lambda: request_message(o, rid))(opcode)
+    for name in ("op_query", "op_insert"):
+        modes["compressed_" + name] = (
+            lambda o: lambda: op_compressed(request_message(o, rid), 0))(REQUEST_OPCODES[name])
     msg = modes[mode]()
     # Keep the header's messageLength the real length for every mode (the
     # crafted part is inside); trailing_bytes counts its extra bytes too.
@@ -259,6 +287,8 @@ MODES = {
     "zlib_seq": True, "size_lie_small": False, "size_lie_huge": False,
     "noop_wrong_size": False, "find_seq": True, "find_seq_clash": False,
 }
+MODES.update({"reply_" + name: False for name in REQUEST_OPCODES})
+MODES.update({"compressed_op_query": False, "compressed_op_insert": False})
 
 HANDSHAKE = {"hello", "ismaster", "isMaster"}
 

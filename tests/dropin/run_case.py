@@ -134,8 +134,23 @@ def short(right, label):
     return "WRONG (%s)" % label[:40]
 
 
+def mongoc_version(client, dropin):
+    """The libmongoc version the client runs with, as the drop-in's gate
+    reports it when it loads (the client is linked with libmongoc)."""
+    env = dict(os.environ, LD_PRELOAD=dropin, OPMSG_MONGOC_DEBUG="1")
+    p = subprocess.run([client], env=env, capture_output=True, text=True,
+                       errors="replace", timeout=TIMEOUT)
+    for line in p.stderr.splitlines():
+        for word in ("active: libmongoc ", "inactive: libmongoc "):
+            if word in line:
+                return line.split(word, 1)[1].split()[0]
+    return "(unknown version)"
+
+
 def table(client, dropin, out):
     rows, stock_right, stock_crash, dropin_right = [], 0, 0, 0
+    dropin_crash = stock_wrong = dropin_wrong = 0
+    version = mongoc_version(client, dropin)
     for mode, legal in hs.MODES.items():
         stock = run_mode(client, mode)
         pre = run_mode(client, mode, dropin)
@@ -144,6 +159,9 @@ def table(client, dropin, out):
         stock_right += s_ok
         dropin_right += d_ok
         stock_crash += any(r[2].startswith(("CRASH", "HANG")) for r in stock)
+        dropin_crash += any(r[2].startswith(("CRASH", "HANG")) for r in pre)
+        stock_wrong += not s_ok and not any(r[2].startswith(("CRASH", "HANG")) for r in stock)
+        dropin_wrong += not d_ok and not any(r[2].startswith(("CRASH", "HANG")) for r in pre)
         rows.append("| %s | %s | %s | %s |" % (
             mode, "legal" if legal else "illegal",
             "; ".join("%s: %s" % (r[0], short(r[1], r[2])) for r in stock),
@@ -151,17 +169,23 @@ def table(client, dropin, out):
         print(rows[-1], flush=True)
     n = len(hs.MODES)
     with open(out, "w") as f:
-        f.write("# Stock libmongoc vs libopmsg-mongoc.so (generated %s)\n\n" %
-                time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+        f.write("# libmongoc %s: stock vs libopmsg-mongoc.so (generated %s)\n\n" %
+                (version, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
         f.write("\"right\": a legal reply gave the right result (merged fields visible,\n"
                 "find returned its 2 documents, insert_many counted 3); an illegal\n"
                 "one gave a clean error. Anything else is named.\n\n")
-        f.write("| mode | reply | stock libmongoc 1.23 | with the drop-in |\n|---|---|---|---|\n")
+        f.write("| mode | reply | stock libmongoc %s | with the drop-in |\n|---|---|---|---|\n"
+                % version)
         f.write("\n".join(rows) + "\n\n")
-        f.write("Stock: %d of %d cases right, %d crashed or hung. "
-                "Drop-in: %d of %d right.\n" % (stock_right, n, stock_crash, dropin_right, n))
-    print("stock %d/%d right (%d crashed or hung), drop-in %d/%d right -> %s" %
-          (stock_right, n, stock_crash, dropin_right, n, out))
+        f.write("Stock: %d of %d cases right, %d crashed or hung, %d wrong. "
+                "Drop-in: %d of %d right, %d crashed or hung, %d wrong.\n" %
+                (stock_right, n, stock_crash, stock_wrong, dropin_right, n,
+                 dropin_crash, dropin_wrong))
+    # One line for scripts (make check-distros collects them).
+    print("dropin-table %s: modes %d, stock right %d crashed %d wrong %d, "
+          "drop-in right %d crashed %d wrong %d -> %s" %
+          (version, n, stock_right, stock_crash, stock_wrong, dropin_right,
+           dropin_crash, dropin_wrong, out))
     return 0
 
 

@@ -9,6 +9,8 @@
 
 #include "harness.h"
 
+#include "opmsg-bson-compat.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,7 +380,7 @@ static void
 fuzz_append_sequence(bson_t *out, const opmsg_field_t *field)
 {
    bson_t arr;
-   FUZZ_CHECK(bson_append_array_begin(out, field->key, (int) field->key_len, &arr));
+   FUZZ_CHECK(opmsg_append_array_begin(out, field->key, (int) field->key_len, &arr));
    opmsg_document_iter_t dit;
    bson_t doc;
    uint32_t i = 0;

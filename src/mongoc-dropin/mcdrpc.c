@@ -1,0 +1,419 @@
+/*
+ * mcdrpc.c - the reply path of libmongoc 1.30 and 2.5 (mcd-rpc), rebuilt on
+ * libopmsg.
+ *
+ * Every receive path in those versions runs the same four calls: parse
+ * (mcd_rpc_message_from_data_in_place), ingress (counters), decompress if
+ * necessary, and get_body; two of them then read the OP_MSG flag bits. The
+ * message object (mcd_rpc_message) is opaque: this file never looks inside
+ * it, it reads it through libmongoc's own exported accessors.
+ *
+ * One rule for both reply paths (rpc.c has the other): sections stay as they
+ * are on the wire, validated by libopmsg, and document sequences are merged
+ * only where a reply is consumed.
+ * - from_data_in_place: the bytes are checked by opmsg_parse() (CRC-32C,
+ *   unique and non-clashing identifiers, trailing bytes, limits, documents)
+ *   and then by the original, which fills the object: a message either
+ *   rejects is rejected. When libmongoc itself is the caller it is parsing a
+ *   server's reply (every call site in the .so is a receive path), so the
+ *   message must be a reply (OPMSG_PARSE_REPLY): a request opcode there is
+ *   an error for that operation, where the original accepted it and
+ *   mcd_rpc_message_ingress() then aborted the process. Other callers
+ *   (libmongoc's mock server parses the requests it receives with
+ *   mcd_rpc_message_from_data and reads their sections one by one) get the
+ *   object exactly as the original fills it.
+ * - get_body: the only place libmongoc reads a reply's document. With
+ *   sequences, it returns the merged document, owned by the caller's bson_t.
+ * - decompress / decompress_if_necessary: sizes bounded by the limits (and
+ *   2.x's max_msg_size) before allocating, exact sizes, never an abort, and
+ *   on failure nothing is left in *data for the caller to leak.
+ * - ingress: an opcode it does not count is skipped instead of aborting.
+ * - op_msg_get_flag_bits: 0 for a message that is not OP_MSG (the streaming
+ *   monitor asks without checking the opcode), instead of aborting.
+ *
+ * The lifetime of get_body's document, call site by call site (1.30.4 and
+ * 2.5; the receive paths are the same in both):
+ * - The original returns a view into the parsed buffer. Every caller is done
+ *   with it before that buffer is freed, and every caller calls
+ *   bson_destroy() on it when get_body succeeded:
+ *   - cluster, OP_MSG command path (_mongoc_cluster_run_opmsg_recv): reads
+ *     it (cluster time, ok, session), bson_copy_to(), bson_destroy();
+ *   - cluster, OP_QUERY command path (handshakes of pooled clients):
+ *     bson_copy_to(), bson_destroy() straight away;
+ *   - server monitor, hello over OP_MSG and over OP_QUERY, and the streaming
+ *     monitor: bson_copy_to(), bson_destroy() straight away;
+ *   - async handshake / single-threaded heartbeat (mongoc-async-cmd.c):
+ *     kept in the async command until its completion callback has run
+ *     (which calls the application's heartbeat APM callbacks: they may run
+ *     other commands on the same thread), then bson_destroy() when the
+ *     command is destroyed (1.30 marks it for cleanup on success; 2.5
+ *     always destroys it);
+ *   - mcd_rpc_message_check_ok (legacy OP_REPLY cursors, 1.30): copies it
+ *     into the error document, bson_destroy().
+ * - So a merged body is returned as a document the caller owns (one
+ *   allocation, opmsg_merge_init()), freed by the bson_destroy() every
+ *   caller already makes. Nothing is kept per thread or per message, so the
+ *   async path's re-entrant callbacks cannot invalidate it, unlike a buffer
+ *   freed at the next parse. A body without sequences stays a view into the
+ *   buffer, exactly as the original returns it.
+ * - On failure *reply is left untouched, as the original leaves it (the
+ *   1.30 async path does not destroy it then).
+ */
+#include "dropin-private.h"
+
+#include <string.h>
+
+/* Offsets of the first section inside an OP_MSG (header, flagBits, kind
+ * byte) and of the compressed bytes inside an OP_COMPRESSED. */
+#define MSG_FIRST_BODY (OPMSG_HEADER_SIZE + 4 + 1)
+#define MSG_FIRST_IDENTIFIER (MSG_FIRST_BODY + 4)
+#define COMPRESSED_PAYLOAD (OPMSG_HEADER_SIZE + 9)
+
+static bool
+mcd_path(const void *caller)
+{
+   dropin_path_t p = dropin_path(caller);
+   return p == DROPIN_MCD_130 || p == DROPIN_MCD_25;
+}
+
+static bool
+reject(const char *what, const bson_error_t *error)
+{
+   if (dropin_debug_level()) {
+      dropin_log("rejected %s: %s (%s)", what, error->message,
+                 opmsg_error_name(error->code));
+   }
+   return false;
+}
+
+static bool
+reject_msg(const char *what, const char *message)
+{
+   if (dropin_debug_level()) {
+      dropin_log("rejected %s: %s", what, message);
+   }
+   return false;
+}
+
+/* ---------------------------------------------------------------------------
+ * The wire bytes behind a parsed message
+ *
+ * The original parser stores pointers into the buffer it was given (its
+ * documented in-place contract), at fixed offsets from the message's start:
+ * an OP_MSG's first section and an OP_COMPRESSED's payload. From one of them
+ * the message is found again, and its header is compared with what the
+ * object says, so an object filled any other way is refused, not trusted.
+ * ------------------------------------------------------------------------- */
+static bool
+wire_bytes(const void *rpc, const uint8_t **start, size_t *len)
+{
+   const dropin_mcd_t *f = dropin_mcd();
+   int32_t opcode = f->op_code(rpc);
+   int32_t length = f->message_length(rpc);
+   const uint8_t *p;
+
+   if (opcode == OPMSG_OP_MSG) {
+      if (f->sections_count(rpc) == 0) {
+         return false;
+      }
+      p = f->section_kind(rpc, 0) == 0
+             ? (const uint8_t *) f->section_body(rpc, 0) - MSG_FIRST_BODY
+             : (const uint8_t *) f->section_identifier(rpc, 0) -
+                  MSG_FIRST_IDENTIFIER;
+   } else if (opcode == OPMSG_OP_COMPRESSED) {
+      p = (const uint8_t *) f->compressed_message(rpc) - COMPRESSED_PAYLOAD;
+   } else {
+      return false;
+   }
+   if (length < OPMSG_HEADER_SIZE) {
+      return false;
+   }
+   /* The header as libopmsg reads it must be the one the object holds. */
+   if (!opmsg_frame_length(p, OPMSG_HEADER_SIZE, NULL, len, NULL) ||
+       *len != (size_t) length) {
+      return false;
+   }
+   {
+      int32_t words[4];
+      memcpy(words, p, sizeof words);
+      if (words[1] != f->request_id(rpc) || words[2] != f->response_to(rpc) ||
+          words[3] != opcode) {
+         return false;
+      }
+   }
+   *start = p;
+   return true;
+}
+
+/* ---------------------------------------------------------------------------
+ * Parsing
+ * ------------------------------------------------------------------------- */
+
+/* reply: the caller is libmongoc's receive path. */
+static bool
+parse_in_place(void *rpc, const void *data, size_t length,
+               const void **data_end, bool reply)
+{
+   const dropin_mcd_t *f = dropin_mcd();
+   opmsg_msg_t m;
+   bson_error_t error;
+   size_t message_length;
+
+   if (!rpc || !data) {
+      /* A caller's bug, not a peer's input: the original's answer. */
+      return f->from_data_in_place(rpc, data, length, data_end);
+   }
+   if (data_end) {
+      *data_end = data;
+   }
+   /* As the original: the message may be followed by other bytes, which
+    * are not part of it. */
+   if (!opmsg_frame_length(data, length, dropin_parse_options(reply),
+                           &message_length, &error)) {
+      return reject(reply ? "reply" : "message", &error);
+   }
+   if (message_length > length) {
+      return reject_msg(reply ? "reply" : "message",
+                        "messageLength is larger than the bytes given");
+   }
+   if (!opmsg_parse(data, message_length, dropin_parse_options(reply), &m,
+                    &error)) {
+      return reject(reply ? "reply" : "message", &error);
+   }
+   return f->from_data_in_place(rpc, data, length, data_end);
+}
+
+bool
+mcd_rpc_message_from_data_in_place(void *rpc, const void *data, size_t length,
+                                   const void **data_end)
+{
+   const void *caller = __builtin_return_address(0);
+
+   if (!mcd_path(caller)) {
+      const dropin_mcd_t *f = dropin_mcd();
+      return f->from_data_in_place ? f->from_data_in_place(rpc, data, length, data_end)
+                                   : false;
+   }
+   return parse_in_place(rpc, data, length, data_end,
+                         dropin_called_from_mongoc(caller));
+}
+
+/* new + parse, as the original, whose own call to from_data_in_place would
+ * come from inside libmongoc and look like a reply path: replaced so that
+ * the mock server's requests keep their opcodes and sections. */
+void *
+mcd_rpc_message_from_data(const void *data, size_t length,
+                          const void **data_end)
+{
+   const dropin_mcd_t *f = dropin_mcd();
+   void *rpc;
+
+   if (!mcd_path(__builtin_return_address(0))) {
+      return f->from_data ? f->from_data(data, length, data_end) : NULL;
+   }
+   rpc = f->message_new();
+   if (rpc && !parse_in_place(rpc, data, length, data_end, false)) {
+      f->message_destroy(rpc);
+      rpc = NULL;
+   }
+   return rpc;
+}
+
+/* ---------------------------------------------------------------------------
+ * The body
+ * ------------------------------------------------------------------------- */
+bool
+mcd_rpc_message_get_body(const void *rpc, bson_t *reply)
+{
+   const dropin_mcd_t *f = dropin_mcd();
+   const uint8_t *start;
+   size_t len;
+   opmsg_msg_t m;
+   bson_error_t error;
+
+   if (!mcd_path(__builtin_return_address(0))) {
+      return f->get_body ? f->get_body(rpc, reply) : false;
+   }
+   /* Body-only messages and OP_REPLY: the original's view. */
+   if (!rpc || !reply || f->op_code(rpc) != OPMSG_OP_MSG ||
+       f->sections_count(rpc) < 2) {
+      return f->get_body(rpc, reply);
+   }
+   if (!wire_bytes(rpc, &start, &len)) {
+      return reject_msg("OP_MSG", "the message is not the one that was parsed");
+   }
+   if (!opmsg_parse(start, len, dropin_parse_options(false), &m, &error)) {
+      return reject("OP_MSG", &error);
+   }
+   /* Fails only without memory (the size was checked by the parse); *reply
+    * is then an empty document that needs no bson_destroy(). */
+   if (!opmsg_merge_init(&m, reply, &error)) {
+      return reject("OP_MSG", &error);
+   }
+   return true;
+}
+
+/* ---------------------------------------------------------------------------
+ * Decompression
+ * ------------------------------------------------------------------------- */
+
+/* 2.x passes the largest message it accepts (the original aborts on 16 or
+ * less and refuses more than 48,000,000); 1.30 passes nothing. */
+static bool
+limits_for(dropin_path_t path, int32_t max_msg_size, bool reply,
+           opmsg_options_t *opts)
+{
+   *opts = *dropin_parse_options(reply);
+   if (path == DROPIN_MCD_25) {
+      if (max_msg_size <= OPMSG_HEADER_SIZE ||
+          (uint32_t) max_msg_size > OPMSG_DEFAULT_MAX_MESSAGE_SIZE) {
+         return false;
+      }
+      opts->max_message_size = (size_t) max_msg_size;
+   }
+   return true;
+}
+
+static bool
+decompress(dropin_path_t path, void *rpc, void **data, size_t *data_len,
+           int32_t max_msg_size, bool reply)
+{
+   const dropin_mcd_t *f = dropin_mcd();
+   const uint8_t *start;
+   size_t len;
+   opmsg_msg_t m;
+   opmsg_options_t opts;
+   bson_error_t error;
+   uint8_t *buf;
+   size_t size;
+
+   if (!rpc || !data || !data_len) {
+      return false;
+   }
+   /* Whatever happens, the caller owns nothing unless this succeeds. */
+   *data = NULL;
+   *data_len = 0;
+   if (f->op_code(rpc) != OPMSG_OP_COMPRESSED) {
+      return reject_msg("OP_COMPRESSED", "decompress of another opcode");
+   }
+   if (!limits_for(path, max_msg_size, reply, &opts)) {
+      return reject_msg("OP_COMPRESSED", "max_msg_size out of range");
+   }
+   if (!wire_bytes(rpc, &start, &len)) {
+      return reject_msg("OP_COMPRESSED", "the message is not the one that was parsed");
+   }
+   /* Bounds uncompressedSize by the limit before anything is allocated. */
+   if (!opmsg_parse(start, len, &opts, &m, &error)) {
+      return reject("OP_COMPRESSED", &error);
+   }
+   size = opmsg_decompressed_size(&m);
+   /* libmongoc adopts the buffer and frees it with bson_free/bson_realloc. */
+   buf = bson_malloc(size);
+   if (!opmsg_decompress_into(&m, buf, size, NULL, &error)) {
+      bson_free(buf);
+      return reject("OP_COMPRESSED", &error);
+   }
+   f->message_reset(rpc);
+   if (!parse_in_place(rpc, buf, size, NULL, reply)) {
+      bson_free(buf);
+      return false;
+   }
+   *data = buf;
+   *data_len = size;
+   return true;
+}
+
+bool
+mcd_rpc_message_decompress(void *rpc, void **data, size_t *data_len,
+                           int32_t max_msg_size)
+{
+   const void *caller = __builtin_return_address(0);
+   dropin_path_t path = dropin_path(caller);
+   const dropin_mcd_t *f = dropin_mcd();
+
+   if (path == DROPIN_MCD_130) {
+      return decompress(path, rpc, data, data_len, 0,
+                        dropin_called_from_mongoc(caller));
+   }
+   if (path == DROPIN_MCD_25) {
+      return decompress(path, rpc, data, data_len, max_msg_size,
+                        dropin_called_from_mongoc(caller));
+   }
+   /* Forwarded with the arity of the libmongoc that is there. */
+   if (dropin_mcd_decompress_takes_max()) {
+      return f->decompress4(rpc, data, data_len, max_msg_size);
+   }
+   return f->decompress3 ? f->decompress3(rpc, data, data_len) : false;
+}
+
+bool
+mcd_rpc_message_decompress_if_necessary(void *rpc, void **data,
+                                        size_t *data_len, int32_t max_msg_size)
+{
+   const void *caller = __builtin_return_address(0);
+   dropin_path_t path = dropin_path(caller);
+   const dropin_mcd_t *f = dropin_mcd();
+
+   if (path != DROPIN_MCD_130 && path != DROPIN_MCD_25) {
+      if (dropin_mcd_decompress_takes_max()) {
+         return f->decompress_if_necessary4(rpc, data, data_len, max_msg_size);
+      }
+      return f->decompress_if_necessary3
+                ? f->decompress_if_necessary3(rpc, data, data_len)
+                : false;
+   }
+   if (!rpc || !data || !data_len) {
+      return false;
+   }
+   if (f->op_code(rpc) != OPMSG_OP_COMPRESSED) {
+      *data = NULL;
+      *data_len = 0;
+      return true;
+   }
+   return decompress(path, rpc, data, data_len,
+                     path == DROPIN_MCD_25 ? max_msg_size : 0,
+                     dropin_called_from_mongoc(caller));
+}
+
+/* ---------------------------------------------------------------------------
+ * The two functions that abort on opcodes they do not expect
+ * ------------------------------------------------------------------------- */
+void
+mcd_rpc_message_ingress(const void *rpc)
+{
+   const dropin_mcd_t *f = dropin_mcd();
+   int32_t opcode;
+
+   if (!mcd_path(__builtin_return_address(0))) {
+      if (f->ingress) {
+         f->ingress(rpc);
+      }
+      return;
+   }
+   /* The counters exist for OP_MSG, OP_REPLY and OP_COMPRESSED carrying one
+    * of them; for anything else the original aborts. Reply paths never get
+    * here with another opcode (OPMSG_PARSE_REPLY refused it). */
+   opcode = rpc ? f->op_code(rpc) : 0;
+   if (opcode == OPMSG_OP_COMPRESSED) {
+      opcode = f->original_opcode(rpc);
+   }
+   if (opcode == OPMSG_OP_MSG || opcode == OPMSG_OP_REPLY) {
+      f->ingress(rpc);
+   } else if (dropin_debug_level()) {
+      dropin_log("ingress: opcode %d is not counted", (int) opcode);
+   }
+}
+
+uint32_t
+mcd_rpc_op_msg_get_flag_bits(const void *rpc)
+{
+   const dropin_mcd_t *f = dropin_mcd();
+
+   if (mcd_path(__builtin_return_address(0)) && rpc &&
+       f->op_code(rpc) != OPMSG_OP_MSG) {
+      /* The streaming monitor reads the flags of any reply; an OP_REPLY
+       * has no moreToCome. */
+      return 0;
+   }
+   return f->flag_bits ? f->flag_bits(rpc) : 0;
+}
