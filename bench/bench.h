@@ -185,12 +185,54 @@ void bench_alloc_reset(void);
 void bench_alloc_get(bench_alloc_stats_t *stats);
 
 /* ---------------------------------------------------------------------------
- * Helpers (opmsg-bench.c)
+ * Helpers (bench-util.c)
  * ------------------------------------------------------------------------- */
 
 /* Prints "opmsg-bench: <message>" on stderr and exits with status 3. */
 _Noreturn void bench_fatal(const char *fmt, ...) BSON_GNUC_PRINTF(1, 2);
 /* Allocates with malloc (not counted: set-up, not measured). */
 void *bench_xmalloc(size_t n);
+
+/* The helpers of the timed operations are inline: a call into another file
+ * would be timed with them. */
+
+/* opmsg_parse() of the case's message with the default options; fatal when
+ * it fails (every case was checked when it was made). */
+static inline void
+bench_parse_or_die(const bench_case_t *c, opmsg_msg_t *msg)
+{
+   bson_error_t error;
+   if (!opmsg_parse(c->msg, c->msg_len, NULL, msg, &error)) {
+      bench_fatal("%s: opmsg_parse: %s", c->name, error.message);
+   }
+}
+
+/* An operation's output in a buffer it does not own: leaves it in *keep
+ * when the caller keeps outputs (keep is not NULL). */
+static inline void
+bench_keep_bytes(bench_out_t *keep, const uint8_t *data, size_t len)
+{
+   if (keep) {
+      keep->data = data;
+      keep->len = len;
+   }
+}
+
+/* An operation's output as a new bson_t: handed to *keep (the caller
+ * destroys it after the comparison) or destroyed. Returns its length, what
+ * the operation returns. */
+static inline size_t
+bench_keep_bson(bench_out_t *keep, bson_t *b)
+{
+   size_t n = b->len;
+   if (keep) {
+      keep->owned = b;
+      keep->data = bson_get_data(b);
+      keep->len = b->len;
+   } else {
+      bson_destroy(b);
+   }
+   return n;
+}
 
 #endif /* OPMSG_BENCH_H */

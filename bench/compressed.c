@@ -46,15 +46,6 @@ bench_case_make_compressed(bench_case_t *c, const char *name,
    return true;
 }
 
-static void
-parse_compressed(const bench_case_t *c, opmsg_msg_t *msg)
-{
-   bson_error_t error;
-   if (!opmsg_parse(c->msg, c->msg_len, NULL, msg, &error)) {
-      bench_fatal("%s: opmsg_parse: %s", c->name, error.message);
-   }
-}
-
 /* Decompressing alone, into a reused buffer: the limit. */
 size_t
 bench_op_decompress(bench_case_t *c, bench_out_t *keep)
@@ -62,15 +53,12 @@ bench_op_decompress(bench_case_t *c, bench_out_t *keep)
    opmsg_msg_t msg;
    bson_error_t error;
    size_t written = 0;
-   parse_compressed(c, &msg);
+   bench_parse_or_die(c, &msg);
    if (!opmsg_decompress_into(&msg, c->scratch, c->scratch_cap, &written,
                               &error)) {
       bench_fatal("%s: opmsg_decompress_into: %s", c->name, error.message);
    }
-   if (keep) {
-      keep->data = c->scratch;
-      keep->len = written;
-   }
+   bench_keep_bytes(keep, c->scratch, written);
    return written;
 }
 
@@ -82,17 +70,14 @@ bench_op_decompress_merge(bench_case_t *c, bench_out_t *keep)
    opmsg_msg_t msg, inner;
    bson_error_t error;
    size_t plain_len = 0, written = 0;
-   parse_compressed(c, &msg);
+   bench_parse_or_die(c, &msg);
    if (!opmsg_decompress_into(&msg, c->scratch, c->scratch_cap, &plain_len,
                               &error) ||
        !opmsg_parse(c->scratch, plain_len, NULL, &inner, &error) ||
        !opmsg_merge_into(&inner, c->out, c->out_cap, &written, &error)) {
       bench_fatal("%s: decompress + merge: %s", c->name, error.message);
    }
-   if (keep) {
-      keep->data = c->out;
-      keep->len = written;
-   }
+   bench_keep_bytes(keep, c->out, written);
    return written;
 }
 
@@ -103,18 +88,10 @@ bench_op_merge_compressed(bench_case_t *c, bench_out_t *keep)
 {
    opmsg_msg_t msg;
    bson_error_t error;
-   parse_compressed(c, &msg);
+   bench_parse_or_die(c, &msg);
    bson_t *b = opmsg_merge_compressed(&msg, NULL, &error);
    if (!b) {
       bench_fatal("%s: opmsg_merge_compressed: %s", c->name, error.message);
    }
-   size_t n = b->len;
-   if (keep) {
-      keep->owned = b;
-      keep->data = bson_get_data(b);
-      keep->len = b->len;
-   } else {
-      bson_destroy(b);
-   }
-   return n;
+   return bench_keep_bson(keep, b);
 }

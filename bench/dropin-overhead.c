@@ -6,8 +6,8 @@
  *   dropin-overhead URI ping|find|find1000 N
  *      N timed operations (after N/10 untimed ones); prints
  *      "median_ns p99_ns mean_ns". find reads the 2 documents of
- *      opmsg_bench.c, find1000 its 1,000 small documents (a first batch of
- *      101, then getMores); each fills the collection first.
+ *      opmsg_bench.c, find1000 its 1,000 small documents (batches of 101:
+ *      ten replies); each fills the collection first.
  *   dropin-overhead scatter N
  *      N parses of a typical find reply with what the drop-in replaces (1.23:
  *      _mongoc_rpc_scatter; 1.30 and 2.x: from_data_in_place + get_body), and
@@ -59,7 +59,7 @@ cmp_i64(const void *a, const void *b)
 }
 
 /* find reads every document of the collection: 2, or FIND_BIG for
- * "find1000" (a first batch of 101 and getMores for the rest). */
+ * "find1000" (a first batch of 101 and 9 getMores of up to 101). */
 #define FIND_BIG 1000
 
 static bool
@@ -70,7 +70,11 @@ one_op(mongoc_client_t *client, mongoc_collection_t *coll, int find)
 
    if (find) {
       bson_t filter = BSON_INITIALIZER;
-      mongoc_cursor_t *c = mongoc_collection_find_with_opts(coll, &filter, NULL, NULL);
+      /* Batches of 101 (the server's default first batch) for the getMores
+       * too: find1000 is 10 replies. */
+      bson_t *opts = BCON_NEW("batchSize", BCON_INT32(101));
+      mongoc_cursor_t *c = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
+      bson_destroy(opts);
       const bson_t *doc;
       int n = 0;
       while (mongoc_cursor_next(c, &doc)) {

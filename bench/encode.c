@@ -85,10 +85,7 @@ size_t
 bench_op_encode_split(bench_case_t *c, bench_out_t *keep)
 {
    size_t n = encode_split(c, c->out, c->out_cap, NULL);
-   if (keep) {
-      keep->data = c->out;
-      keep->len = n;
-   }
+   bench_keep_bytes(keep, c->out, n);
    return n;
 }
 

@@ -8,33 +8,13 @@
 
 #include <string.h>
 
-static void
-parse_or_die(const bench_case_t *c, opmsg_msg_t *msg)
-{
-   bson_error_t error;
-   if (!opmsg_parse(c->msg, c->msg_len, NULL, msg, &error)) {
-      bench_fatal("%s: opmsg_parse: %s", c->name, error.message);
-   }
-}
-
-static void
-keep_bson(bench_out_t *keep, bson_t *b)
-{
-   keep->owned = b;
-   keep->data = bson_get_data(b);
-   keep->len = b->len;
-}
-
 /* The limit: copying as many bytes as the merged document has, into a buffer
  * that is already there. No merge can be faster than writing its output. */
 static size_t
 op_memcpy(bench_case_t *c, bench_out_t *keep)
 {
    memcpy(c->out, c->merged, c->merged_len);
-   if (keep) {
-      keep->data = c->out;
-      keep->len = c->merged_len;
-   }
+   bench_keep_bytes(keep, c->out, c->merged_len);
    return c->merged_len;
 }
 
@@ -64,18 +44,12 @@ op_merge_bson(bench_case_t *c, bench_out_t *keep)
 {
    opmsg_msg_t msg;
    bson_error_t error;
-   parse_or_die(c, &msg);
+   bench_parse_or_die(c, &msg);
    bson_t *b = opmsg_merge_bson(&msg, &error);
    if (!b) {
       bench_fatal("%s: opmsg_merge_bson: %s", c->name, error.message);
    }
-   size_t n = b->len;
-   if (keep) {
-      keep_bson(keep, b);
-   } else {
-      bson_destroy(b);
-   }
-   return n;
+   return bench_keep_bson(keep, b);
 }
 
 static size_t
@@ -84,14 +58,11 @@ op_merge_into(bench_case_t *c, bench_out_t *keep)
    opmsg_msg_t msg;
    bson_error_t error;
    size_t written = 0;
-   parse_or_die(c, &msg);
+   bench_parse_or_die(c, &msg);
    if (!opmsg_merge_into(&msg, c->out, c->out_cap, &written, &error)) {
       bench_fatal("%s: opmsg_merge_into: %s", c->name, error.message);
    }
-   if (keep) {
-      keep->data = c->out;
-      keep->len = written;
-   }
+   bench_keep_bytes(keep, c->out, written);
    return written;
 }
 
@@ -102,7 +73,7 @@ static size_t
 op_view(bench_case_t *c, bench_out_t *keep)
 {
    opmsg_msg_t msg;
-   parse_or_die(c, &msg);
+   bench_parse_or_die(c, &msg);
    size_t sum = 0;
    const char *name = opmsg_command_name(&msg);
    if (name) {
@@ -173,13 +144,7 @@ op_mongoc_append(bench_case_t *c, bench_out_t *keep)
          bench_fatal("mongoc_append: cannot close array");
       }
    }
-   size_t n = out->len;
-   if (keep) {
-      keep_bson(keep, out);
-   } else {
-      bson_destroy(out);
-   }
-   return n;
+   return bench_keep_bson(keep, out);
 }
 
 #define KIND_MSG BENCH_KIND_BIT(BENCH_KIND_MSG)
@@ -292,7 +257,7 @@ void
 bench_check_view(const bench_case_t *c)
 {
    opmsg_msg_t msg;
-   parse_or_die(c, &msg);
+   bench_parse_or_die(c, &msg);
 
    /* The merged document rebuilt field by field from the view must be the
     * merge, byte for byte. */

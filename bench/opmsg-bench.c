@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,31 +28,8 @@
 #define MAX_SAMPLES 1001
 
 /* ---------------------------------------------------------------------------
- * Helpers
+ * The clock
  * ------------------------------------------------------------------------- */
-
-_Noreturn void
-bench_fatal(const char *fmt, ...)
-{
-   va_list ap;
-   fflush(stdout);
-   fputs("opmsg-bench: ", stderr);
-   va_start(ap, fmt);
-   vfprintf(stderr, fmt, ap);
-   va_end(ap);
-   fputc('\n', stderr);
-   exit(3);
-}
-
-void *
-bench_xmalloc(size_t n)
-{
-   void *p = malloc(n ? n : 1);
-   if (!p) {
-      bench_fatal("out of memory (%zu bytes)", n);
-   }
-   return p;
-}
 
 /* CLOCK_MONOTONIC (wall time) by default; --cpu-time switches to the
  * thread's CPU time, which leaves out the time other jobs held the CPU. */

@@ -227,13 +227,5 @@ bench_reencode_libbson(bench_case_t *c, bench_out_t *keep)
       }
    }
 
-   size_t n = out->len;
-   if (keep) {
-      keep->owned = out;
-      keep->data = bson_get_data(out);
-      keep->len = out->len;
-   } else {
-      bson_destroy(out);
-   }
-   return n;
+   return bench_keep_bson(keep, out);
 }

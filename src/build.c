@@ -2,25 +2,22 @@
  * build.c - the OP_MSG encoder: buffer and iovec forms, and batch splitting.
  *
  * Every entry point first "plans" the message: it checks the description
- * against the rules the parser enforces and computes the exact size. The
- * writers then only copy; so a message is either fully valid or not written.
+ * against the rules the parser enforces (the same functions of rules.c,
+ * with the same limits) and computes the exact size. The writers then only
+ * copy; so a message is either fully valid or not written.
  */
 #include "opmsg-private.h"
 
-/* header(16) + flagBits(4) + the body's kind byte(1). */
+/* header(16) + flagBits(4) + the body's kind byte(1): the command's offset
+ * in the message. */
 #define HEAD_SIZE 21
 /* A kind-1 section's kind byte and int32 size. */
 #define SEQ_HEAD_SIZE 5
 #define CRC_SIZE 4
 
-/* Command keys checked for duplicates with a table on the stack up to this
- * many keys; a larger command borrows one table from the heap. */
+/* Command keys go into a key set on the stack up to this many keys; a
+ * larger command borrows one table from the heap (build.h says so). */
 #define STACK_KEYS 512
-
-typedef struct {
-   size_t max_message;
-   size_t max_bson;
-} build_limits_t;
 
 /* Room for a name escaped by opmsg_printable(). */
 #define NAME_BUF 200
@@ -30,21 +27,6 @@ static const char *
 printable(char *out, const char *name)
 {
    return opmsg_printable(out, name ? name : "(null)", name ? strlen(name) : 6);
-}
-
-static void
-limits_of(const opmsg_build_t *b, build_limits_t *l)
-{
-   l->max_message =
-      b->max_message_size ? b->max_message_size : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
-   /* messageLength is an int32: nothing larger can be framed. */
-   if (l->max_message > (size_t) INT32_MAX) {
-      l->max_message = (size_t) INT32_MAX;
-   }
-   l->max_bson = b->max_bson_size ? b->max_bson_size : OPMSG_DEFAULT_MAX_BSON_SIZE;
-   if (l->max_bson > (size_t) INT32_MAX) {
-      l->max_bson = (size_t) INT32_MAX;
-   }
 }
 
 void
@@ -61,113 +43,14 @@ opmsg_build_init(opmsg_build_t *b, const bson_t *command)
  * Checks
  * ------------------------------------------------------------------------- */
 
+/* The command is the body: the body's rules (rules.c), reported as
+ * OPMSG_ERR_BAD_COMMAND as build.h promises, except a size above the limit
+ * (OPMSG_ERR_DOCUMENT_TOO_LARGE). Fills keys with its keys for the clash
+ * checks of the identifiers. */
 static bool
-check_flags(uint32_t flags, bson_error_t *error)
+check_command(const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *keys,
+              opmsg_keyslot_t *local, uint32_t *body_len, bson_error_t *error)
 {
-   const uint32_t known_required =
-      OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME;
-   uint32_t unknown = flags & ~(known_required | OPMSG_FLAG_EXHAUST_ALLOWED);
-
-   if (unknown & OPMSG_FLAG_REQUIRED_MASK) {
-      return opmsg_fail(error, OPMSG_ERR_REQUIRED_FLAGS,
-                        "flags 0x%08x set required bits 0x%08x a receiver "
-                        "does not know",
-                        flags, unknown & OPMSG_FLAG_REQUIRED_MASK);
-   }
-   if (unknown) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "flags 0x%08x set optional bits 0x%08x opmsg does "
-                        "not define (a sender clears unused bits)",
-                        flags, unknown);
-   }
-   return true;
-}
-
-/* Rewrites a failure from the document checks as OPMSG_ERR_BAD_COMMAND,
- * keeping its message: to the caller, the command is simply invalid. */
-static bool
-bad_command(bson_error_t *error)
-{
-   if (error) {
-      error->code = OPMSG_ERR_BAD_COMMAND;
-   }
-   return false;
-}
-
-typedef struct {
-   uint32_t hash;
-   uint32_t len;
-   const char *key;
-} key_slot_t;
-
-/* Checks that no top-level key of doc[0..len) appears twice. The parser
- * refuses such a body (which value would the server take?). */
-static bool
-check_unique_keys(const uint8_t *doc, uint32_t len, uint32_t n_keys,
-                  bson_error_t *error)
-{
-   key_slot_t stack_table[STACK_KEYS * 2];
-   key_slot_t *table = stack_table;
-   size_t n_slots = STACK_KEYS * 2;
-   const uint8_t *p = doc + 4;
-   const uint8_t *end = doc + len - 1;
-   bool ok = true;
-
-   if (n_keys < 2) {
-      return true;
-   }
-   if (n_keys > STACK_KEYS) {
-      n_slots = 1;
-      while (n_slots < (size_t) n_keys * 2) {
-         n_slots *= 2;
-      }
-      table = bson_malloc(n_slots * sizeof *table);
-   }
-   memset(table, 0, n_slots * sizeof *table);
-
-   while (p < end) {
-      opmsg_element_t e;
-      size_t at = (size_t) (p - doc);
-      if (!opmsg_next_element(&p, end, &e, HEAD_SIZE + at, error)) {
-         ok = bad_command(error);
-         break;
-      }
-      uint32_t hash = OPMSG_HASH_INIT;
-      for (uint32_t k = 0; k < e.key_len; k++) {
-         hash = opmsg_hash_step(hash, (uint8_t) e.key[k]);
-      }
-      size_t i = hash & (n_slots - 1);
-      while (table[i].key) {
-         if (table[i].hash == hash && table[i].len == e.key_len &&
-             memcmp(table[i].key, e.key, e.key_len) == 0) {
-            break;
-         }
-         i = (i + 1) & (n_slots - 1);
-      }
-      if (table[i].key) {
-         char nm[NAME_BUF];
-         ok = opmsg_fail(error, OPMSG_ERR_BAD_COMMAND,
-                         "command key \"%s\" at offset %zu appears twice",
-                         printable(nm, e.key), HEAD_SIZE + at);
-         break;
-      }
-      table[i].hash = hash;
-      table[i].len = e.key_len;
-      table[i].key = e.key;
-   }
-   if (table != stack_table) {
-      bson_free(table);
-   }
-   return ok;
-}
-
-/* The command: present, a framed document with at least one element, every
- * top-level element well-formed, no key twice, within the body's limit. */
-static bool
-check_command(const opmsg_build_t *b, const build_limits_t *l,
-              uint32_t *body_len, bson_error_t *error)
-{
-   size_t max_body = l->max_bson + OPMSG_BODY_ALLOWANCE;
    const uint8_t *data;
    uint32_t len;
    uint32_t n_keys = 0;
@@ -180,20 +63,16 @@ check_command(const opmsg_build_t *b, const build_limits_t *l,
       return opmsg_fail(error, OPMSG_ERR_BAD_COMMAND,
                         "the command is not a document");
    }
+   /* Stricter than the parser, which takes an empty body: a sender has no
+    * command to send without a first key, which names it. */
    if (b->command->len == 5) {
       return opmsg_fail(error, OPMSG_ERR_BAD_COMMAND,
                         "the command is empty: its first key names the command");
    }
-   if (b->command->len > max_body) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TOO_LARGE,
-                        "the command is %u bytes, above the body limit of %zu "
-                        "(maxBsonObjectSize + 16 KiB)",
-                        b->command->len, max_body);
-   }
-   if (!opmsg_doc_frame(data, b->command->len, max_body, HEAD_SIZE, "command",
-                        &len, error) ||
-       !opmsg_doc_check_top(data, len, HEAD_SIZE, "command", &n_keys, error)) {
-      return bad_command(error);
+   if (!opmsg_rule_body_frame(data, b->command->len, l, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND,
+                              &len, error) ||
+       !opmsg_rule_body_top(data, len, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND, &n_keys, error)) {
+      return false;
    }
    if (len != b->command->len) {
       return opmsg_fail(error, OPMSG_ERR_BAD_COMMAND,
@@ -201,179 +80,51 @@ check_command(const opmsg_build_t *b, const build_limits_t *l,
                         "bson_t holds %u",
                         len, b->command->len);
    }
-   if (!check_unique_keys(data, len, n_keys, error)) {
+   if (!opmsg_keyset_init(keys, data, data + len, n_keys, local,
+                          OPMSG_KEYSET_LOCAL(STACK_KEYS), error) ||
+       !opmsg_rule_unique_keys(keys, data, len, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND, error)) {
       return false;
    }
    *body_len = len;
    return true;
 }
 
-/* An identifier is a path: non-empty UTF-8 components joined by dots. */
+/* One sequence document at data (avail bytes there), the index-th of
+ * sequence id, at offset off among the sequence's documents (the message is
+ * not written yet): the parser's rule for sequence documents, its top level
+ * skipped when the caller vouches for it (frame_only). A document of a list
+ * must also fill its bson_t: want is its len, 0 for a raw run. */
 static bool
-check_identifier(const char *id, size_t seq_index, size_t *id_len,
-                 bson_error_t *error)
+check_doc(const uint8_t *data, size_t avail, size_t want, size_t max_bson,
+          bool frame_only, const char *id, size_t index, size_t off, uint32_t *len,
+          bson_error_t *error)
 {
-   size_t len;
-
-   if (!id) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "sequence %zu has no identifier", seq_index);
-   }
-   len = strlen(id);
-   if (len == 0) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "sequence %zu has an empty identifier", seq_index);
-   }
-   if (len > (size_t) INT32_MAX) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "sequence %zu's identifier is too long", seq_index);
-   }
-   if (!bson_utf8_validate(id, len, false)) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "sequence %zu's identifier is not valid UTF-8",
-                        seq_index);
-   }
-   if (id[0] == '.' || id[len - 1] == '.' || strstr(id, "..")) {
-      char nm[NAME_BUF];
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "sequence %zu's identifier \"%s\" has an empty "
-                        "path component",
-                        seq_index, printable(nm, id));
-   }
-   /* The parser follows a path at most as deep as it validates documents. */
-   size_t parts = 1;
-   for (const char *dot = strchr(id, '.'); dot; dot = strchr(dot + 1, '.')) {
-      parts++;
-   }
-   if (parts > OPMSG_MAX_DEPTH) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "sequence %zu's identifier has %zu path components, "
-                        "more than %d",
-                        seq_index, parts, OPMSG_MAX_DEPTH);
-   }
-   *id_len = len;
-   return true;
-}
-
-/* True when a equals b or one is a path prefix of the other ("a", "a.b"):
- * both would fill the same field of the merged document. */
-static bool
-paths_overlap(const char *a, size_t a_len, const char *b, size_t b_len)
-{
-   size_t n = a_len < b_len ? a_len : b_len;
-   if (memcmp(a, b, n) != 0) {
+   size_t flen;
+   uint32_t n;
+   if (OPMSG_LIKELY(opmsg_seq_doc_ok(data, avail, max_bson, !frame_only, false, &flen))) {
+      n = (uint32_t) flen;
+   } else if (!opmsg_rule_seq_doc(data, avail, max_bson, !frame_only, false, off, id,
+                                  strlen(id), index, OPMSG_ERR_DOCUMENT_OVER_LIMIT, &n, error)) {
       return false;
    }
-   if (a_len == b_len) {
-      return true;
-   }
-   return (a_len > b_len ? a[n] : b[n]) == '.';
-}
-
-/* Finds the element called key[0..key_len) at the top level of doc. */
-static bool
-find_key(const uint8_t *doc, uint32_t len, const char *key, size_t key_len,
-         opmsg_element_t *found, bool *walk_ok)
-{
-   const uint8_t *p = doc + 4;
-   const uint8_t *end = doc + len - 1;
-
-   *walk_ok = true;
-   while (p < end) {
-      if (!opmsg_next_element(&p, end, found, 0, NULL)) {
-         *walk_ok = false;
-         return false;
-      }
-      if (found->key_len == key_len && memcmp(found->key, key, key_len) == 0) {
-         return true;
-      }
-   }
-   return false;
-}
-
-/* An identifier must not name a command field: "a" clashes with a body key
- * "a", "a.b" with {a: {b: ...}}, and with {a: 5} too (there is no document
- * to put "b" in). {a: {c: 1}} with "a.b" is fine: the merge adds "b". */
-static bool
-check_clash(const uint8_t *body, uint32_t body_len, const char *id,
-            size_t id_len, bson_error_t *error)
-{
-   const uint8_t *doc = body;
-   uint32_t doc_len = body_len;
-   const char *comp = id;
-   const char *id_end = id + id_len;
-   char nm[NAME_BUF], field[NAME_BUF];
-
-   for (;;) {
-      const char *dot = memchr(comp, '.', (size_t) (id_end - comp));
-      size_t comp_len = (size_t) ((dot ? dot : id_end) - comp);
-      opmsg_element_t e;
-      bool walk_ok;
-
-      if (!find_key(doc, doc_len, comp, comp_len, &e, &walk_ok)) {
-         if (!walk_ok) {
-            return opmsg_fail(error, OPMSG_ERR_BAD_COMMAND,
-                              "the command's sub-document on the path of "
-                              "identifier \"%s\" is malformed",
-                              printable(nm, id));
-         }
-         return true;
-      }
-      if (!dot || e.type != BSON_TYPE_DOCUMENT) {
-         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                           "identifier \"%s\" names the command field \"%s\"",
-                           printable(nm, id),
-                           opmsg_printable(field, id,
-                                           (size_t) ((dot ? dot : id_end) - id)));
-      }
-      doc = e.value;
-      doc_len = e.value_len;
-      comp = dot + 1;
-   }
-}
-
-/* Adds the index of a failing sequence document to the error's message. */
-static bool
-doc_fail(bson_error_t *error, const char *id, size_t index)
-{
-   if (error) {
+   if (want && n != want) {
       char nm[NAME_BUF];
-      char inner[sizeof error->message];
-      memcpy(inner, error->message, sizeof inner);
-      inner[sizeof inner - 1] = '\0';
-      bson_snprintf(error->message, sizeof error->message,
-                    "document %zu of sequence \"%s\": %s", index,
-                    printable(nm, id), inner);
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
+                        "document %zu of sequence \"%s\": length field "
+                        "says %u bytes but the bson_t holds %zu",
+                        index, printable(nm, id), n, want);
    }
-   return false;
+   *len = n;
+   return true;
 }
 
-/* Checks one sequence document at data with avail bytes: framed, within
- * max_bson, and (unless the caller vouches for them) its top-level elements
- * well-formed. Stores its length. */
+/* A sequence gives its documents in one form, a list or a raw run, with
+ * the pointer that form needs (a caller's mistake, not a wire rule). */
 static bool
-check_doc(const uint8_t *data, size_t avail, size_t max_bson, bool frame_only,
-          const char *id, size_t index, uint32_t *len, bson_error_t *error)
+seq_form_ok(const opmsg_sequence_in_t *seq)
 {
-   if (avail >= 4) {
-      int32_t declared = opmsg_read_i32(data);
-      /* Framed (it fits in what was given) but too large: the limit is the
-       * problem, not the bytes. */
-      if (declared > 0 && (size_t) declared <= avail &&
-          (size_t) declared > max_bson) {
-         char nm[NAME_BUF];
-         return opmsg_fail(error, OPMSG_ERR_DOCUMENT_OVER_LIMIT,
-                           "document %zu of sequence \"%s\" is %d bytes, "
-                           "above maxBsonObjectSize %zu",
-                           index, printable(nm, id), declared, max_bson);
-      }
-   }
-   if (!opmsg_doc_frame(data, avail, max_bson, 0, "document", len, error) ||
-       (!frame_only &&
-        !opmsg_doc_check_top(data, *len, 0, "document", NULL, error))) {
-      return doc_fail(error, id, index);
-   }
-   return true;
+   return !(seq->n_docs && seq->raw_len) && !(seq->n_docs && !seq->docs) &&
+          !(seq->raw_len && !seq->raw);
 }
 
 /* The bytes of one sequence's documents; checks them unless trusted. */
@@ -386,8 +137,7 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index,
    uint32_t len;
    char nm[NAME_BUF];
 
-   if ((seq->n_docs && seq->raw_len) || (seq->n_docs && !seq->docs) ||
-       (seq->raw_len && !seq->raw)) {
+   if (!seq_form_ok(seq)) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
                         "sequence %zu (\"%s\") must give its documents either "
                         "as a list or as a raw run, with a pointer",
@@ -400,8 +150,8 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index,
       if (!trusted) {
          size_t off = 0, i;
          for (i = 0; off < seq->raw_len; i++) {
-            if (!check_doc(seq->raw + off, seq->raw_len - off, max_bson,
-                           frame_only, seq->identifier, i, &len, error)) {
+            if (!check_doc(seq->raw + off, seq->raw_len - off, 0, max_bson, frame_only,
+                           seq->identifier, i, off, &len, error)) {
                return false;
             }
             off += len;
@@ -418,17 +168,9 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index,
                            "document %zu of sequence \"%s\" is NULL", i,
                            printable(nm, seq->identifier));
       }
-      if (!trusted) {
-         if (!check_doc(bson_get_data(doc), doc->len, max_bson, frame_only,
-                        seq->identifier, i, &len, error)) {
-            return false;
-         }
-         if (len != doc->len) {
-            return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                              "document %zu of sequence \"%s\": length field "
-                              "says %u bytes but the bson_t holds %u",
-                              i, printable(nm, seq->identifier), len, doc->len);
-         }
+      if (!trusted && !check_doc(bson_get_data(doc), doc->len, doc->len, max_bson,
+                                 frame_only, seq->identifier, i, total, &len, error)) {
+         return false;
       }
       total += doc->len;
    }
@@ -445,21 +187,99 @@ typedef struct {
 } plan_t;
 
 static bool
-too_large(size_t size, const build_limits_t *l, bson_error_t *error)
+too_large(size_t size, const opmsg_limits_t *l, bson_error_t *error)
 {
    return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE,
                      "the message would be at least %zu bytes, above the "
                      "limit of %zu",
-                     size, l->max_message);
+                     size, l->max_message_size);
+}
+
+/* The checks and sizes of plan_message(); keys receives the command's keys
+ * (the caller destroys it). */
+static bool
+plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys,
+             opmsg_keyslot_t *local, bson_error_t *error)
+{
+   opmsg_limits_t l;
+   size_t size;
+   size_t merged; /* an upper bound of the merged document's size */
+   size_t n_dotted = 0;
+
+   opmsg_limits_set(&l, b->max_message_size, b->max_bson_size, 0);
+   if (!opmsg_rule_flags(b->flags, true, error) ||
+       !check_command(b, &l, keys, local, &plan->body_len, error)) {
+      return false;
+   }
+   const uint8_t *body = bson_get_data(b->command);
+   size = HEAD_SIZE + (size_t) plan->body_len;
+   merged = plan->body_len;
+
+   for (size_t i = 0; i < b->n_sequences; i++) {
+      const opmsg_sequence_in_t *seq = &b->sequences[i];
+      const char *id = seq->identifier;
+      size_t id_len, bytes = 0, count = 0;
+      bool dotted;
+
+      if (!id) {
+         return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
+                           "sequence %zu has no identifier", i);
+      }
+      id_len = strlen(id);
+      if (!opmsg_rule_identifier(id, id_len, opmsg_seq_at_index(i), &dotted, error)) {
+         return false;
+      }
+      /* Every pair: build.h has the encoder for a command's handful of
+       * sequences, whose identifiers are the caller's strings, not names
+       * in one buffer a key set could hold. */
+      for (size_t j = 0; j < i; j++) {
+         const char *other = b->sequences[j].identifier;
+         if (!opmsg_rule_identifier_pair(other, strlen(other), opmsg_seq_at_index(j), id,
+                                         id_len, opmsg_seq_at_index(i), error)) {
+            return false;
+         }
+      }
+      if (!opmsg_rule_path(keys, body, plan->body_len, HEAD_SIZE, id, id_len,
+                           opmsg_seq_at_index(i), OPMSG_ERR_BAD_COMMAND, error) ||
+          !sequence_docs(seq, i, l.max_bson_size, b->priv_checked != 0,
+                         b->trust_documents, &bytes, &count, error)) {
+         return false;
+      }
+      /* Checked one by one so that no sum can wrap around. */
+      if (id_len > l.max_message_size || bytes > l.max_message_size) {
+         return too_large(id_len > bytes ? id_len : bytes, &l, error);
+      }
+      size += SEQ_HEAD_SIZE + id_len + 1 + bytes;
+      if (size > l.max_message_size) {
+         return too_large(size, &l, error);
+      }
+      /* Merged, a sequence becomes an array: its key, the array's frame, per
+       * document a type byte and a key of at most 10 digits and a NUL; each
+       * path component may add a sub-document's frame. */
+      merged += 7 + id_len * 8 + bytes + count * 12;
+      n_dotted += dotted;
+   }
+   if (!opmsg_rule_dotted_count(b->n_sequences, n_dotted, error) ||
+       !opmsg_rule_merged_size(merged, false, error)) {
+      return false;
+   }
+   plan->checksum = (b->flags & OPMSG_FLAG_CHECKSUM_PRESENT) != 0;
+   if (plan->checksum) {
+      size += CRC_SIZE;
+   }
+   if (size > l.max_message_size) {
+      return too_large(size, &l, error);
+   }
+   plan->total = size;
+   return true;
 }
 
 static bool
 plan_message(const opmsg_build_t *b, plan_t *plan, bson_error_t *error)
 {
-   build_limits_t l;
-   size_t size;
-   size_t merged; /* an upper bound of the merged document's size */
-   size_t n_dotted = 0;
+   opmsg_keyslot_t local[OPMSG_KEYSET_LOCAL(STACK_KEYS)];
+   opmsg_keyset_t keys = {0}; /* zeroed: may be destroyed before its init */
+   bool ok;
 
    if (!b) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "no message given");
@@ -469,74 +289,9 @@ plan_message(const opmsg_build_t *b, plan_t *plan, bson_error_t *error)
                         "n_sequences is %zu but sequences is NULL",
                         b->n_sequences);
    }
-   limits_of(b, &l);
-   if (!check_flags(b->flags, error) ||
-       !check_command(b, &l, &plan->body_len, error)) {
-      return false;
-   }
-   size = HEAD_SIZE + (size_t) plan->body_len;
-   merged = plan->body_len;
-
-   for (size_t i = 0; i < b->n_sequences; i++) {
-      const opmsg_sequence_in_t *seq = &b->sequences[i];
-      size_t id_len = 0, bytes = 0, count = 0;
-
-      if (!check_identifier(seq->identifier, i, &id_len, error)) {
-         return false;
-      }
-      for (size_t j = 0; j < i; j++) {
-         const char *other = b->sequences[j].identifier;
-         if (paths_overlap(seq->identifier, id_len, other, strlen(other))) {
-            char nm1[NAME_BUF], nm2[NAME_BUF];
-            return opmsg_fail(error, OPMSG_ERR_DUPLICATE_IDENTIFIER,
-                              "identifiers \"%s\" (sequence %zu) and \"%s\" "
-                              "(sequence %zu) name the same field",
-                              printable(nm1, other), j,
-                              printable(nm2, seq->identifier), i);
-         }
-      }
-      if (!check_clash(bson_get_data(b->command), plan->body_len,
-                       seq->identifier, id_len, error) ||
-          !sequence_docs(seq, i, l.max_bson, b->priv_checked != 0,
-                         b->trust_documents, &bytes, &count, error)) {
-         return false;
-      }
-      /* Checked one by one so that no sum can wrap around. */
-      if (id_len > l.max_message || bytes > l.max_message) {
-         return too_large(id_len > bytes ? id_len : bytes, &l, error);
-      }
-      size += SEQ_HEAD_SIZE + id_len + 1 + bytes;
-      if (size > l.max_message) {
-         return too_large(size, &l, error);
-      }
-      /* Merged, a sequence becomes an array: its key, the array's frame, per
-       * document a type byte and a key of at most 10 digits and a NUL; each
-       * path component may add a sub-document's frame. */
-      merged += 7 + id_len * 8 + bytes + count * 12;
-      n_dotted += memchr(seq->identifier, '.', id_len) != NULL;
-   }
-   if (n_dotted && b->n_sequences > OPMSG_MAX_DOTTED_SEQUENCES) {
-      /* The parser places dotted paths pairwise, so it bounds them. */
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "%zu sequences with a dotted identifier among them: "
-                        "more than the %d the parser accepts",
-                        b->n_sequences, OPMSG_MAX_DOTTED_SEQUENCES);
-   }
-   if (merged > (size_t) INT32_MAX) {
-      return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE,
-                        "merged, the message could exceed BSON's 2 GiB "
-                        "limit (up to %zu bytes)",
-                        merged);
-   }
-   plan->checksum = (b->flags & OPMSG_FLAG_CHECKSUM_PRESENT) != 0;
-   if (plan->checksum) {
-      size += CRC_SIZE;
-   }
-   if (size > l.max_message) {
-      return too_large(size, &l, error);
-   }
-   plan->total = size;
-   return true;
+   ok = plan_checked(b, plan, &keys, local, error);
+   opmsg_keyset_destroy(&keys);
+   return ok;
 }
 
 bool
@@ -799,16 +554,9 @@ check_split_docs(const opmsg_splitter_t *s, size_t max_bson, bool frame_only,
          data = bson_get_data(seq->docs[i]);
          avail = seq->docs[i]->len;
       }
-      if (!check_doc(data, avail, max_bson, frame_only, seq->identifier, i,
-                     &len, error)) {
+      if (!check_doc(data, avail, seq->raw_len ? 0 : avail, max_bson, frame_only,
+                     seq->identifier, i, off, &len, error)) {
          return false;
-      }
-      if (!seq->raw_len && len != seq->docs[i]->len) {
-         return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                           "document %zu of sequence \"%s\": length field "
-                           "says %u bytes but the bson_t holds %u",
-                           i, printable(nm, seq->identifier), len,
-                           seq->docs[i]->len);
       }
       if (len > s->priv_room) {
          return opmsg_fail(error, OPMSG_ERR_DOCUMENT_OVER_LIMIT,
@@ -829,7 +577,7 @@ opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg,
                     const opmsg_split_limits_t *limits, bson_error_t *error)
 {
    opmsg_split_limits_t l = {0, 0, 0};
-   build_limits_t bl;
+   opmsg_limits_t bl;
    size_t fixed;
 
    if (!s || !msg || !seq) {
@@ -842,8 +590,7 @@ opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg,
                         "own (it has %zu)",
                         msg->n_sequences);
    }
-   if ((seq->n_docs && seq->raw_len) || (seq->n_docs && !seq->docs) ||
-       (seq->raw_len && !seq->raw)) {
+   if (!seq_form_ok(seq)) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
                         "the sequence must give its documents either as a "
                         "list or as a raw run, with a pointer");
@@ -862,13 +609,13 @@ opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg,
    s->priv_build = *msg;
    s->priv_build.max_message_size = l.max_message_size;
    s->priv_build.max_bson_size = l.max_bson_size;
-   limits_of(&s->priv_build, &bl);
-   if (bl.max_message > OPMSG_SPLIT_MAX_MESSAGE_SIZE) {
+   opmsg_limits_set(&bl, l.max_message_size, l.max_bson_size, 0);
+   if (bl.max_message_size > OPMSG_SPLIT_MAX_MESSAGE_SIZE) {
       /* Batches are built without walking their documents again, so their
        * merged size is bounded from the bytes alone; this keeps that bound
        * under BSON's 2 GiB and no batch can fail to build. */
-      bl.max_message = OPMSG_SPLIT_MAX_MESSAGE_SIZE;
-      s->priv_build.max_message_size = bl.max_message;
+      bl.max_message_size = OPMSG_SPLIT_MAX_MESSAGE_SIZE;
+      s->priv_build.max_message_size = bl.max_message_size;
    }
    s->priv_build.priv_checked = 0;
    s->priv_seq.identifier = seq->identifier;
@@ -878,8 +625,8 @@ opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg,
       return false;
    }
    s->priv_fixed = fixed;
-   s->priv_room = bl.max_message - fixed;
-   if (!check_split_docs(s, bl.max_bson, msg->trust_documents, error)) {
+   s->priv_room = bl.max_message_size - fixed;
+   if (!check_split_docs(s, bl.max_bson_size, msg->trust_documents, error)) {
       return false;
    }
    /* The documents were checked once here; building each batch need not

@@ -1,5 +1,6 @@
 /*
- * error.c - error reporting, options and version.
+ * error.c - error reporting, options and version. (The limits taken from
+ * the options are a wire rule: rules.c.)
  */
 #include "opmsg-private.h"
 
@@ -113,30 +114,6 @@ void
 opmsg_options_init(opmsg_options_t *opts)
 {
    memset(opts, 0, sizeof *opts);
-}
-
-void
-opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits)
-{
-   limits->max_message_size = OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
-   limits->max_bson_size = OPMSG_DEFAULT_MAX_BSON_SIZE;
-   limits->flags = 0;
-   if (opts) {
-      if (opts->max_message_size) {
-         limits->max_message_size = opts->max_message_size;
-      }
-      if (opts->max_bson_size) {
-         limits->max_bson_size = opts->max_bson_size;
-      }
-      limits->flags = opts->flags;
-   }
-   /* messageLength is an int32 on the wire; BSON lengths too. */
-   if (limits->max_message_size > INT32_MAX) {
-      limits->max_message_size = INT32_MAX;
-   }
-   if (limits->max_bson_size > INT32_MAX - OPMSG_BODY_ALLOWANCE) {
-      limits->max_bson_size = INT32_MAX - OPMSG_BODY_ALLOWANCE;
-   }
 }
 
 const char *

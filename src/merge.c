@@ -76,13 +76,12 @@ copy_doc(uint8_t *o, const uint8_t *d, size_t n, const uint8_t *in_end,
    }
 }
 
-/* Writes one sequence as an array field named name: type, name, NUL, the
- * array with its documents keyed "0", "1", ... Returns the end. Reads stay
- * before in_end, writes before out_end (see copy_doc()). */
-static uint8_t *
-write_sequence(uint8_t *o, const uint8_t *out_end, const char *name,
-               size_t name_len, const uint8_t *docs, size_t docs_len,
-               const uint8_t *in_end)
+/* Writes the array document of a sequence's documents at o: its length,
+ * each document keyed "0", "1", ..., the terminator. Returns the end. Reads
+ * stay before in_end, writes before out_end (see copy_doc()). */
+static OPMSG_ALWAYS_INLINE uint8_t *
+write_array(uint8_t *o, const uint8_t *out_end, const uint8_t *docs,
+            size_t docs_len, const uint8_t *in_end)
 {
    /* The key's digits live in a register (see key_next()); keys of 8 or
     * more digits, past 10 million documents, are written the slow way. */
@@ -91,12 +90,8 @@ write_sequence(uint8_t *o, const uint8_t *out_end, const char *name,
    uint32_t index = 0;
    const uint8_t *d = docs;
    const uint8_t *end = docs + docs_len;
-
-   *o++ = BSON_TYPE_ARRAY;
-   memcpy(o, name, name_len);
-   o += name_len;
-   *o++ = 0;
    uint8_t *array = o;
+
    o += 4;
    while (d < end) {
       uint32_t n = opmsg_read_u32(d);
@@ -119,10 +114,38 @@ write_sequence(uint8_t *o, const uint8_t *out_end, const char *name,
    return o;
 }
 
+/* Writes one sequence as an array field named name: type, name, NUL, the
+ * array. Returns the end. */
+static uint8_t *
+write_sequence(uint8_t *o, const uint8_t *out_end, const char *name,
+               size_t name_len, const uint8_t *docs, size_t docs_len,
+               const uint8_t *in_end)
+{
+   *o++ = BSON_TYPE_ARRAY;
+   memcpy(o, name, name_len);
+   o += name_len;
+   *o++ = 0;
+   return write_array(o, out_end, docs, docs_len, in_end);
+}
+
+size_t
+opmsg_array_doc_size(size_t docs_len, uint32_t count)
+{
+   /* length + (type byte + key + document) per element + terminator */
+   return 4 + count + opmsg_array_keys_size(count) + docs_len + 1;
+}
+
+void
+opmsg_write_array_doc(uint8_t *out, const uint8_t *docs, size_t docs_len)
+{
+   /* No slack known here: plain copies, bounded by the array itself. */
+   (void) write_array(out, out, docs, docs_len, docs);
+}
+
 static size_t
 sequence_size(size_t name_len, size_t docs_len, uint32_t count)
 {
-   return 1 + name_len + 1 + 4 + count + opmsg_array_keys_size(count) + docs_len + 1;
+   return 1 + name_len + 1 + opmsg_array_doc_size(docs_len, count);
 }
 
 /* ---------------------------------------------------------------------------

@@ -18,12 +18,14 @@
 #define OPMSG_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define OPMSG_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define OPMSG_COLD __attribute__((cold))
+#define OPMSG_NOINLINE __attribute__((noinline))
 #define OPMSG_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define OPMSG_LIKELY(x) (x)
 #define OPMSG_UNLIKELY(x) (x)
 #define OPMSG_PRINTF(f, a)
 #define OPMSG_COLD
+#define OPMSG_NOINLINE
 #define OPMSG_ALWAYS_INLINE inline
 #endif
 
@@ -76,14 +78,29 @@ bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt,
  * Returns out. */
 const char *opmsg_printable(char *out, const char *name, size_t len);
 
-/* The limits in force for one call, with defaults applied. */
+/* The limits in force for one call, with defaults applied: the parser's
+ * from opmsg_options_t, the encoder's from opmsg_build_t, both through
+ * opmsg_limits_set() (rules.c), so both sides hold a message to one bound. */
 typedef struct {
    size_t max_message_size;
    size_t max_bson_size;
    uint32_t flags;
 } opmsg_limits_t;
 
+/* 0 means the default; messageLength is an int32, and so is the length of
+ * a body, which may be OPMSG_BODY_ALLOWANCE above max_bson_size: both are
+ * capped to fit. */
+void opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size,
+                      size_t max_bson_size, uint32_t flags);
+/* opmsg_limits_set() from the caller's options (NULL: the defaults). */
 void opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits);
+
+/* The largest body (command) the limits allow. */
+static inline size_t
+opmsg_body_limit(const opmsg_limits_t *limits)
+{
+   return limits->max_bson_size + OPMSG_BODY_ALLOWANCE;
+}
 
 /* ---------------------------------------------------------------------------
  * BSON element walking (document.c)
@@ -351,13 +368,304 @@ bool opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
 bool opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
                              const char *what, bson_error_t *error);
 
-/* FNV-1a, the hash the duplicate checks use. */
-static inline uint32_t
-opmsg_hash_step(uint32_t h, uint8_t c)
+/* ---------------------------------------------------------------------------
+ * The wire rules both sides apply (rules.c)
+ *
+ * The parser checks what it reads and the encoder what it is asked to
+ * write, with these same functions and the same limits, so that the encoder
+ * never writes what the parser rejects. What is hot is inline here; the
+ * rest, and every error report, is in rules.c.
+ *
+ * The two sides name things differently in messages (the parser by offset
+ * in the message, the encoder by the index the caller gave a sequence) and,
+ * where build.h promises it, report a fault of the body under another code:
+ * to the encoder's caller the body is the command it handed in, and any
+ * fault in that is OPMSG_ERR_BAD_COMMAND. The rules that check the body take
+ * this as body_code: OPMSG_OK reports the code of the rule broken (the
+ * parser), OPMSG_ERR_BAD_COMMAND reports that (the encoder).
+ * ------------------------------------------------------------------------- */
+
+/* Where a sequence is, for messages: the offset of its section's kind byte
+ * in the message (the parser), or the index the caller gave it (the
+ * encoder, whose message is not written yet). */
+typedef struct {
+   size_t n;
+   bool is_index;
+} opmsg_seq_at_t;
+
+static inline opmsg_seq_at_t
+opmsg_seq_at_offset(size_t offset)
 {
-   return (h ^ c) * 16777619u;
+   opmsg_seq_at_t at = {offset, false};
+   return at;
 }
-#define OPMSG_HASH_INIT 2166136261u
+
+static inline opmsg_seq_at_t
+opmsg_seq_at_index(size_t index)
+{
+   opmsg_seq_at_t at = {index, true};
+   return at;
+}
+
+/* The flag bits opmsg knows: two required ones, one optional. */
+#define OPMSG_FLAGS_KNOWN_REQUIRED (OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME)
+#define OPMSG_FLAGS_KNOWN (OPMSG_FLAGS_KNOWN_REQUIRED | OPMSG_FLAG_EXHAUST_ALLOWED)
+
+/* The report of opmsg_rule_flags(). */
+bool opmsg_flags_fail(uint32_t flags, uint32_t unknown, bson_error_t *error) OPMSG_COLD;
+
+/* flagBits: a required bit (0-15) that opmsg does not know fails the
+ * message, as the spec has a receiver refuse it. An unknown optional bit
+ * (16-31) is ignored on receipt but never sent, since a sender sets the bits
+ * it does not use to 0: when sending (the encoder) it is the caller's
+ * mistake, OPMSG_ERR_INVALID_ARGUMENT. */
+static inline bool
+opmsg_rule_flags(uint32_t flags, bool sending, bson_error_t *error)
+{
+   uint32_t unknown = flags & ~(uint32_t) OPMSG_FLAGS_KNOWN;
+   if (!sending) {
+      unknown &= OPMSG_FLAG_REQUIRED_MASK;
+   }
+   return OPMSG_LIKELY(unknown == 0) || opmsg_flags_fail(flags, unknown, error);
+}
+
+/* True when the document at doc (avail bytes there) is framed: its length
+ * at least 5, within avail and max_len, its last byte 0; the length goes to
+ * *len whenever there are bytes to read it from. The fast form of
+ * opmsg_doc_frame(), which says what is wrong. A length below 5 wraps around and fails the first comparison (see
+ * opmsg_string_size()). */
+static OPMSG_ALWAYS_INLINE bool
+opmsg_doc_frame_ok(const uint8_t *doc, size_t avail, size_t max_len, size_t *len)
+{
+   if (OPMSG_UNLIKELY(avail < 5)) {
+      return false;
+   }
+   size_t n = opmsg_read_u32(doc);
+   *len = n;
+   return n - 5 <= avail - 5 && n <= max_len && doc[n - 1] == 0;
+}
+
+/* A sequence document: framed within max_bson; its top-level elements sound
+ * when top (the encoder's caller may vouch for them, trust_documents); every
+ * nested level too when deep (OPMSG_PARSE_FULL_VALIDATE). True with its
+ * length in *len; on false opmsg_rule_seq_doc() says why. The hot loop of a
+ * sequence. */
+static OPMSG_ALWAYS_INLINE bool
+opmsg_seq_doc_ok(const uint8_t *doc, size_t avail, size_t max_bson, bool top,
+                 bool deep, size_t *len)
+{
+   return OPMSG_LIKELY(opmsg_doc_frame_ok(doc, avail, max_bson, len) &&
+                       (!top || opmsg_doc_top_ok(doc, *len)) &&
+                       (!deep || opmsg_doc_validate_deep(doc, (uint32_t) *len, 0, "", NULL)));
+}
+
+/* The checks of opmsg_seq_doc_ok() again, for a document it refused:
+ * stores the length, or names the rule broken, calling the document
+ * "document <index> of sequence "<id>"" at offset off (the parser's: in the
+ * message; the encoder's: among the sequence's documents). too_large is the
+ * code of a framed document above max_bson: the parser's
+ * OPMSG_ERR_DOCUMENT_TOO_LARGE (a received document breaks the limit), the
+ * encoder's OPMSG_ERR_DOCUMENT_OVER_LIMIT (build.h: one document the
+ * server's limits will not take, as the splitter reports it too). */
+bool opmsg_rule_seq_doc(const uint8_t *doc, size_t avail, size_t max_bson,
+                        bool top, bool deep, size_t off, const char *id,
+                        size_t id_len, size_t index, opmsg_error_code_t too_large,
+                        uint32_t *len, bson_error_t *error) OPMSG_COLD;
+
+/* The body's frame within opmsg_body_limit(), the body at offset off of the
+ * message: stores its length, or names the rule broken. The parser's fast
+ * form is opmsg_doc_frame_ok(). */
+bool opmsg_rule_body_frame(const uint8_t *body, size_t avail,
+                           const opmsg_limits_t *limits, size_t off,
+                           opmsg_error_code_t body_code, uint32_t *len,
+                           bson_error_t *error);
+
+/* The body's top-level elements (document.c's walk of a framed body);
+ * stores how many there are in *count when count is not NULL. */
+bool opmsg_rule_body_top(const uint8_t *body, uint32_t len, size_t off,
+                         opmsg_error_code_t body_code, uint32_t *count,
+                         bson_error_t *error);
+
+/* The key set: the one table of the duplicate rules (body keys,
+ * identifiers) and of looking up a body's field by name. Open addressing
+ * over uint32 offsets into one buffer: names are NUL-terminated there, so a
+ * slot is an offset (its length is found again by the comparison) and the
+ * name's hash, compared first so that most probes that meet another name
+ * need not read it. The caller lends a table for small sets; a larger one is
+ * borrowed from the heap. */
+typedef struct {
+   uint32_t offset; /* the name's offset from base, + 1; 0: empty */
+   uint32_t hash;
+} opmsg_keyslot_t;
+
+typedef struct {
+   const uint8_t *base;
+   const uint8_t *limit; /* end of the bytes stored names may be read from */
+   opmsg_keyslot_t *slots;
+   size_t nslots;
+   opmsg_keyslot_t *local; /* the caller's table */
+} opmsg_keyset_t;
+
+/* Slots of a local table that holds n names without allocating. */
+#define OPMSG_KEYSET_LOCAL(n) (2 * (size_t) (n) + 1)
+
+/* The table of a set too large for its local one, from the heap. */
+bool opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, bson_error_t *error);
+
+/* An empty set for n names stored in [base, limit), in local (n_local
+ * slots) when they fit, half full so that probes are short.
+ * OPMSG_ERR_NO_MEMORY if the heap fails; the set may be destroyed either
+ * way, and so may a zeroed one. Inline: every parse makes one. */
+static inline bool
+opmsg_keyset_init(opmsg_keyset_t *s, const uint8_t *base, const uint8_t *limit,
+                  size_t n, opmsg_keyslot_t *local, size_t n_local, bson_error_t *error)
+{
+   s->base = base;
+   s->limit = limit;
+   s->local = local;
+   s->slots = local;
+   s->nslots = OPMSG_KEYSET_LOCAL(n);
+   if (OPMSG_UNLIKELY(s->nslots > n_local) && !opmsg_keyset_alloc(s, n, error)) {
+      return false;
+   }
+   memset(s->slots, 0, s->nslots * sizeof(opmsg_keyslot_t));
+   return true;
+}
+
+static inline void
+opmsg_keyset_destroy(opmsg_keyset_t *s)
+{
+   if (OPMSG_UNLIKELY(s->slots != s->local)) {
+      bson_free(s->slots);
+   }
+   s->slots = s->local;
+}
+
+/* The hash the duplicate checks and the name lookups use: a multiply and
+ * fold of the first and last 8 bytes and the length, a few cycles a name,
+ * which matters on bodies of hundreds of keys. Reads nothing at or past
+ * limit (the end of the buffer the name lies in). */
+static OPMSG_ALWAYS_INLINE uint32_t
+opmsg_key_hash(const char *name, size_t len, const uint8_t *limit)
+{
+   uint64_t a = 0, b = 0;
+   if (len >= 8) {
+      memcpy(&a, name, 8);
+      memcpy(&b, name + len - 8, 8);
+   } else if ((const uint8_t *) name + 8 <= limit) {
+      /* One load, then keep only the name's bytes (little-endian). */
+      memcpy(&a, name, 8);
+      a &= (1ull << (8 * len)) - 1;
+   } else {
+      memcpy(&a, name, len);
+   }
+   uint64_t h = (a ^ 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+   h ^= (b + len) * 0x94D049BB133111EBull;
+   h ^= h >> 31;
+   return (uint32_t) (h ^ (h >> 32));
+}
+
+/* Finds name (len bytes, hash h) in the set; if absent and add is true,
+ * adds it as the name at offset from base. Returns the stored offset of an
+ * equal name, or -1. */
+static OPMSG_ALWAYS_INLINE int64_t
+opmsg_keyset_find_hashed(opmsg_keyset_t *s, uint32_t h, const char *name,
+                         size_t len, uint32_t offset, bool add)
+{
+   size_t i = (size_t) (((uint64_t) h * s->nslots) >> 32);
+   for (;;) {
+      opmsg_keyslot_t *slot = &s->slots[i];
+      if (slot->offset == 0) {
+         if (add) {
+            slot->offset = offset + 1;
+            slot->hash = h;
+         }
+         return -1;
+      }
+      if (slot->hash == h) {
+         /* A stored name ends at its NUL; the name looked up may be a
+          * component of a dotted identifier, which does not. The bound
+          * keeps a longer name with the same hash from reading past the
+          * buffer; the cheap rejections come first. */
+         const char *stored = (const char *) s->base + slot->offset - 1;
+         if (len < (size_t) ((const char *) s->limit - stored) &&
+             stored[len] == '\0' && stored[0] == name[0] &&
+             memcmp(stored, name, len) == 0) {
+            return (int64_t) slot->offset - 1;
+         }
+      }
+      if (++i == s->nslots) {
+         i = 0;
+      }
+   }
+}
+
+/* The same, for a name that lies in the set's own buffer. */
+static OPMSG_ALWAYS_INLINE int64_t
+opmsg_keyset_find(opmsg_keyset_t *s, const char *name, size_t len,
+                  uint32_t offset, bool add)
+{
+   return opmsg_keyset_find_hashed(s, opmsg_key_hash(name, len, s->limit), name,
+                                   len, offset, add);
+}
+
+/* No top-level key twice in a body: which value would the server take?
+ * Adds each key of the checked body (len bytes at offset off of the
+ * message, keys->base at or before it) to keys, empty and sized for them.
+ * OPMSG_ERR_DUPLICATE_KEY. */
+bool opmsg_rule_unique_keys(opmsg_keyset_t *keys, const uint8_t *body,
+                            uint32_t len, size_t off, opmsg_error_code_t body_code,
+                            bson_error_t *error);
+/* The report of that rule, for a caller that adds the keys itself (the
+ * parser hashes them during its walk): key is the second one, off the
+ * offset of its element. */
+bool opmsg_duplicate_key_fail(const char *key, size_t off,
+                              opmsg_error_code_t body_code,
+                              bson_error_t *error) OPMSG_COLD;
+
+/* An identifier (len bytes, no NUL among them): not empty, short enough
+ * for a section's int32 size, UTF-8, and when dotted a path of at most
+ * OPMSG_MAX_DEPTH components, none empty. Stores in *dotted whether it has
+ * a dot. OPMSG_ERR_SEQUENCE_IDENTIFIER. */
+bool opmsg_rule_identifier(const char *id, size_t len, opmsg_seq_at_t at,
+                           bool *dotted, bson_error_t *error);
+
+/* Two sequences fill one field of the merged document when their
+ * identifiers are equal, or when one is a path prefix of the other ("a"
+ * and "a.b": one would be both an array and a document). True when a (the
+ * earlier) and b do not; else OPMSG_ERR_DUPLICATE_IDENTIFIER. */
+bool opmsg_rule_identifier_pair(const char *a, size_t a_len, opmsg_seq_at_t a_at,
+                                const char *b, size_t b_len, opmsg_seq_at_t b_at,
+                                bson_error_t *error);
+
+/* With a dotted identifier among them, at most OPMSG_MAX_DOTTED_SEQUENCES
+ * sequences (their paths are placed pairwise).
+ * OPMSG_ERR_SEQUENCE_IDENTIFIER. */
+bool opmsg_rule_dotted_count(size_t n_seq, size_t n_dotted, bson_error_t *error);
+
+/* An identifier must not name a body field: "a" clashes with a body key
+ * "a", "a.b" with {a: {b: ...}} and with {a: 5} (no document to put "b"
+ * in); {a: {c: 1}} with "a.b" is fine, the merge adds "b". Every
+ * sub-document the path enters is checked like a body, since the merge
+ * rewrites it field by field. keys holds the body's keys
+ * (opmsg_rule_unique_keys()); the body is len bytes at offset off.
+ * OPMSG_ERR_IDENTIFIER_CLASH. */
+bool opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
+                     size_t off, const char *id, size_t id_len, opmsg_seq_at_t at,
+                     opmsg_error_code_t body_code, bson_error_t *error);
+
+/* The report of opmsg_rule_merged_size(). */
+bool opmsg_merged_size_fail(size_t size, bool exact, bson_error_t *error) OPMSG_COLD;
+
+/* The merged document is one BSON document, so at most INT32_MAX bytes.
+ * The parser knows its exact size; the encoder, which does not walk the
+ * documents it is told to trust, only a bound (exact false), and refuses
+ * what could exceed it. OPMSG_ERR_OUTPUT_TOO_LARGE. */
+static inline bool
+opmsg_rule_merged_size(size_t size, bool exact, bson_error_t *error)
+{
+   return OPMSG_LIKELY(size <= (size_t) INT32_MAX) || opmsg_merged_size_fail(size, exact, error);
+}
 
 /* ---------------------------------------------------------------------------
  * Per-opcode parsers, called by opmsg_parse() after the header checks.
@@ -392,6 +700,14 @@ size_t opmsg_array_keys_size(uint32_t count);
 
 /* Writes the decimal digits of i and a NUL at p; returns bytes written. */
 size_t opmsg_write_index_key(uint8_t *p, uint32_t i);
+
+/* The array document of count documents that lie back to back in
+ * docs[0..docs_len) (keys "0", "1", ...): its exact size, and writing it
+ * into out, which has that size. The merge writes each sequence with the
+ * same code; the libmongoc drop-in builds its command arrays with it. The
+ * documents must have been framed. */
+size_t opmsg_array_doc_size(size_t docs_len, uint32_t count);
+void opmsg_write_array_doc(uint8_t *out, const uint8_t *docs, size_t docs_len);
 
 /* The portable CRC-32C, always built, so tests can compare it with ISA-L. */
 uint32_t opmsg_crc32c_portable(uint32_t crc, const void *data, size_t len);

@@ -547,6 +547,118 @@ test_refuses_bad_flags(void **state)
    bson_destroy(cmd);
 }
 
+/* ---------------------------------------------------------------------------
+ * The encoder refuses what the parser rejects (the rules of rules.c)
+ * ------------------------------------------------------------------------- */
+
+/* One message described twice: to the encoder, and written by hand for the
+ * parser (the command's bytes as the body, then each identifier with the
+ * same documents). */
+typedef struct {
+   const bson_t *cmd;
+   const char *const *ids;
+   size_t n_ids;
+   const uint8_t *raw; /* each sequence's documents; NULL: one {x: 1} */
+   size_t raw_len;
+   uint32_t flags;
+   size_t max_bson; /* 0: the default */
+} agree_t;
+
+/* The parser's verdict on c written by hand: OPMSG_OK or the error code,
+ * whose message goes to *error. */
+static opmsg_error_code_t
+hand_made_verdict(const agree_t *c, const uint8_t *raw, size_t raw_len, bson_error_t *error)
+{
+   tu_buf_t t;
+   opmsg_options_t opts;
+   opmsg_msg_t msg;
+
+   tu_buf_init(&t);
+   tu_msg_begin(&t, c->flags);
+   tu_put_u8(&t, 0);
+   tu_put_bson(&t, c->cmd);
+   for (size_t i = 0; i < c->n_ids; i++) {
+      size_t mark = tu_msg_seq_begin(&t, c->ids[i]);
+      tu_put(&t, raw, raw_len);
+      tu_msg_seq_end(&t, mark);
+   }
+   tu_msg_end(&t);
+   opmsg_options_init(&opts);
+   opts.max_bson_size = c->max_bson;
+   memset(error, 0, sizeof *error);
+   bool ok = opmsg_parse(t.data, t.len, &opts, &msg, error);
+   tu_buf_free(&t);
+   if (ok) {
+      return OPMSG_OK;
+   }
+   assert_int_equal(error->domain, OPMSG_ERROR_DOMAIN);
+   return (opmsg_error_code_t) error->code;
+}
+
+/* c for the encoder, in *b, with seqs (c->n_ids of them) pointing at the
+ * documents raw[0..raw_len). */
+static void
+describe(const agree_t *c, opmsg_build_t *b, opmsg_sequence_in_t *seqs,
+         const uint8_t *raw, size_t raw_len)
+{
+   for (size_t i = 0; i < c->n_ids; i++) {
+      seqs[i].identifier = c->ids[i];
+      seqs[i].docs = NULL;
+      seqs[i].n_docs = 0;
+      seqs[i].raw = raw;
+      seqs[i].raw_len = raw_len;
+   }
+   opmsg_build_init(b, c->cmd);
+   b->sequences = seqs;
+   b->n_sequences = c->n_ids;
+   b->flags = c->flags;
+   b->max_bson_size = c->max_bson;
+}
+
+/* The encoder's verdict on c is build_code and the parser's parse_code.
+ * When the encoder builds, the parser must accept and merge the result;
+ * when it refuses (through every entry point), the parser must reject the
+ * same message made by hand, with the same rule. The codes differ only where
+ * build.h says so: a fault in the command is OPMSG_ERR_BAD_COMMAND, a
+ * document above the limit OPMSG_ERR_DOCUMENT_OVER_LIMIT, an unknown
+ * optional flag bit (which a receiver ignores) OPMSG_ERR_INVALID_ARGUMENT. */
+static void
+check_agree(const agree_t *c, opmsg_error_code_t build_code, opmsg_error_code_t parse_code)
+{
+   bson_t *x = json("{\"x\": 1}");
+   const uint8_t *raw = c->raw ? c->raw : bson_get_data(x);
+   size_t raw_len = c->raw ? c->raw_len : x->len;
+   opmsg_sequence_in_t *seqs = calloc(c->n_ids + 1, sizeof *seqs);
+   opmsg_build_t b;
+   bson_error_t error;
+
+   assert_non_null(seqs);
+   describe(c, &b, seqs, raw, raw_len);
+   if (build_code == OPMSG_OK) {
+      size_t len;
+      opmsg_msg_t msg;
+      opmsg_options_t opts;
+      uint8_t *buf = build_ok(&b, &len);
+      opmsg_options_init(&opts);
+      opts.max_bson_size = c->max_bson;
+      parse_ok(buf, len, &opts, &msg);
+      bson_t *merged = opmsg_merge_bson(&msg, &error);
+      assert_non_null(merged);
+      bson_destroy(merged);
+      bson_free(buf);
+      assert_int_equal(parse_code, OPMSG_OK);
+   } else {
+      assert_build_fails(&b, build_code);
+   }
+   opmsg_error_code_t got = hand_made_verdict(c, raw, raw_len, &error);
+   if (got != parse_code) {
+      fail_msg("the parser says %s, expected %s: %s", opmsg_error_name(got),
+               opmsg_error_name(parse_code), error.message);
+   }
+   free(seqs);
+   bson_destroy(x);
+}
+
 /* One identifier against a body: the builder's verdict, and when it builds,
  * the parser must accept the result. */
 static void
@@ -554,42 +666,10 @@ check_identifier_case(const char *body, const char *id1, const char *id2,
                       opmsg_error_code_t expect)
 {
    bson_t *cmd = json(body);
-   bson_t *doc = json("{\"x\": 1}");
-   const bson_t *docs[1] = {doc};
-   opmsg_sequence_in_t seqs[2] = {{id1, docs, 1, NULL, 0}, {id2, docs, 1, NULL, 0}};
-   opmsg_build_t b;
-   opmsg_build_init(&b, cmd);
-   b.sequences = seqs;
-   b.n_sequences = id2 ? 2 : 1;
-   if (expect == OPMSG_OK) {
-      size_t len;
-      opmsg_msg_t msg;
-      uint8_t *buf = build_ok(&b, &len);
-      parse_ok(buf, len, NULL, &msg);
-      bson_error_t error;
-      bson_t *merged = opmsg_merge_bson(&msg, &error);
-      assert_non_null(merged);
-      bson_destroy(merged);
-      bson_free(buf);
-   } else {
-      assert_build_fails(&b, expect);
-      /* The same message made by hand: the parser refuses it for the same
-       * rule, so the two agree on what may go on the wire. */
-      tu_buf_t t;
-      tu_buf_init(&t);
-      tu_msg_begin(&t, 0);
-      tu_msg_body(&t, body);
-      for (size_t i = 0; i < b.n_sequences; i++) {
-         size_t mark = tu_msg_seq_begin(&t, seqs[i].identifier);
-         tu_put_bson(&t, doc);
-         tu_msg_seq_end(&t, mark);
-      }
-      tu_msg_end(&t);
-      tu_assert_rejects(t.data, t.len, 0, expect);
-      tu_buf_free(&t);
-   }
+   const char *ids[2] = {id1, id2};
+   agree_t c = {cmd, ids, id2 ? 2 : 1, NULL, 0, 0, 0};
+   check_agree(&c, expect, expect);
    bson_destroy(cmd);
-   bson_destroy(doc);
 }
 
 static void
@@ -630,6 +710,246 @@ test_identifiers(void **state)
    check_identifier_case(body, deep, NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER);
    deep[2 * 100 - 1] = '\0'; /* 100 components: fine */
    check_identifier_case(body, deep, NULL, OPMSG_OK);
+}
+
+/* Every flag bit: a required bit opmsg does not know is refused by both
+ * sides; an unknown optional bit is ignored by the parser and never set by
+ * the encoder. */
+static void
+test_flags_agree(void **state)
+{
+   (void) state;
+   bson_t *cmd = json("{\"insert\": \"c\", \"$db\": \"d\"}");
+   const char *ids[1] = {"documents"};
+   const uint32_t known = OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME |
+                          OPMSG_FLAG_EXHAUST_ALLOWED;
+   for (unsigned bit = 0; bit < 32; bit++) {
+      uint32_t flag = 1u << bit;
+      agree_t c = {cmd, ids, 1, NULL, 0, flag, 0};
+      if (flag & known) {
+         check_agree(&c, OPMSG_OK, OPMSG_OK);
+      } else if (bit < 16) {
+         check_agree(&c, OPMSG_ERR_REQUIRED_FLAGS, OPMSG_ERR_REQUIRED_FLAGS);
+      } else {
+         check_agree(&c, OPMSG_ERR_INVALID_ARGUMENT, OPMSG_OK);
+      }
+   }
+   bson_destroy(cmd);
+}
+
+/* Duplicate keys: one key set, one hash, on both sides. Keys the hash
+ * cannot tell apart are still different keys. */
+static void
+test_duplicate_keys_agree(void **state)
+{
+   (void) state;
+   const char *ids[1] = {"documents"};
+   struct {
+      const char *json;
+      bool dup;
+   } cases[] = {
+      {"{\"find\": 1, \"filter\": {}, \"find\": 2}", true},
+      {"{\"find\": 1, \"\": 1, \"\": 2}", true},
+      {"{\"find\": 1, \"ab\": 1, \"abc\": 2, \"abcd\": 3, \"a\": 4}", false},
+      /* Same length, same first and last 8 bytes: the same hash. */
+      {"{\"find\": 1, \"aaaaaaaaXaaaaaaaa\": 1, \"aaaaaaaaYaaaaaaaa\": 2}", false},
+      {"{\"find\": 1, \"aaaaaaaaXaaaaaaaa\": 1, \"aaaaaaaaXaaaaaaaa\": 2}", true},
+   };
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      bson_t *cmd = json(cases[i].json);
+      agree_t c = {cmd, ids, 1, NULL, 0, 0, 0};
+      if (cases[i].dup) {
+         check_agree(&c, OPMSG_ERR_BAD_COMMAND, OPMSG_ERR_DUPLICATE_KEY);
+      } else {
+         check_agree(&c, OPMSG_OK, OPMSG_OK);
+      }
+      bson_destroy(cmd);
+   }
+   /* 600 keys: past the stack tables of both (256 and 512 keys). */
+   bson_t many = BSON_INITIALIZER;
+   char key[16];
+   for (int i = 0; i < 600; i++) {
+      snprintf(key, sizeof key, "k%d", i);
+      BSON_APPEND_INT32(&many, key, i);
+   }
+   agree_t c = {&many, ids, 1, NULL, 0, 0, 0};
+   check_agree(&c, OPMSG_OK, OPMSG_OK);
+   BSON_APPEND_INT32(&many, "k17", 0);
+   check_agree(&c, OPMSG_ERR_BAD_COMMAND, OPMSG_ERR_DUPLICATE_KEY);
+   bson_destroy(&many);
+}
+
+/* A sub-document that a dotted identifier enters is rewritten by the merge
+ * field by field, so all of it is checked, not only the fields on the way:
+ * here "b" is sound and the field after it is not. Elsewhere nested
+ * documents are the application's business. */
+static void
+test_path_subdocument_agrees(void **state)
+{
+   (void) state;
+   tu_buf_t d;
+   tu_buf_init(&d);
+   /* {cmd: 1, a: {b: {}, z: <unknown type 0x42>}} */
+   tu_put_i32(&d, 4 + (1 + 4 + 4) + (1 + 2 + 20) + 1);
+   tu_put_u8(&d, BSON_TYPE_INT32);
+   tu_put_cstr(&d, "cmd");
+   tu_put_i32(&d, 1);
+   tu_put_u8(&d, BSON_TYPE_DOCUMENT);
+   tu_put_cstr(&d, "a");
+   tu_put_i32(&d, 4 + (1 + 2 + 5) + (1 + 2 + 4) + 1);
+   tu_put_u8(&d, BSON_TYPE_DOCUMENT);
+   tu_put_cstr(&d, "b");
+   tu_put_i32(&d, 5);
+   tu_put_u8(&d, 0);
+   tu_put_u8(&d, 0x42);
+   tu_put_cstr(&d, "z");
+   tu_put_i32(&d, 0);
+   tu_put_u8(&d, 0);
+   tu_put_u8(&d, 0);
+   bson_t cmd;
+   assert_true(bson_init_static(&cmd, d.data, d.len));
+
+   const char *deep[1] = {"a.b.c"};
+   const char *other[1] = {"a.q"};
+   const char *elsewhere[1] = {"documents"};
+   agree_t c = {&cmd, deep, 1, NULL, 0, 0, 0};
+   check_agree(&c, OPMSG_ERR_BAD_COMMAND, OPMSG_ERR_DOCUMENT_ELEMENT);
+   c.ids = other;
+   check_agree(&c, OPMSG_ERR_BAD_COMMAND, OPMSG_ERR_DOCUMENT_ELEMENT);
+   c.ids = elsewhere;
+   check_agree(&c, OPMSG_OK, OPMSG_OK);
+   tu_buf_free(&d);
+}
+
+/* More than OPMSG_MAX_DOTTED_SEQUENCES sequences with a dotted identifier
+ * among them: both refuse; at the limit both accept. */
+static void
+test_dotted_count_agrees(void **state)
+{
+   (void) state;
+   bson_t *cmd = json("{\"insert\": \"c\", \"$db\": \"d\"}");
+   char names[OPMSG_MAX_DOTTED_SEQUENCES + 1][16];
+   const char *ids[OPMSG_MAX_DOTTED_SEQUENCES + 1];
+   snprintf(names[0], sizeof names[0], "z.a");
+   ids[0] = names[0];
+   for (int i = 1; i <= OPMSG_MAX_DOTTED_SEQUENCES; i++) {
+      snprintf(names[i], sizeof names[i], "s%d", i);
+      ids[i] = names[i];
+   }
+   agree_t c = {cmd, ids, OPMSG_MAX_DOTTED_SEQUENCES + 1, NULL, 0, 0, 0};
+   check_agree(&c, OPMSG_ERR_SEQUENCE_IDENTIFIER, OPMSG_ERR_SEQUENCE_IDENTIFIER);
+   c.n_ids = OPMSG_MAX_DOTTED_SEQUENCES;
+   check_agree(&c, OPMSG_OK, OPMSG_OK);
+   bson_destroy(cmd);
+}
+
+/* Faulty sequence documents: the same rule on both sides. Two codes differ
+ * by design: a document above the limit is one the encoder's caller must
+ * send elsewhere (OPMSG_ERR_DOCUMENT_OVER_LIMIT), and a raw run cut short
+ * is the section's overrun to the parser, which reads the section's frame
+ * where the encoder writes it. */
+static void
+test_documents_agree(void **state)
+{
+   (void) state;
+   bson_t *cmd = json("{\"insert\": \"c\", \"$db\": \"d\"}");
+   const char *ids[1] = {"documents"};
+   docset_t s;
+   docset_init(&s, 3, NULL);
+   size_t first = s.docs[0]->len;
+   uint8_t *copy = malloc(s.raw_len);
+   assert_non_null(copy);
+   agree_t c = {cmd, ids, 1, copy, s.raw_len, 0, 0};
+
+   memcpy(copy, s.raw, s.raw_len);
+   check_agree(&c, OPMSG_OK, OPMSG_OK);
+   copy[first + s.docs[1]->len - 1] = 7; /* document 1's terminator */
+   check_agree(&c, OPMSG_ERR_DOCUMENT_TERMINATOR, OPMSG_ERR_DOCUMENT_TERMINATOR);
+   memcpy(copy, s.raw, s.raw_len);
+   copy[first + 4] = 0x42; /* document 1's first element's type */
+   check_agree(&c, OPMSG_ERR_DOCUMENT_ELEMENT, OPMSG_ERR_DOCUMENT_ELEMENT);
+   memcpy(copy, s.raw, s.raw_len);
+   opmsg_write_u32(copy + first, 4); /* below the minimum length */
+   check_agree(&c, OPMSG_ERR_DOCUMENT_LENGTH, OPMSG_ERR_DOCUMENT_LENGTH);
+   memcpy(copy, s.raw, s.raw_len);
+   c.max_bson = s.docs[1]->len - 1;
+   check_agree(&c, OPMSG_ERR_DOCUMENT_OVER_LIMIT, OPMSG_ERR_DOCUMENT_TOO_LARGE);
+   c.max_bson = 0;
+   c.raw_len = s.raw_len - 1;
+   check_agree(&c, OPMSG_ERR_DOCUMENT_LENGTH, OPMSG_ERR_SEQUENCE_OVERRUN);
+
+   /* A boolean byte other than 0 or 1. */
+   bson_t *flag = json("{\"f\": true}");
+   uint8_t bad[16];
+   assert_true(flag->len <= sizeof bad);
+   memcpy(bad, bson_get_data(flag), flag->len);
+   bad[flag->len - 2] = 2;
+   agree_t b = {cmd, ids, 1, bad, flag->len, 0, 0};
+   check_agree(&b, OPMSG_ERR_INVALID_BOOLEAN, OPMSG_ERR_INVALID_BOOLEAN);
+
+   bson_destroy(flag);
+   free(copy);
+   docset_free(&s);
+   bson_destroy(cmd);
+}
+
+/* The messages name the rule in the same words on both sides, and the
+ * same offsets; the encoder names a sequence by its index, the parser by
+ * its offset, and the encoder's caller calls the body its command. */
+static void
+test_messages_agree(void **state)
+{
+   (void) state;
+   bson_t *cmd = json("{\"insert\": \"c\", \"n\": 5}");
+   const char *cases[][3] = {
+      /* identifier, the encoder's words, the parser's */
+      {"q..r", ": the identifier has an empty path component",
+       ": the identifier has an empty path component"},
+      {"n.m", ": command field \"n\" is not a document", ": body field \"n\" is not a document"},
+      {"insert", ": the command already has that field (at offset 25)",
+       ": the body already has that field (at offset 25)"},
+   };
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      agree_t c = {cmd, &cases[i][0], 1, NULL, 0, 0, 0};
+      opmsg_sequence_in_t seq;
+      opmsg_build_t b;
+      bson_error_t error;
+      size_t size;
+      describe(&c, &b, &seq, NULL, 0);
+      assert_false(opmsg_build_size(&b, &size, &error));
+      assert_non_null(strstr(error.message, "sequence 0 \""));
+      assert_non_null(strstr(error.message, cases[i][1]));
+      assert_int_not_equal(hand_made_verdict(&c, NULL, 0, &error), OPMSG_OK);
+      assert_non_null(strstr(error.message, "\" at offset "));
+      assert_non_null(strstr(error.message, cases[i][2]));
+   }
+   bson_destroy(cmd);
+}
+
+/* The limits: one function for both sides. Defaults for 0; messageLength
+ * and a body (max_bson_size + OPMSG_BODY_ALLOWANCE) fit an int32. */
+static void
+test_limits_rule(void **state)
+{
+   (void) state;
+   opmsg_limits_t l;
+   opmsg_options_t opts;
+   opmsg_limits_set(&l, 0, 0, 0);
+   assert_int_equal(l.max_message_size, OPMSG_DEFAULT_MAX_MESSAGE_SIZE);
+   assert_int_equal(l.max_bson_size, OPMSG_DEFAULT_MAX_BSON_SIZE);
+   opmsg_limits_set(&l, 1000, 100, OPMSG_PARSE_REQUEST);
+   assert_int_equal(l.max_message_size, 1000);
+   assert_int_equal(l.max_bson_size, 100);
+   assert_int_equal(l.flags, OPMSG_PARSE_REQUEST);
+   opmsg_limits_set(&l, SIZE_MAX, SIZE_MAX, 0);
+   assert_int_equal(l.max_message_size, INT32_MAX);
+   assert_int_equal(opmsg_body_limit(&l), INT32_MAX);
+   opmsg_options_init(&opts);
+   opts.max_bson_size = (size_t) INT32_MAX;
+   opmsg_limits_from(&opts, &l);
+   assert_int_equal(opmsg_body_limit(&l), INT32_MAX);
+   opmsg_limits_from(NULL, &l);
+   assert_int_equal(l.max_bson_size, OPMSG_DEFAULT_MAX_BSON_SIZE);
 }
 
 static void
@@ -1138,6 +1458,13 @@ main(void)
       cmocka_unit_test(test_refuses_bad_command),
       cmocka_unit_test(test_refuses_bad_flags),
       cmocka_unit_test(test_identifiers),
+      cmocka_unit_test(test_flags_agree),
+      cmocka_unit_test(test_duplicate_keys_agree),
+      cmocka_unit_test(test_path_subdocument_agrees),
+      cmocka_unit_test(test_dotted_count_agrees),
+      cmocka_unit_test(test_documents_agree),
+      cmocka_unit_test(test_messages_agree),
+      cmocka_unit_test(test_limits_rule),
       cmocka_unit_test(test_refuses_bad_documents),
       cmocka_unit_test(test_split_exact_byte_boundary),
       cmocka_unit_test(test_split_write_batch_boundary),

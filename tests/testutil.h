@@ -62,8 +62,6 @@ char *tu_merge_json(const uint8_t *data, size_t len, uint32_t flags);
  * bson_free() the result. */
 char *tu_canonical_json(const char *json);
 
-#endif
-
 /* Rebuilds the merged document from the zero-copy view alone, with libbson's
  * append API, so tests can compare it with opmsg_merge_bson(). */
 void tu_view_to_bson(const opmsg_msg_t *msg, bson_t *out);
@@ -79,3 +77,5 @@ size_t tu_count_allocs_end(void);
 size_t tu_for_each_message(const uint8_t *data, size_t len,
                            void (*fn)(const uint8_t *msg, size_t len, void *ctx),
                            void *ctx);
+
+#endif /* OPMSG_TESTUTIL_H */

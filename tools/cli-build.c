@@ -8,19 +8,6 @@
 
 #include <string.h>
 
-#ifndef OPMSG_CLI_HAVE_BUILD
-
-int
-cli_build_main(int argc, char **argv)
-{
-   (void) argc;
-   (void) argv;
-   cli_say("build is not available in this build of opmsg (no encoder)");
-   return CLI_EXIT_USAGE;
-}
-
-#else
-
 /* JSON is wordier than BSON: allow input files this many times the message
  * size limit before refusing them. */
 #define CLI_JSON_FACTOR 4u
@@ -533,5 +520,3 @@ cli_build_main(int argc, char **argv)
    cli_build_free(&o, command);
    return rc;
 }
-
-#endif /* OPMSG_CLI_HAVE_BUILD */

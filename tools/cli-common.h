@@ -3,6 +3,14 @@
  *
  * Copyright 2026 The opmsg authors. Licensed under the Apache License 2.0.
  *
+ * Who owns what: opmsg.c the entry (dispatch, help, --version);
+ * cli-common.c the messages to the user, the usage texts and number
+ * parsing; cli-io.c the input and the options of the commands that read
+ * it; cli-merge.c merge and check; cli-dump.c dump; cli-build.c build;
+ * tap/ the tap (tap/tap-private.h). Names of opcodes and flags come from
+ * libopmsg (opmsg_opcode_name(), opmsg_flag_name()), never from a table
+ * here.
+ *
  * Exit codes (documented in opmsg(1)): 0 success, 1 an invalid message (one
  * line "opmsg: <rule>: <detail>" on stderr per message), 2 a usage or I/O
  * error.
@@ -36,7 +44,7 @@ typedef struct {
    size_t offset;
 } cli_where_t;
 
-/* ---- Output of errors (opmsg.c) ---- */
+/* ---- Messages, usage, numbers (cli-common.c) ---- */
 
 /* Prints "opmsg: <rule>: <detail>" for an opmsg error, prefixing the detail
  * with the message's place in a stream. Exactly one line. */
@@ -48,8 +56,38 @@ void cli_say(const char *fmt, ...) BSON_GNUC_PRINTF(1, 2);
 /* Prints the usage text of one command (or of all when cmd is NULL) to f. */
 void cli_usage(FILE *f, const char *cmd);
 
-/* Parses a decimal number in [min, max]; false on anything else. */
+/* Says what was wrong (as cli_say()), then how cmd is used (all commands
+ * when cmd is NULL), on stderr. Returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+   BSON_GNUC_PRINTF(2, 3);
+
+/* Parses a decimal number in [min, max]; false on anything else (a minus
+ * sign too, when min is not negative: "-0" is no count). */
 bool cli_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
+
+/* opmsg_opcode_name(), or "unknown" for a number it does not name. */
+static inline const char *
+cli_opcode_text(int32_t opcode)
+{
+   const char *name = opmsg_opcode_name(opcode);
+
+   return name ? name : "unknown";
+}
+
+/* The little-endian integers of the wire, for the fields a message that
+ * opmsg_parse() refused still has (its header, what dump describes). */
+static inline uint32_t
+cli_read_u32(const uint8_t *p)
+{
+   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
+          (uint32_t) p[3] << 24;
+}
+
+static inline int32_t
+cli_read_i32(const uint8_t *p)
+{
+   return (int32_t) cli_read_u32(p);
+}
 
 /* ---- Input (cli-io.c) ---- */
 
@@ -70,9 +108,13 @@ typedef int (*cli_handler_t)(const uint8_t *data, size_t len,
  * I/O error. */
 int cli_for_each_message(const cli_opts_t *opts, cli_handler_t handler);
 
+/* merge, check and dump: reads their options (argv[0] is the command) and
+ * runs handler on their input; returns the exit code. */
+int cli_read_command(int argc, char **argv, cli_handler_t handler);
+
 /* ---- Commands ---- */
 
-/* Message handlers of merge, check and dump (opmsg.c, cli-dump.c). */
+/* Message handlers of merge, check and dump (cli-merge.c, cli-dump.c). */
 int cli_merge_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
                   const cli_where_t *where);
 int cli_check_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
@@ -83,19 +125,10 @@ int cli_dump_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
 /* `opmsg build` (cli-build.c); argv[0] is "build". */
 int cli_build_main(int argc, char **argv);
 
-/* Decompresses an OP_COMPRESSED message that opmsg_parse() accepted into a
- * new buffer holding the original message, header rebuilt (cli-io.c).
- * Fails with OPMSG_ERR_COMPRESSOR_UNAVAILABLE when this build has no
- * decompression. */
-bool cli_decompress(const opmsg_msg_t *msg, const opmsg_options_t *opts,
-                    uint8_t **out, size_t *out_len, bson_error_t *error);
-
-/* Decompresses, parses and merges an OP_COMPRESSED message in one go (no
- * copy beyond the decompression buffer). NULL with *error set. */
-bson_t *cli_merge_compressed(const opmsg_msg_t *msg,
-                             const opmsg_options_t *opts, bson_error_t *error);
-
-/* "OP_MSG", "OP_QUERY", ... or "unknown". */
-const char *cli_opcode_name(int32_t opcode);
+/* `opmsg tap` (tap/); argv[0] is "tap". Returns the process exit code:
+ * 0 after a clean stop (SIGINT/SIGTERM, or the end of a --pcap file),
+ * 1 when a --pcap file cannot be read completely, 2 for usage errors or
+ * when it cannot listen. */
+int cli_tap_main(int argc, char **argv);
 
 #endif /* OPMSG_CLI_H */

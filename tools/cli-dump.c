@@ -12,23 +12,11 @@
 
 #include <string.h>
 
-static uint32_t
-rd_u32(const uint8_t *p)
-{
-   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-          (uint32_t) p[3] << 24;
-}
-
-static int32_t
-rd_i32(const uint8_t *p)
-{
-   return (int32_t) rd_u32(p);
-}
-
 static int64_t
 rd_i64(const uint8_t *p)
 {
-   return (int64_t) ((uint64_t) rd_u32(p) | (uint64_t) rd_u32(p + 4) << 32);
+   return (int64_t) ((uint64_t) cli_read_u32(p) |
+                     (uint64_t) cli_read_u32(p + 4) << 32);
 }
 
 /* Appends text that may not be UTF-8 (identifiers of broken messages): the
@@ -67,14 +55,14 @@ dump_opcode(bson_t *out, const char *key, int32_t opcode)
 
    bson_append_document_begin(out, key, -1, &child);
    BSON_APPEND_INT32(&child, "number", opcode);
-   BSON_APPEND_UTF8(&child, "name", cli_opcode_name(opcode));
+   BSON_APPEND_UTF8(&child, "name", cli_opcode_text(opcode));
    bson_append_document_end(out, &child);
 }
 
-/* Appends the names of the bits set in flags, from a table of 32 names
- * (NULL: unknown bit); the unknown bits go to unknown_* by range. */
+/* Appends the names of the bits set in flags (opmsg_flag_name() of the
+ * opcode); the bits without a name go to unknown_* by range. */
 static void
-dump_flag_names(bson_t *out, uint32_t flags, const char *const names[32],
+dump_flag_names(bson_t *out, int32_t opcode, uint32_t flags,
                 uint32_t required_mask)
 {
    bson_t arr, req, opt;
@@ -84,15 +72,18 @@ dump_flag_names(bson_t *out, uint32_t flags, const char *const names[32],
 
    opmsg_append_array_begin(out, "names", -1, &arr);
    for (bit = 0; bit < 32; bit++) {
-      if ((flags >> bit & 1u) && names[bit]) {
+      const char *name = opmsg_flag_name(opcode, bit);
+
+      if ((flags >> bit & 1u) && name) {
          bson_uint32_to_string(n++, &k, buf, sizeof buf);
-         bson_append_utf8(&arr, k, -1, names[bit], -1);
+         bson_append_utf8(&arr, k, -1, name, -1);
       }
    }
    bson_append_array_end(out, &arr);
    opmsg_append_array_begin(out, "unknownRequiredBits", -1, &req);
    for (bit = 0; bit < 32; bit++) {
-      if ((flags >> bit & 1u) && !names[bit] && (required_mask >> bit & 1u)) {
+      if ((flags >> bit & 1u) && !opmsg_flag_name(opcode, bit) &&
+          (required_mask >> bit & 1u)) {
          bson_uint32_to_string(nr++, &k, buf, sizeof buf);
          bson_append_int32(&req, k, -1, (int32_t) bit);
       }
@@ -100,7 +91,8 @@ dump_flag_names(bson_t *out, uint32_t flags, const char *const names[32],
    bson_append_array_end(out, &req);
    opmsg_append_array_begin(out, "unknownOptionalBits", -1, &opt);
    for (bit = 0; bit < 32; bit++) {
-      if ((flags >> bit & 1u) && !names[bit] && !(required_mask >> bit & 1u)) {
+      if ((flags >> bit & 1u) && !opmsg_flag_name(opcode, bit) &&
+          !(required_mask >> bit & 1u)) {
          bson_uint32_to_string(no++, &k, buf, sizeof buf);
          bson_append_int32(&opt, k, -1, (int32_t) bit);
       }
@@ -109,26 +101,16 @@ dump_flag_names(bson_t *out, uint32_t flags, const char *const names[32],
 }
 
 static void
-dump_flags(bson_t *out, const char *key, uint32_t flags,
-           const char *const names[32], uint32_t required_mask)
+dump_flags(bson_t *out, const char *key, int32_t opcode, uint32_t flags,
+           uint32_t required_mask)
 {
    bson_t child;
 
    bson_append_document_begin(out, key, -1, &child);
    BSON_APPEND_INT64(&child, "number", (int64_t) flags);
-   dump_flag_names(&child, flags, names, required_mask);
+   dump_flag_names(&child, opcode, flags, required_mask);
    bson_append_document_end(out, &child);
 }
-
-static const char *const msg_flag_names[32] = {
-   [0] = "checksumPresent", [1] = "moreToCome", [16] = "exhaustAllowed"};
-static const char *const query_flag_names[32] = {
-   [1] = "tailableCursor", [2] = "slaveOk", [3] = "oplogReplay",
-   [4] = "noCursorTimeout", [5] = "awaitData", [6] = "exhaust",
-   [7] = "partial"};
-static const char *const reply_flag_names[32] = {
-   [0] = "cursorNotFound", [1] = "queryFailure", [2] = "shardConfigStale",
-   [3] = "awaitCapable"};
 
 /* Length of a framed BSON document at p with avail bytes, or 0 when its
  * length field is missing or out of bounds. */
@@ -140,7 +122,7 @@ dump_doc_len(const uint8_t *p, size_t avail)
    if (avail < 4) {
       return 0;
    }
-   n = rd_i32(p);
+   n = cli_read_i32(p);
    if (n < 5 || (size_t) n > avail) {
       return 0;
    }
@@ -208,7 +190,7 @@ dump_section(bson_t *arr, const char *k, const uint8_t *d, size_t off,
          dump_first_key(&s, "command", d + off + 1, n);
       }
    } else if (kind == 1 && end - off >= 5) {
-      int32_t n = rd_i32(d + off + 1);
+      int32_t n = cli_read_i32(d + off + 1);
       const uint8_t *id = d + off + 5;
       const uint8_t *nul;
 
@@ -249,8 +231,8 @@ dump_op_msg(bson_t *out, const uint8_t *d, size_t end)
    if (end < 20) {
       return;
    }
-   flags = rd_u32(d + 16);
-   dump_flags(out, "flags", flags, msg_flag_names, OPMSG_FLAG_REQUIRED_MASK);
+   flags = cli_read_u32(d + 16);
+   dump_flags(out, "flags", OPMSG_OP_MSG, flags, OPMSG_FLAG_REQUIRED_MASK);
    has_crc = (flags & OPMSG_FLAG_CHECKSUM_PRESENT) && end >= 24;
    if (has_crc) {
       sec_end = end - 4;
@@ -273,7 +255,7 @@ dump_op_msg(bson_t *out, const uint8_t *d, size_t end)
    bson_append_document_begin(out, "checksum", -1, &ck);
    BSON_APPEND_BOOL(&ck, "present", (flags & OPMSG_FLAG_CHECKSUM_PRESENT) != 0);
    if (has_crc) {
-      uint32_t stored = rd_u32(d + end - 4);
+      uint32_t stored = cli_read_u32(d + end - 4);
       uint32_t computed = opmsg_crc32c(0, d, end - 4);
 
       BSON_APPEND_INT64(&ck, "stored", (int64_t) stored);
@@ -295,7 +277,7 @@ dump_op_query(bson_t *out, const uint8_t *d, size_t end)
       return;
    }
    bson_append_document_begin(out, "query", -1, &q);
-   dump_flags(&q, "flags", rd_u32(d + 16), query_flag_names, 0);
+   dump_flags(&q, "flags", OPMSG_OP_QUERY, cli_read_u32(d + 16), 0);
    nul = memchr(d + off, 0, end - off);
    if (nul) {
       dump_text(&q, "fullCollectionName", (const char *) d + off,
@@ -304,8 +286,8 @@ dump_op_query(bson_t *out, const uint8_t *d, size_t end)
       if (end - off >= 8) {
          uint32_t n;
 
-         BSON_APPEND_INT32(&q, "numberToSkip", rd_i32(d + off));
-         BSON_APPEND_INT32(&q, "numberToReturn", rd_i32(d + off + 4));
+         BSON_APPEND_INT32(&q, "numberToSkip", cli_read_i32(d + off));
+         BSON_APPEND_INT32(&q, "numberToReturn", cli_read_i32(d + off + 4));
          off += 8;
          n = dump_doc_len(d + off, end - off);
          if (n) {
@@ -332,26 +314,14 @@ dump_op_reply(bson_t *out, const uint8_t *d, size_t end)
       return;
    }
    bson_append_document_begin(out, "reply", -1, &r);
-   dump_flags(&r, "responseFlags", rd_u32(d + 16), reply_flag_names, 0);
+   dump_flags(&r, "responseFlags", OPMSG_OP_REPLY, cli_read_u32(d + 16), 0);
    BSON_APPEND_INT64(&r, "cursorID", rd_i64(d + 20));
-   BSON_APPEND_INT32(&r, "startingFrom", rd_i32(d + 28));
-   BSON_APPEND_INT32(&r, "numberReturned", rd_i32(d + 32));
+   BSON_APPEND_INT32(&r, "startingFrom", cli_read_i32(d + 28));
+   BSON_APPEND_INT32(&r, "numberReturned", cli_read_i32(d + 32));
    BSON_APPEND_INT64(&r, "documentsBytes", (int64_t) (end - 36));
    BSON_APPEND_INT32(&r, "documentsFound",
                      (int32_t) dump_count_docs(d + 36, end - 36, &exact));
    bson_append_document_end(out, &r);
-}
-
-static const char *
-dump_compressor_name(uint8_t id)
-{
-   switch (id) {
-   case 0: return "noop";
-   case 1: return "snappy";
-   case 2: return "zlib";
-   case 3: return "zstd";
-   default: return "reserved";
-   }
 }
 
 static bool dump_message(bson_t *out, const uint8_t *d, size_t len,
@@ -369,19 +339,22 @@ dump_op_compressed(bson_t *out, const uint8_t *d, size_t end,
    uint8_t *inner = NULL;
    size_t inner_len = 0;
    bool ok = true;
+   const char *codec;
 
    if (end < 25) {
       return true;
    }
+   codec = opmsg_compressor_name(d[24]);
    bson_append_document_begin(out, "compressed", -1, &c);
-   dump_opcode(&c, "originalOpcode", rd_i32(d + 16));
-   BSON_APPEND_INT32(&c, "uncompressedSize", rd_i32(d + 20));
+   dump_opcode(&c, "originalOpcode", cli_read_i32(d + 16));
+   BSON_APPEND_INT32(&c, "uncompressedSize", cli_read_i32(d + 20));
    BSON_APPEND_INT32(&c, "compressorId", d[24]);
-   BSON_APPEND_UTF8(&c, "compressor", dump_compressor_name(d[24]));
+   BSON_APPEND_UTF8(&c, "compressor", codec ? codec : "reserved");
    BSON_APPEND_INT64(&c, "compressedBytes", (int64_t) (end - 25));
    if (msg && depth == 0) {
-      if (cli_decompress(msg, &opts->parse, &inner, &inner_len,
-                         first_error)) {
+      /* The parse bounded uncompressedSize with opts. */
+      inner = opmsg_decompress(msg, &inner_len, first_error);
+      if (inner) {
          bson_append_document_begin(&c, "inner", -1, &inner_doc);
          ok = dump_message(&inner_doc, inner, inner_len, opts, depth + 1,
                            first_error);
@@ -427,13 +400,13 @@ dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts,
    if (len < OPMSG_HEADER_SIZE) {
       BSON_APPEND_INT64(out, "bytesGiven", (int64_t) len);
    } else {
-      declared = rd_i32(d);
-      opcode = rd_i32(d + 12);
+      declared = cli_read_i32(d);
+      opcode = cli_read_i32(d + 12);
       dump_opcode(out, "opcode", opcode);
       bson_append_document_begin(out, "header", -1, &h);
       BSON_APPEND_INT32(&h, "messageLength", declared);
-      BSON_APPEND_INT32(&h, "requestID", rd_i32(d + 4));
-      BSON_APPEND_INT32(&h, "responseTo", rd_i32(d + 8));
+      BSON_APPEND_INT32(&h, "requestID", cli_read_i32(d + 4));
+      BSON_APPEND_INT32(&h, "responseTo", cli_read_i32(d + 8));
       BSON_APPEND_INT32(&h, "opCode", opcode);
       bson_append_document_end(out, &h);
       BSON_APPEND_INT64(out, "bytesGiven", (int64_t) len);

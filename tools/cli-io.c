@@ -1,6 +1,7 @@
 /*
  * cli-io.c - reading the input of `opmsg`: one whole message, or a stream of
- * messages cut with opmsg_frame_length().
+ * messages cut with opmsg_frame_length(); and the options of the commands
+ * that read it (merge, check, dump), which are the same for the three.
  *
  * Copyright 2026 The opmsg authors. Licensed under the Apache License 2.0.
  */
@@ -243,5 +244,78 @@ cli_for_each_message(const cli_opts_t *opts, cli_handler_t handler)
       rc = handler(data ? data : (const uint8_t *) "", len, opts, &where);
    }
    bson_free(data);
+   return rc;
+}
+
+/* Reads the options of merge, check and dump (in any order around the one
+ * FILE; after "--" everything is a file name). Returns -1 when they are
+ * fine, an exit code otherwise. */
+static int
+cli_parse_read_opts(int argc, char **argv, cli_opts_t *opts)
+{
+   const char *cmd = argv[0];
+   bool is_merge = strcmp(cmd, "merge") == 0;
+   bool options_done = false;
+   int i;
+
+   memset(opts, 0, sizeof *opts);
+   opmsg_options_init(&opts->parse);
+   for (i = 1; i < argc; i++) {
+      const char *a = argv[i];
+
+      if (!options_done && strcmp(a, "--") == 0) {
+         options_done = true;
+      } else if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
+         if (opts->path) {
+            return cli_usage_error(cmd, "too many arguments: '%s'", a);
+         }
+         opts->path = a;
+      } else if (strcmp(a, "--bson") == 0 && is_merge) {
+         opts->bson_out = true;
+      } else if (strcmp(a, "--full-validate") == 0) {
+         opts->parse.flags |= OPMSG_PARSE_FULL_VALIDATE;
+      } else if (strcmp(a, "--stream") == 0) {
+         opts->stream = true;
+      } else if (strcmp(a, "--max-message-size") == 0 ||
+                 strncmp(a, "--max-message-size=", 19) == 0) {
+         const char *v = a[18] == '=' ? a + 19
+                                      : (i + 1 < argc ? argv[++i] : NULL);
+         int64_t n;
+
+         if (!cli_parse_int(v, OPMSG_HEADER_SIZE, INT32_MAX, &n)) {
+            return cli_usage_error(cmd, "bad --max-message-size: '%s'",
+                                   v ? v : "");
+         }
+         opts->parse.max_message_size = (size_t) n;
+      } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+         cli_usage(stdout, cmd);
+         return CLI_EXIT_OK;
+      } else {
+         return cli_usage_error(cmd, "unknown option '%s'", a);
+      }
+   }
+   if (!opts->path) {
+      return cli_usage_error(cmd, "no input file given (use - for stdin)");
+   }
+   opts->read_limit = opts->parse.max_message_size
+                         ? opts->parse.max_message_size
+                         : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
+   return -1;
+}
+
+int
+cli_read_command(int argc, char **argv, cli_handler_t handler)
+{
+   cli_opts_t opts;
+   int rc = cli_parse_read_opts(argc, argv, &opts);
+
+   if (rc >= 0) {
+      return rc;
+   }
+   rc = cli_for_each_message(&opts, handler);
+   if (fflush(stdout) != 0 || ferror(stdout)) {
+      cli_say("cannot write the output: %s", strerror(errno));
+      return CLI_EXIT_USAGE;
+   }
    return rc;
 }

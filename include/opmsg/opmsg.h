@@ -82,6 +82,26 @@ OPMSG_EXPORT unsigned opmsg_version_number(void);
 #define OPMSG_FLAG_EXHAUST_ALLOWED 0x00010000u
 #define OPMSG_FLAG_REQUIRED_MASK 0x0000FFFFu
 
+/* The name of an opcode as MongoDB's wire protocol documentation spells it:
+ * "OP_MSG", "OP_COMPRESSED", "OP_QUERY", "OP_REPLY", and the removed
+ * "OP_UPDATE", "OP_INSERT", "OP_GET_MORE", "OP_DELETE", "OP_KILL_CURSORS".
+ * NULL for any other value, 2003 (once OP_GET_BY_OID, now unnamed) included:
+ * the caller decides how to show a number nobody named (as the number, or
+ * "unknown"). A static string. */
+OPMSG_EXPORT const char *opmsg_opcode_name(int32_t opcode);
+
+/* The name of flag bit `bit` (0-31) of a message with this opcode, as the
+ * wire protocol documentation spells it:
+ *  - OP_MSG flagBits: 0 "checksumPresent", 1 "moreToCome",
+ *    16 "exhaustAllowed";
+ *  - OP_QUERY flags: 1 "tailableCursor", 2 "slaveOk", 3 "oplogReplay",
+ *    4 "noCursorTimeout", 5 "awaitData", 6 "exhaust", 7 "partial";
+ *  - OP_REPLY responseFlags: 0 "cursorNotFound", 1 "queryFailure",
+ *    2 "shardConfigStale", 3 "awaitCapable".
+ * NULL for a bit without a name, a bit above 31, or another opcode (for
+ * OP_COMPRESSED, ask with its originalOpcode). A static string. */
+OPMSG_EXPORT const char *opmsg_flag_name(int32_t opcode, unsigned bit);
+
 /* Defaults from the handshake spec, used until a hello reply says otherwise. */
 #define OPMSG_DEFAULT_MAX_MESSAGE_SIZE 48000000u   /* decimal, not 48 MiB */
 #define OPMSG_DEFAULT_MAX_BSON_SIZE 16777216u      /* 16 MiB */

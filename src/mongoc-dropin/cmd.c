@@ -60,28 +60,6 @@ count_documents(const uint8_t *payload, size_t size, uint32_t *count)
    return n > 0;
 }
 
-/* Writes the array document (array_size bytes) of the payload documents. */
-static void
-write_array(uint8_t *out, size_t array_size, const uint8_t *payload,
-            size_t size)
-{
-   uint8_t *p = out + 4;
-   size_t off = 0;
-   uint32_t i = 0;
-
-   opmsg_write_u32(out, (uint32_t) array_size);
-   while (off < size) {
-      uint32_t len = opmsg_read_u32(payload + off);
-
-      *p++ = BSON_TYPE_DOCUMENT;
-      p += opmsg_write_index_key(p, i++);
-      memcpy(p, payload + off, len);
-      p += len;
-      off += len;
-   }
-   *p = 0;
-}
-
 /* Appends field: [the documents of payload[0..size)] to out. */
 static bool
 append_one(bson_t *out, const char *field, const uint8_t *payload,
@@ -97,13 +75,12 @@ append_one(bson_t *out, const char *field, const uint8_t *payload,
        !count_documents(payload, (size_t) size, &count)) {
       return false;
    }
-   /* length + (type byte + key + document) per element + terminator */
-   array_size = 4 + count + opmsg_array_keys_size(count) + (size_t) size + 1;
+   array_size = opmsg_array_doc_size((size_t) size, count);
    if (array_size > INT32_MAX) {
       return false;
    }
    array = bson_malloc(array_size);
-   write_array(array, array_size, payload, (size_t) size);
+   opmsg_write_array_doc(array, payload, (size_t) size);
    ok = bson_init_static(&array_doc, array, array_size) &&
         bson_append_array(out, field, -1, &array_doc);
    bson_free(array);

@@ -234,6 +234,12 @@ int dropin_debug_level(void);
 /* One diagnostic line on stderr, prefixed "opmsg-mongoc: ". */
 void dropin_log(const char *fmt, ...) OPMSG_DROPIN_PRINTF(1, 2);
 
+/* A refused message, said with OPMSG_MONGOC_DEBUG (what: "reply",
+ * "OP_MSG", ...): libopmsg's reason and error name, or a reason of the
+ * drop-in's. Both return false, for `return dropin_reject(...)`. */
+bool dropin_reject(const char *what, const bson_error_t *error);
+bool dropin_reject_msg(const char *what, const char *message);
+
 /* The parse options every message is checked with: for a reply (what
  * libmongoc reads from a server: OPMSG_PARSE_REPLY) or for anything else. */
 const opmsg_options_t *dropin_parse_options(bool reply);

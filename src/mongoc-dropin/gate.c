@@ -81,6 +81,25 @@ dropin_log(const char *fmt, ...)
    fprintf(stderr, "opmsg-mongoc: %s\n", line);
 }
 
+bool
+dropin_reject(const char *what, const bson_error_t *error)
+{
+   if (dropin_debug_level()) {
+      dropin_log("rejected %s: %s (%s)", what, error->message,
+                 opmsg_error_name(error->code));
+   }
+   return false;
+}
+
+bool
+dropin_reject_msg(const char *what, const char *message)
+{
+   if (dropin_debug_level()) {
+      dropin_log("rejected %s: %s", what, message);
+   }
+   return false;
+}
+
 const opmsg_options_t *
 dropin_parse_options(bool reply)
 {

@@ -76,24 +76,6 @@ mcd_path(const void *caller)
    return p == DROPIN_MCD_130 || p == DROPIN_MCD_25;
 }
 
-static bool
-reject(const char *what, const bson_error_t *error)
-{
-   if (dropin_debug_level()) {
-      dropin_log("rejected %s: %s (%s)", what, error->message,
-                 opmsg_error_name(error->code));
-   }
-   return false;
-}
-
-static bool
-reject_msg(const char *what, const char *message)
-{
-   if (dropin_debug_level()) {
-      dropin_log("rejected %s: %s", what, message);
-   }
-   return false;
-}
 
 /* ---------------------------------------------------------------------------
  * The wire bytes behind a parsed message
@@ -163,22 +145,21 @@ parse_in_place(void *rpc, const void *data, size_t length,
       /* A caller's bug, not a peer's input: the original's answer. */
       return f->from_data_in_place(rpc, data, length, data_end);
    }
-   if (data_end) {
-      *data_end = data;
-   }
    /* As the original: the message may be followed by other bytes, which
     * are not part of it. */
    if (!opmsg_frame_length(data, length, dropin_parse_options(reply),
-                           &message_length, &error)) {
-      return reject(reply ? "reply" : "message", &error);
-   }
-   if (message_length > length) {
-      return reject_msg(reply ? "reply" : "message",
-                        "messageLength is larger than the bytes given");
-   }
-   if (!opmsg_parse(data, message_length, dropin_parse_options(reply), &m,
-                    &error)) {
-      return reject(reply ? "reply" : "message", &error);
+                           &message_length, &error) ||
+       !opmsg_parse(data, message_length < length ? message_length : length,
+                    dropin_parse_options(reply), &m, &error)) {
+      if (data_end) {
+         /* The caller wants to know where the message went wrong, as the
+          * original says it (libmongoc's own callers pass NULL). The
+          * original parses the same bounded bytes; its answer is ignored:
+          * the message is refused either way. */
+         *data_end = data;
+         (void) f->from_data_in_place(rpc, data, length, data_end);
+      }
+      return dropin_reject(reply ? "reply" : "message", &error);
    }
    return f->from_data_in_place(rpc, data, length, data_end);
 }
@@ -240,15 +221,15 @@ mcd_rpc_message_get_body(const void *rpc, bson_t *reply)
       return f->get_body(rpc, reply);
    }
    if (!wire_bytes(rpc, &start, &len)) {
-      return reject_msg("OP_MSG", "the message is not the one that was parsed");
+      return dropin_reject_msg("OP_MSG", "the message is not the one that was parsed");
    }
    if (!opmsg_parse(start, len, dropin_parse_options(false), &m, &error)) {
-      return reject("OP_MSG", &error);
+      return dropin_reject("OP_MSG", &error);
    }
    /* Fails only without memory (the size was checked by the parse); *reply
     * is then an empty document that needs no bson_destroy(). */
    if (!opmsg_merge_init(&m, reply, &error)) {
-      return reject("OP_MSG", &error);
+      return dropin_reject("OP_MSG", &error);
    }
    return true;
 }
@@ -257,11 +238,12 @@ mcd_rpc_message_get_body(const void *rpc, bson_t *reply)
  * Decompression
  * ------------------------------------------------------------------------- */
 
-/* 2.x passes the largest message it accepts (the original aborts on 16 or
- * less and refuses more than 48,000,000); 1.30 passes nothing. */
+/* 2.x passes the largest decompressed message it accepts (the original
+ * aborts on 16 or less and refuses more than 48,000,000); 1.30 passes
+ * nothing, and the default limit applies. */
 static bool
-limits_for(dropin_path_t path, int32_t max_msg_size, bool reply,
-           opmsg_options_t *opts)
+decompressed_limit(dropin_path_t path, int32_t max_msg_size, bool reply,
+                   opmsg_options_t *opts)
 {
    *opts = *dropin_parse_options(reply);
    if (path == DROPIN_MCD_25) {
@@ -282,10 +264,9 @@ decompress(dropin_path_t path, void *rpc, void **data, size_t *data_len,
    const uint8_t *start;
    size_t len;
    opmsg_msg_t m;
-   opmsg_options_t opts;
+   opmsg_options_t inner_opts;
+   opmsg_decompressed_t d;
    bson_error_t error;
-   uint8_t *buf;
-   size_t size;
 
    if (!rpc || !data || !data_len) {
       return false;
@@ -294,32 +275,29 @@ decompress(dropin_path_t path, void *rpc, void **data, size_t *data_len,
    *data = NULL;
    *data_len = 0;
    if (f->op_code(rpc) != OPMSG_OP_COMPRESSED) {
-      return reject_msg("OP_COMPRESSED", "decompress of another opcode");
+      return dropin_reject_msg("OP_COMPRESSED", "decompress of another opcode");
    }
-   if (!limits_for(path, max_msg_size, reply, &opts)) {
-      return reject_msg("OP_COMPRESSED", "max_msg_size out of range");
+   if (!decompressed_limit(path, max_msg_size, reply, &inner_opts)) {
+      return dropin_reject_msg("OP_COMPRESSED", "max_msg_size out of range");
    }
    if (!wire_bytes(rpc, &start, &len)) {
-      return reject_msg("OP_COMPRESSED", "the message is not the one that was parsed");
+      return dropin_reject_msg("OP_COMPRESSED", "the message is not the one that was parsed");
    }
-   /* Bounds uncompressedSize by the limit before anything is allocated. */
-   if (!opmsg_parse(start, len, &opts, &m, &error)) {
-      return reject("OP_COMPRESSED", &error);
-   }
-   size = opmsg_decompressed_size(&m);
-   /* libmongoc adopts the buffer and frees it with bson_free/bson_realloc. */
-   buf = bson_malloc(size);
-   if (!opmsg_decompress_into(&m, buf, size, NULL, &error)) {
-      bson_free(buf);
-      return reject("OP_COMPRESSED", &error);
+   /* libopmsg bounds the rebuilt message by the limit before allocating it
+    * (one bson_malloc() of exactly 16 + uncompressedSize bytes, which
+    * libmongoc adopts and frees with bson_free/bson_realloc), decompresses,
+    * and checks the inner message as a parse would. */
+   if (!opmsg_parse(start, len, dropin_parse_options(reply), &m, &error) ||
+       !opmsg_decompress_parse(&m, &inner_opts, &d, &error)) {
+      return dropin_reject("OP_COMPRESSED", &error);
    }
    f->message_reset(rpc);
-   if (!parse_in_place(rpc, buf, size, NULL, reply)) {
-      bson_free(buf);
-      return false;
+   if (!f->from_data_in_place(rpc, d.data, d.len, NULL)) {
+      opmsg_decompressed_destroy(&d);
+      return dropin_reject_msg("OP_COMPRESSED", "libmongoc refused the inner message");
    }
-   *data = buf;
-   *data_len = size;
+   *data = d.data;
+   *data_len = d.len;
    return true;
 }
 

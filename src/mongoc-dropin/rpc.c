@@ -44,24 +44,6 @@ wr_i32(void *rpc, size_t off, int32_t v)
    memcpy((uint8_t *) rpc + off, &v, 4);
 }
 
-static bool
-reject(const char *what, const bson_error_t *error)
-{
-   if (dropin_debug_level()) {
-      dropin_log("rejected %s: %s (%s)", what, error->message,
-                 opmsg_error_name(error->code));
-   }
-   return false;
-}
-
-static bool
-reject_msg(const char *what, const char *message)
-{
-   if (dropin_debug_level()) {
-      dropin_log("rejected %s: %s", what, message);
-   }
-   return false;
-}
 
 /* OP_MSG for libmongoc's reply path: the body, merged with its sequences
  * when there are any, as the one section its callers read. */
@@ -76,10 +58,10 @@ fill_msg_merged(dropin_rpc_msg_t *out, const opmsg_msg_t *m)
       uint8_t *slot = dropin_slot_acquire(size);
 
       if (!slot) {
-         return reject_msg("OP_MSG", "no memory for the merged body");
+         return dropin_reject_msg("OP_MSG", "no memory for the merged body");
       }
       if (!opmsg_merge_into(m, slot, size, NULL, &error)) {
-         return reject("OP_MSG", &error);
+         return dropin_reject("OP_MSG", &error);
       }
       body = slot;
    }
@@ -101,7 +83,7 @@ fill_msg_wire(dropin_rpc_msg_t *out, const opmsg_msg_t *m)
    bool body_done = false;
 
    if (m->n_sequences + 1 > 2) {
-      return reject_msg("OP_MSG", "more than two sections: mongoc_rpc_msg_t "
+      return dropin_reject_msg("OP_MSG", "more than two sections: mongoc_rpc_msg_t "
                                   "has room for two");
    }
    opmsg_sequence_iter_init(&it, m);
@@ -174,11 +156,11 @@ scatter(void *rpc, const uint8_t *buf, size_t buflen, bool reply, bool inner)
    /* opmsg_parse() also insists messageLength == buflen. */
    if (!opmsg_parse(buf, buflen, dropin_parse_options(reply), &m, &error)) {
       memset(rpc, 0, DROPIN_RPC_SIZE);
-      return reject(reply ? "reply" : "message", &error);
+      return dropin_reject(reply ? "reply" : "message", &error);
    }
    opcode = m.opcode;
    if (inner && opcode == OPMSG_OP_COMPRESSED) {
-      return reject_msg("OP_COMPRESSED", "nested OP_COMPRESSED");
+      return dropin_reject_msg("OP_COMPRESSED", "nested OP_COMPRESSED");
    }
    switch (opcode) {
    case OPMSG_OP_MSG:
@@ -195,7 +177,7 @@ scatter(void *rpc, const uint8_t *buf, size_t buflen, bool reply, bool inner)
        * (OPMSG_PARSE_REPLY refused it there): checked by libopmsg, laid
        * out by the original, which knows those structs. */
       if (inner || !dropin_originals()->scatter) {
-         return reject_msg("message", "request opcode not expected here");
+         return dropin_reject_msg("message", "request opcode not expected here");
       }
       return dropin_originals()->scatter(rpc, buf, buflen);
    }
@@ -255,16 +237,16 @@ _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf, size_t buflen)
    }
    memset(&error, 0, sizeof error);
    if (!reparse_compressed(rpc_le, reply, &m, &error)) {
-      return error.code ? reject("OP_COMPRESSED", &error)
-                        : reject_msg("OP_COMPRESSED",
+      return error.code ? dropin_reject("OP_COMPRESSED", &error)
+                        : dropin_reject_msg("OP_COMPRESSED",
                                      "not the message scatter was given");
    }
    /* The callers allocate exactly uncompressedSize + 16 bytes. */
    if (!buf || buflen != opmsg_decompressed_size(&m)) {
-      return reject_msg("OP_COMPRESSED", "output buffer is not 16 + uncompressedSize");
+      return dropin_reject_msg("OP_COMPRESSED", "output buffer is not 16 + uncompressedSize");
    }
    if (!opmsg_decompress_into(&m, buf, buflen, NULL, &error)) {
-      return reject("OP_COMPRESSED", &error);
+      return dropin_reject("OP_COMPRESSED", &error);
    }
    return scatter(rpc_le, buf, buflen, reply, true);
 }

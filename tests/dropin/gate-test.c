@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define DT_NAME "gate-test"
+#include "dropin-test.h"
+
 #define FAKE_MARK 4242
 
 typedef bool (*scatter_fn)(void *, const uint8_t *, size_t);
@@ -24,15 +27,7 @@ typedef bool (*decompress_fn)(void *, uint8_t *, size_t);
 typedef bool (*first_fn)(void *, bson_t *);
 typedef void (*append_fn)(const void *, bson_t *);
 
-static int failures;
 
-#define CHECK(cond)                                                    \
-   do {                                                                \
-      if (!(cond)) {                                                   \
-         fprintf(stderr, "gate-test: check failed line %d: %s\n", __LINE__, #cond); \
-         failures++;                                                   \
-      }                                                                \
-   } while (0)
 
 static void *
 sym(void *h, const char *name)
@@ -51,20 +46,6 @@ fn_sym(void *fn, size_t fn_size, void *h, const char *name)
 {
    void *p = sym(h, name);
    memcpy(fn, &p, fn_size);
-}
-
-static void
-put_i32(uint8_t *p, int32_t v)
-{
-   memcpy(p, &v, 4);
-}
-
-static int32_t
-get_i32(const uint8_t *p)
-{
-   int32_t v;
-   memcpy(&v, p, 4);
-   return v;
 }
 
 /* An OP_MSG reply: body {ok: 1.0} then a sequence "extra" of {x: 1}. */

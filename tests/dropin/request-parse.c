@@ -22,16 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
+#define DT_NAME "request-parse"
+#include "dropin-test.h"
+
 static bool dropin;
 
-#define CHECK(cond)                                                        \
-   do {                                                                    \
-      if (!(cond)) {                                                       \
-         fprintf(stderr, "request-parse: line %d: %s\n", __LINE__, #cond); \
-         failures++;                                                       \
-      }                                                                    \
-   } while (0)
 
 static void *
 lookup(const char *name)
@@ -49,20 +44,6 @@ typedef struct {
    uint8_t data[1024];
    size_t len;
 } msg_t;
-
-static void
-put_i32(uint8_t *p, int32_t v)
-{
-   memcpy(p, &v, 4);
-}
-
-static int32_t
-get_i32(const uint8_t *p)
-{
-   int32_t v;
-   memcpy(&v, p, 4);
-   return v;
-}
 
 static void
 put(msg_t *m, const void *p, size_t n)

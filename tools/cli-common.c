@@ -1,0 +1,130 @@
+/*
+ * cli-common.c - what every command of `opmsg` says to the user, and how:
+ * error lines, usage texts, number options.
+ *
+ * Copyright 2026 The opmsg authors. Licensed under the Apache License 2.0.
+ *
+ * One home for the error-line contract of opmsg(1): exactly one line
+ * "opmsg: <rule>: <detail>" per invalid message, "opmsg: <text>" for usage
+ * and I/O errors, whatever bytes the message or the file name hold.
+ */
+#include "cli-common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Writes s to stderr with every control character replaced by a space: the
+ * contract is exactly one line per error, whatever a message contains. */
+static void
+cli_put_one_line(const char *s)
+{
+   for (; *s; s++) {
+      unsigned char c = (unsigned char) *s;
+
+      fputc(c < 0x20 || c == 0x7f ? ' ' : c, stderr);
+   }
+}
+
+void
+cli_report(const bson_error_t *error, const cli_where_t *where)
+{
+   const char *rule = error->domain == OPMSG_ERROR_DOMAIN
+                         ? opmsg_error_name(error->code)
+                         : opmsg_error_name(OPMSG_ERR_INVALID_ARGUMENT);
+   char prefix[96] = "";
+
+   if (where && where->stream) {
+      bson_snprintf(prefix, sizeof prefix, "message %zu at offset %zu: ",
+                    where->index, where->offset);
+   }
+   fputs("opmsg: ", stderr);
+   cli_put_one_line(rule);
+   fputs(": ", stderr);
+   cli_put_one_line(prefix);
+   cli_put_one_line(error->message);
+   fputc('\n', stderr);
+}
+
+void
+cli_say(const char *fmt, ...)
+{
+   char text[512];
+   va_list ap;
+
+   va_start(ap, fmt);
+   bson_vsnprintf(text, sizeof text, fmt, ap);
+   va_end(ap);
+   fputs("opmsg: ", stderr);
+   cli_put_one_line(text);
+   fputc('\n', stderr);
+}
+
+static const char *const cli_usage_text[][2] = {
+   {"merge", "opmsg merge [--bson] [--full-validate] [--stream]\n"
+             "            [--max-message-size N] FILE|-\n"},
+   {"check", "opmsg check [--full-validate] [--stream] [--max-message-size N]"
+             " FILE|-\n"},
+   {"dump", "opmsg dump [--full-validate] [--stream] [--max-message-size N]"
+            " FILE|-\n"},
+   {"build", "opmsg build --command CMD.json [--sequence NAME=DOCS.jsonl]...\n"
+             "            [--compress none|noop|snappy|zlib|zstd] [--checksum]\n"
+             "            [--request-id N] [--response-to N] [--more-to-come]\n"
+             "            [--exhaust-allowed] [--max-message-size N]"
+             " [--max-batch N]\n"},
+   {"tap", "opmsg tap ...  (see `opmsg tap --help`)\n"},
+   {"help", "opmsg help [COMMAND]\n"
+            "  opmsg --version\n"},
+};
+
+void
+cli_usage(FILE *f, const char *cmd)
+{
+   size_t i;
+   bool any = false;
+
+   fputs("usage:\n", f);
+   for (i = 0; i < sizeof cli_usage_text / sizeof cli_usage_text[0]; i++) {
+      if (!cmd || strcmp(cmd, cli_usage_text[i][0]) == 0) {
+         fputs("  ", f);
+         fputs(cli_usage_text[i][1], f);
+         any = true;
+      }
+   }
+   if (!any) {
+      cli_usage(f, NULL);
+   }
+}
+
+int
+cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+   char text[256];
+   va_list ap;
+
+   va_start(ap, fmt);
+   bson_vsnprintf(text, sizeof text, fmt, ap);
+   va_end(ap);
+   cli_say("%s", text);
+   cli_usage(stderr, cmd);
+   return CLI_EXIT_USAGE;
+}
+
+bool
+cli_parse_int(const char *text, int64_t min, int64_t max, int64_t *out)
+{
+   char *end = NULL;
+   long long v;
+
+   if (!text || !*text || (min >= 0 && text[0] == '-')) {
+      return false;
+   }
+   errno = 0;
+   v = strtoll(text, &end, 10);
+   if (errno != 0 || *end != '\0' || v < min || v > max) {
+      return false;
+   }
+   *out = (int64_t) v;
+   return true;
+}
