@@ -1,0 +1,1076 @@
+#!/bin/bash
+# libmongoc's own test suite with the drop-in (docs/libmongoc-suite.md).
+#
+# For the libmongoc installed on this system: builds the suite's
+# test-libmongoc from the source of exactly that version, linked with the
+# system's *shared* libmongoc and libbson (upstream links it statically,
+# where nothing can be interposed); runs every test that needs no live
+# server twice, stock and with libopmsg-mongoc.so preloaded, one process per
+# test under a time limit; compares the two runs test by test; writes the
+# differences to WORK/VERSION/differences.md and ends with one line:
+#
+#   libmongoc-suite 1.23.1: run N, stock passed P0, drop-in passed P1, differences D, explained E, active yes
+#
+# Exit status: 0 when every difference is explained (EXPLAINED file) and the
+# drop-in was active in every drop-in test process; 1 otherwise; 2 for a
+# usage error or when the suite could not be built or run.
+#
+# Usage: scripts/libmongoc-suite.sh [OPTIONS]
+#   --dropin PATH        the drop-in (default build/src/mongoc-dropin/libopmsg-mongoc.so)
+#   --source DIR         a libmongoc source tree (an upstream checkout), used
+#                        in place and not modified; default: `apt-get source`
+#                        of the installed Debian version
+#   --upstream-git DIR   a git repository of mongo-c-driver: the tag of the
+#                        installed version, or the nearest one, is exported
+#                        from it into WORK/VERSION/src-TAG
+#   --root DIR           run inside this Debian root (chroot; the source tree,
+#                        the work directory and the paths given are mounted
+#                        at the same places inside)
+#   --work DIR           work files (default build/libmongoc-suite)
+#   --jobs N             tests run in parallel (default 2)
+#   --timeout SECONDS    time limit per test (default 60)
+#   --subset FILE        only tests whose names start with one of the prefixes
+#                        in FILE (one per line, # comments) and with none of
+#                        its "!PREFIX" lines
+#   --match PREFIX       only tests whose names start with PREFIX (repeatable)
+#   --explained FILE     explained differences, "test-name<TAB>reason", the
+#                        name may be a shell pattern
+#                        (default scripts/libmongoc-suite.explained)
+#   --no-ferretdb        do not start FerretDB on 127.0.0.1:27017 (tests that
+#                        try a server there then wait for server selection)
+#   --ferretdb PATH      the FerretDB binary (default: PATH, then $(go env GOPATH)/bin)
+#   --live               also run the live tests against FerretDB (counts and
+#                        differences in WORK/VERSION/live.md, not gating)
+#   --live-only          only the live tests (exit 0 unless they cannot run)
+#   --rebuild            build test-libmongoc again even when cached
+#   --allow-config-mismatch
+#                        go on when the suite's mongoc-config.h differs from
+#                        the installed one's (struct layouts may then differ)
+set -euo pipefail
+export LC_ALL=C
+
+prog=libmongoc-suite
+say() { echo "$prog: $*"; }
+die() { echo "$prog: error: $*" >&2; exit 2; }
+usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+# --- Options -----------------------------------------------------------------
+
+dropin=$top/build/src/mongoc-dropin/libopmsg-mongoc.so
+source_dir=""
+upstream_git=""
+root_dir=""
+work=$top/build/libmongoc-suite
+jobs=2
+limit=60
+subset=""
+matches=()
+explained=$top/scripts/libmongoc-suite.explained
+use_ferretdb=1
+ferretdb=""
+live=0
+nolive=1
+rebuild=0
+allow_mismatch=0
+inside_root=""
+orig_args=("$@")
+
+abspath() { realpath -m -- "$1"; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dropin) dropin=$(abspath "${2:?}"); shift 2 ;;
+    --source) source_dir=$(abspath "${2:?}"); shift 2 ;;
+    --upstream-git) upstream_git=$(abspath "${2:?}"); shift 2 ;;
+    --root) root_dir=$(abspath "${2:?}"); shift 2 ;;
+    --work) work=$(abspath "${2:?}"); shift 2 ;;
+    --jobs) jobs=${2:?}; shift 2 ;;
+    --timeout) limit=${2:?}; shift 2 ;;
+    --subset) subset=$(abspath "${2:?}"); shift 2 ;;
+    --match) matches+=("${2:?}"); shift 2 ;;
+    --explained) explained=$(abspath "${2:?}"); shift 2 ;;
+    --no-ferretdb) use_ferretdb=0; shift ;;
+    --ferretdb) ferretdb=$(abspath "${2:?}"); shift 2 ;;
+    --live) live=1; shift ;;
+    --live-only) live=1; nolive=0; shift ;;
+    --rebuild) rebuild=1; shift ;;
+    --allow-config-mismatch) allow_mismatch=1; shift ;;
+    --inside-root) inside_root=${2:?}; shift 2 ;;   # set by --root itself
+    -h|--help) usage; exit 0 ;;
+    *) echo "$prog: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+case $jobs in ''|*[!0-9]*|0) die "--jobs needs a positive number" ;; esac
+case $limit in ''|*[!0-9]*|0) die "--timeout needs a positive number of seconds" ;; esac
+[ -z "$subset" ] || [ -f "$subset" ] || die "no subset file $subset"
+
+find_ferretdb() {
+  if [ -n "$ferretdb" ]; then
+    [ -x "$ferretdb" ] && { echo "$ferretdb"; return 0; }
+    return 1
+  fi
+  if [ -n "${OPMSG_FERRETDB:-}" ] && [ -x "$OPMSG_FERRETDB" ]; then
+    echo "$OPMSG_FERRETDB"; return 0
+  fi
+  command -v ferretdb 2>/dev/null && return 0
+  if command -v go >/dev/null 2>&1; then
+    local gp
+    gp=$(go env GOPATH 2>/dev/null || true)
+    [ -n "$gp" ] && [ -x "$gp/bin/ferretdb" ] && { echo "$gp/bin/ferretdb"; return 0; }
+  fi
+  return 1
+}
+
+# --- Running inside a Debian root ---------------------------------------------
+
+# Re-runs this script inside DIR: a mount namespace of its own with /proc,
+# /dev, the source tree and every path argument mounted at the same place,
+# then chroot. The network (and so 127.0.0.1:27017) is the machine's.
+if [ -n "$root_dir" ]; then
+  [ "$(id -u)" -eq 0 ] || die "--root needs root (chroot, mount)"
+  [ -x "$root_dir/bin/sh" ] || die "$root_dir is not a Debian root"
+  unshare -m --propagation private true 2>/dev/null || die "--root needs a mount namespace (unshare -m)"
+  if [ "$use_ferretdb" -eq 1 ] || [ "$live" -eq 1 ]; then
+    ferretdb=$(find_ferretdb) || ferretdb=""
+  fi
+  # What must be visible inside: the tree, the work directory, the paths given.
+  binds=("$top")
+  for p in "$work" "$dropin" "$source_dir" "$upstream_git" "$subset" "$explained" "$ferretdb"; do
+    [ -n "$p" ] || continue
+    case $p/ in "$top"/*) continue ;; esac
+    binds+=("$p")
+  done
+  mkdir -p "$work"
+  inner=(bash "$top/scripts/libmongoc-suite.sh")
+  skip=0
+  for a in "${orig_args[@]}"; do
+    if [ "$skip" -eq 1 ]; then skip=0; continue; fi
+    case $a in --root) skip=1; continue ;; esac
+    inner+=("$a")
+  done
+  inner+=(--work "$work" --dropin "$dropin" --explained "$explained" --inside-root "$(basename "$root_dir")")
+  [ -n "$ferretdb" ] && inner+=(--ferretdb "$ferretdb")
+  envs=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+        DEBIAN_FRONTEND=noninteractive TERM="${TERM:-dumb}")
+  for v in $(compgen -e); do
+    case $v in OPMSG_*) envs+=("$v=${!v}") ;; esac
+  done
+  # Mount points created here are removed again afterwards.
+  made=()
+  make_dirs() {  # DIR: creates the missing directories, each one noted in made
+    local d=$1
+    [ -e "$d" ] && return 0
+    make_dirs "$(dirname "$d")"
+    mkdir "$d"
+    made+=("$d")
+  }
+  for p in "${binds[@]}"; do
+    if [ -d "$p" ]; then
+      make_dirs "$root_dir$p"
+    elif [ -f "$p" ] && [ ! -e "$root_dir$p" ]; then
+      make_dirs "$(dirname "$root_dir$p")"
+      : >"$root_dir$p"
+      made+=("$root_dir$p")
+    fi
+  done
+  say "running inside $root_dir"
+  rc=0
+  # shellcheck disable=SC2016
+  unshare -m --propagation private bash -c '
+    set -e
+    root=$1; shift
+    n=$1; shift
+    for _ in $(seq 1 "$n"); do
+      if [ -e "$1" ]; then mount --bind "$1" "$root$1"; fi
+      shift
+    done
+    mount -t proc proc "$root/proc"
+    mount --rbind /dev "$root/dev"
+    exec chroot "$root" /usr/bin/env -i "$@"' inner "$root_dir" "${#binds[@]}" "${binds[@]}" \
+    "${envs[@]}" "${inner[@]}" || rc=$?
+  for ((i = ${#made[@]} - 1; i >= 0; i--)); do
+    m=${made[$i]}
+    if [ -f "$m" ]; then rm -f "$m"; else rmdir "$m" 2>/dev/null || true; fi
+  done
+  exit $rc
+fi
+
+# --- The installed libmongoc ---------------------------------------------------
+
+command -v pkg-config >/dev/null || die "pkg-config is missing"
+mongoc_pc=""
+for pc in mongoc2 libmongoc-1.0; do
+  if pkg-config --exists "$pc" 2>/dev/null; then mongoc_pc=$pc; break; fi
+done
+[ -n "$mongoc_pc" ] || die "no libmongoc development files (libmongoc-dev) on this system"
+case $mongoc_pc in mongoc2) bson_pc=bson2 ;; *) bson_pc=libbson-1.0 ;; esac
+version=$(pkg-config --modversion "$mongoc_pc")
+libdir=$(pkg-config --variable=libdir "$mongoc_pc")
+
+# The shared library's file and soname (libmongoc-1.0.so.0, libmongoc2.so.2).
+shared_lib() {  # PC -> path of the .so the linker uses
+  local name
+  name=$(pkg-config --libs-only-l "$1" | tr ' ' '\n' | sed -n 's/^-l//p' | head -n 1)
+  [ -e "$libdir/lib$name.so" ] || die "no $libdir/lib$name.so"
+  echo "$libdir/lib$name.so"
+}
+mongoc_so=$(shared_lib "$mongoc_pc")
+bson_so=$(shared_lib "$bson_pc")
+mongoc_soname=$(objdump -p "$mongoc_so" | awk '$1 == "SONAME" {print $2}')
+[ -n "$mongoc_soname" ] || die "no SONAME in $mongoc_so"
+mongoc_real=$(realpath "$libdir/$mongoc_soname")
+
+deb_pkg=""
+deb_version=""
+src_pkg=""
+src_version=""
+if command -v dpkg-query >/dev/null; then
+  deb_pkg=$(dpkg -S "$libdir/$mongoc_soname" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+  if [ -n "$deb_pkg" ]; then
+    deb_version=$(dpkg-query -W -f='${Version}' "$deb_pkg")
+    src_pkg=$(dpkg-query -W -f='${source:Package}' "$deb_pkg")
+    src_version=$(dpkg-query -W -f='${source:Version}' "$deb_pkg")
+  fi
+fi
+where=${inside_root:+ (inside the $inside_root root)}
+say "installed: libmongoc $version${deb_pkg:+, Debian package $deb_pkg $deb_version (source $src_pkg $src_version)}$where"
+
+vdir=$work/$version
+mkdir -p "$vdir"
+notes=()     # lines for differences.md
+
+# --- Build dependencies ----------------------------------------------------------
+
+# libmongoc-dev brings most of what the suite needs; ICU's headers decide
+# MONGOC_ENABLE_ICU, which must match the installed library's.
+need_pkgs() {
+  local p missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -eq 0 ]; then
+    say "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
+      { apt-get update -q >/dev/null &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; } ||
+      die "could not install ${missing[*]}"
+  else
+    die "missing packages: ${missing[*]} (apt-get install them, or run as root)"
+  fi
+}
+installed_config=""
+for d in $(pkg-config --cflags-only-I "$mongoc_pc" | tr ' ' '\n' | sed -n 's/^-I//p'); do
+  [ -f "$d/mongoc/mongoc-config.h" ] && { installed_config=$d/mongoc/mongoc-config.h; break; }
+done
+if command -v dpkg-query >/dev/null; then
+  deps=(cmake pkg-config gcc libc6-dev libssl-dev libsasl2-dev libsnappy-dev libzstd-dev zlib1g-dev)
+  if [ -n "$installed_config" ] && grep -q '^#define MONGOC_ENABLE_ICU 1' "$installed_config"; then
+    deps+=(libicu-dev)
+  fi
+  command -v ninja >/dev/null || deps+=(ninja-build)
+  [ -n "$source_dir$upstream_git" ] || deps+=(dpkg-dev)
+  [ -z "$upstream_git" ] || command -v git >/dev/null || deps+=(git)
+  need_pkgs "${deps[@]}"
+fi
+
+# --- The source ------------------------------------------------------------------
+
+ver_key() {  # 1.23.1 -> sortable number
+  echo "$1" | awk -F. '{printf "%d%06d%06d\n", $1, $2, $3}'
+}
+
+# The nearest release tag: the version itself, else the closest older one of
+# the same major.minor, else the closest newer one of it.
+nearest_tag() {
+  local want=$1 repo=$2 mm best="" t
+  mm=$(echo "$want" | cut -d. -f1,2)
+  if git -C "$repo" rev-parse -q --verify "refs/tags/$want^{commit}" >/dev/null; then
+    echo "$want"; return 0
+  fi
+  local tags
+  tags=$(git -C "$repo" tag -l "$mm.*" | grep -E '^[0-9]+\.[0-9]+\.[0-9]+$' | sort -t. -k3,3n || true)
+  for t in $tags; do
+    [ "$(ver_key "$t")" -le "$(ver_key "$want")" ] && best=$t
+  done
+  if [ -z "$best" ]; then
+    for t in $tags; do best=$t; break; done
+  fi
+  [ -n "$best" ] && echo "$best"
+}
+
+# A private apt configuration with deb-src entries made from this machine's
+# own apt sources (the entries for its release); nothing under /etc changes.
+apt_dir=$work/apt
+apt_opts=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
+          -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
+          -o "Dir::Etc::Preferences=/dev/null" -o "Dir::Etc::PreferencesParts=/dev/null"
+          -o "APT::Sandbox::User=root" -o "Acquire::Languages=none")
+
+deb_src_entries() {
+  local codename f
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  [ -n "$codename" ] || return 0
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    case $f in
+      *.sources)
+        # deb822: every enabled "deb" stanza with a suite of this release.
+        awk -v want="$codename" '
+          function flush(   n, s, i, ok) {
+            if (uris != "" && types ~ /(^| )deb( |$)/ && enabled != "no") {
+              n = split(suites, s, " "); ok = ""
+              for (i = 1; i <= n; i++)
+                if (s[i] == want || index(s[i], want "-") == 1) ok = ok " " s[i]
+              if (ok != "") {
+                print "Types: deb-src"; print "URIs:" uris; print "Suites:" ok
+                print "Components:" comps
+                if (signed != "") print "Signed-By:" signed
+                print ""
+              }
+            }
+            uris = ""; suites = ""; types = ""; comps = ""; signed = ""; enabled = ""
+          }
+          /^[ \t]*$/ { flush(); next }
+          /^#/ { next }
+          { key = tolower($1); val = $0; sub(/^[^:]*:/, "", val) }
+          key == "types:" { types = val " " }
+          key == "uris:" { uris = val }
+          key == "suites:" { suites = val }
+          key == "components:" { comps = val }
+          key == "signed-by:" { signed = val }
+          key == "enabled:" { gsub(/ /, "", val); enabled = tolower(val) }
+          END { flush() }' "$f"
+        ;;
+      *)
+        # one-line: "deb [options] URI SUITE COMPONENTS..."
+        awk -v want="$codename" '
+          $1 == "deb" {
+            line = $0; sub(/^deb/, "deb-src", line)
+            i = 2
+            if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+            s = $(i + 1)
+            if (s == want || index(s, want "-") == 1) print line
+          }' "$f" | sed '1s/^/#LIST\n/'
+        ;;
+    esac
+  done
+}
+
+apt_source() {  # PACKAGE VERSION DEST
+  local pkg=$1 want=$2 dest=$3 entries avail chosen
+  command -v dpkg-source >/dev/null || die "dpkg-source is missing (apt-get install dpkg-dev)"
+  mkdir -p "$apt_dir/sources.list.d" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+  entries=$(deb_src_entries)
+  [ -n "$entries" ] || die "no Debian entry for this release in /etc/apt/sources.list{,.d}: cannot make a deb-src entry"
+  rm -f "$apt_dir/sources.list.d/"*
+  # One-line entries go to a .list file, deb822 ones to a .sources file.
+  awk '/^#LIST$/ {mode = 1; next} mode == 1 && /^deb-src / {print > L; next} {print > S}' \
+    L="$apt_dir/sources.list.d/deb-src.list" S="$apt_dir/sources.list.d/deb-src.sources" <<<"$entries"
+  say "apt: deb-src entries from this machine's sources (private configuration in $apt_dir)" >&2
+  apt-get "${apt_opts[@]}" -q update >"$apt_dir/update.log" 2>&1 ||
+    { tail -n 20 "$apt_dir/update.log" >&2; die "apt-get update (deb-src) failed"; }
+  avail=$(apt-cache "${apt_opts[@]}" showsrc "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | sort -u)
+  chosen=""
+  if grep -qxF "$want" <<<"$avail"; then
+    chosen=$want
+  else
+    # The same upstream version with another Debian revision, said loudly.
+    local upstream=${want#*:}
+    upstream=${upstream%-*}
+    chosen=$(grep -E "^([0-9]+:)?${upstream//./\\.}-" <<<"$avail" | sort -V | tail -n 1 || true)
+    [ -n "$chosen" ] || die "$pkg $want is not on the mirror (it has: $(echo $avail)); pass --source or --upstream-git"
+  fi
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  (cd "$dest" && apt-get "${apt_opts[@]}" -q source --only-source "$pkg=$chosen" >"$dest.log" 2>&1) ||
+    { tail -n 20 "$dest.log" >&2; die "apt-get source $pkg=$chosen failed"; }
+  echo "$chosen"
+}
+
+src_origin=""
+if [ -n "$source_dir" ]; then
+  [ -f "$source_dir/CMakeLists.txt" ] && [ -d "$source_dir/src/libmongoc" ] ||
+    die "$source_dir is not a mongo-c-driver source tree"
+  src=$source_dir
+  src_origin="source tree $source_dir"
+elif [ -n "$upstream_git" ]; then
+  git -C "$upstream_git" rev-parse --git-dir >/dev/null 2>&1 || die "$upstream_git is not a git repository"
+  tag=$(nearest_tag "$version" "$upstream_git") || tag=""
+  [ -n "$tag" ] || die "$upstream_git has no release tag near $version"
+  src=$vdir/src-$tag
+  if [ ! -f "$src/.opmsg-suite-tag" ]; then
+    rm -rf "$src"
+    mkdir -p "$src"
+    # A mirror may lack some large blobs: those files are left out (and said).
+    missing_blobs=$(git -C "$upstream_git" ls-tree -r "$tag" | awk '$2 == "blob" {print $3}' |
+              git -C "$upstream_git" cat-file --batch-check | awk '$2 == "missing" {print $1}')
+    excludes=()
+    if [ -n "$missing_blobs" ]; then
+      while read -r path; do
+        excludes+=(":(exclude,literal)$path")
+      done < <(git -C "$upstream_git" ls-tree -r "$tag" | awk -v m="$(echo $missing_blobs)" '
+                 BEGIN { n = split(m, a, " "); for (i = 1; i <= n; i++) miss[a[i]] = 1 }
+                 $2 == "blob" && ($3 in miss) { sub(/^[^\t]*\t/, ""); print }')
+    fi
+    git -C "$upstream_git" archive "$tag" -- . "${excludes[@]}" 2>/dev/null | tar -x -C "$src"
+    echo "$tag $(git -C "$upstream_git" rev-parse "$tag^{commit}")" >"$src/.opmsg-suite-tag"
+    for e in "${excludes[@]}"; do echo "${e#:(exclude,literal)}"; done >"$src/.opmsg-suite-missing"
+  fi
+  if [ -s "$src/.opmsg-suite-missing" ]; then
+    say "NOTE: not in the repository, left out of the tree: $(tr '\n' ' ' <"$src/.opmsg-suite-missing")"
+    notes+=("source: files missing from the repository, left out: $(tr '\n' ' ' <"$src/.opmsg-suite-missing")")
+  fi
+  src_origin="upstream tag $tag ($(cut -d' ' -f2 "$src/.opmsg-suite-tag" | cut -c1-12))"
+  if [ "$tag" != "$version" ]; then
+    say "NOTE: no tag $version in the repository; the nearest one, $tag, is used"
+    notes+=("source: no upstream tag $version; the nearest one, $tag, is used")
+    src_origin="$src_origin, the nearest tag to $version"
+  fi
+else
+  [ -n "$src_pkg" ] || die "libmongoc is not from a Debian package here: pass --source or --upstream-git"
+  stamp=$vdir/src/.opmsg-suite-source
+  if [ -f "$stamp" ] && [ "$(head -n 1 "$stamp")" = "$src_pkg $src_version" ]; then
+    got=$(sed -n 2p "$stamp")
+  else
+    say "apt-get source $src_pkg=$src_version"
+    got=$(apt_source "$src_pkg" "$src_version" "$vdir/src")
+    printf '%s\n%s\n' "$src_pkg $src_version" "$got" >"$stamp"
+  fi
+  src=$(find "$vdir/src" -mindepth 1 -maxdepth 1 -type d -name "$src_pkg-*" | head -n 1)
+  [ -n "$src" ] || die "apt-get source left no $src_pkg-* directory in $vdir/src"
+  src_origin="Debian source package $src_pkg $got (apt-get source)"
+  if [ "$got" != "$src_version" ]; then
+    say "NOTE: $src_pkg $src_version is not on the mirror; $got is used (same upstream version)"
+    notes+=("source: $src_pkg $src_version is not on the mirror; $got is used (same upstream version)")
+  fi
+fi
+src_version_file=$(cat "$src/VERSION_CURRENT" 2>/dev/null || true)
+case $src_version_file in
+  ''|0.0.0) build_version=$version ;;    # Debian's tarball says 0.0.0
+  *) build_version=$src_version_file ;;
+esac
+[ -z "${tag:-}" ] || build_version=$tag
+say "source: $src_origin"
+
+# --- Building test-libmongoc against the system's libraries -------------------------
+
+bdir=$vdir/build
+test_bin=$bdir/src/libmongoc/test-libmongoc
+hook=$vdir/relink.cmake
+
+# Included right after project(libmongoc): at the end of that directory it
+# swaps the static libmongoc/libbson of test-libmongoc (and of 1.30's
+# test-libmongoc-lib) for the system's shared ones, keeping their include
+# directories, definitions and other dependencies. The source is not changed.
+cat >"$hook.new" <<'EOF'
+# Written by opmsg's scripts/libmongoc-suite.sh (CMAKE_PROJECT_libmongoc_INCLUDE).
+if (CMAKE_VERSION VERSION_LESS 3.19)
+   message (FATAL_ERROR "libmongoc-suite needs CMake 3.19 or later")
+endif ()
+
+function (_opmsg_suite_swap out)
+   set (result)
+   foreach (item IN LISTS ARGN)
+      # (also inside generator expressions: $<$<NOT:...>:mongoc_static>)
+      string (REGEX REPLACE "mongo::(mongoc|bson)_static|(mongoc|bson)::static"
+              "opmsg_suite_system" item "${item}")
+      string (REGEX REPLACE "(^|[^A-Za-z0-9_])(mongoc|bson)_static([^A-Za-z0-9_]|$)"
+              "\\1opmsg_suite_system\\3" item "${item}")
+      list (APPEND result "${item}")
+   endforeach ()
+   set (${out} "${result}" PARENT_SCOPE)
+endfunction ()
+
+function (_opmsg_suite_relink)
+   if (NOT TARGET test-libmongoc)
+      message (FATAL_ERROR "libmongoc-suite: no target test-libmongoc (ENABLE_TESTS off?)")
+   endif ()
+   add_library (opmsg_suite_system INTERFACE)
+   set (deps)
+   foreach (t mongoc_static bson_static)
+      if (TARGET ${t})
+         target_include_directories (opmsg_suite_system INTERFACE
+            $<TARGET_PROPERTY:${t},INTERFACE_INCLUDE_DIRECTORIES>)
+         target_compile_definitions (opmsg_suite_system INTERFACE
+            $<TARGET_PROPERTY:${t},INTERFACE_COMPILE_DEFINITIONS>)
+         get_target_property (l ${t} INTERFACE_LINK_LIBRARIES)
+         if (l)
+            list (APPEND deps ${l})
+         endif ()
+      endif ()
+   endforeach ()
+   set (kept)
+   foreach (d IN LISTS deps)
+      if (NOT d MATCHES "(mongoc|bson)(_static|::static)")
+         list (APPEND kept "${d}")
+      endif ()
+   endforeach ()
+   target_link_libraries (opmsg_suite_system INTERFACE ${OPMSG_SUITE_SYSTEM_LIBS} ${kept})
+   foreach (t test-libmongoc test-libmongoc-lib)
+      if (TARGET ${t})
+         foreach (p LINK_LIBRARIES INTERFACE_LINK_LIBRARIES)
+            get_target_property (v ${t} ${p})
+            if (v)
+               _opmsg_suite_swap (v ${v})
+               if (v MATCHES "(mongoc|bson)(_static|::static)")
+                  message (FATAL_ERROR "libmongoc-suite: ${t} still links a static library: ${v}")
+               endif ()
+               set_property (TARGET ${t} PROPERTY ${p} "${v}")
+            endif ()
+         endforeach ()
+      endif ()
+   endforeach ()
+   # Private functions the shared libraries do not export (1.30's libbson
+   # is built with hidden visibility) but the tests call: their source files
+   # from the tree, compiled like the static library's and hidden, so that
+   # only the test's own calls reach them.
+   set (n 0)
+   foreach (f IN LISTS OPMSG_SUITE_PRIVATE_SOURCES)
+      if (f MATCHES "/libbson/")
+         set (like bson_static)
+      else ()
+         set (like mongoc_static)
+      endif ()
+      math (EXPR n "${n} + 1")
+      add_library (opmsg_suite_private_${n} OBJECT EXCLUDE_FROM_ALL "${f}")
+      set_target_properties (opmsg_suite_private_${n} PROPERTIES
+         C_VISIBILITY_PRESET hidden
+         INCLUDE_DIRECTORIES "$<TARGET_PROPERTY:${like},INCLUDE_DIRECTORIES>"
+         COMPILE_DEFINITIONS "$<TARGET_PROPERTY:${like},COMPILE_DEFINITIONS>")
+      target_sources (test-libmongoc PRIVATE $<TARGET_OBJECTS:opmsg_suite_private_${n}>)
+   endforeach ()
+   message (STATUS "libmongoc-suite: test-libmongoc linked with ${OPMSG_SUITE_SYSTEM_LIBS}")
+endfunction ()
+
+cmake_language (DEFER CALL _opmsg_suite_relink)
+EOF
+mv "$hook.new" "$hook"
+
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+cmake_args=(
+  "${gen[@]}"
+  -DENABLE_TESTS=ON -DENABLE_STATIC=ON -DENABLE_BSON=ON -DENABLE_MONGOC=ON
+  -DENABLE_ZLIB=SYSTEM -DENABLE_EXAMPLES=OFF -DENABLE_MAN_PAGES=OFF -DENABLE_HTML_DOCS=OFF
+  -DENABLE_MAINTAINER_FLAGS=OFF
+  -DCMAKE_BUILD_TYPE= "-DBUILD_VERSION=$build_version"
+  "-DCMAKE_PROJECT_libmongoc_INCLUDE=$hook"
+  "-DOPMSG_SUITE_SYSTEM_LIBS=$mongoc_so;$bson_so"
+)
+# Options that show in mongoc-config.h: as the installed library was built.
+if [ -n "$installed_config" ] && grep -q '^#define MONGOC_NO_AUTOMATIC_GLOBALS 1' "$installed_config"; then
+  cmake_args+=(-DENABLE_AUTOMATIC_INIT_AND_CLEANUP=OFF)
+elif [ -n "$installed_config" ] && grep -q '^#define MONGOC_NO_AUTOMATIC_GLOBALS 0' "$installed_config"; then
+  cmake_args+=(-DENABLE_AUTOMATIC_INIT_AND_CLEANUP=ON)
+fi
+build_key=$( { echo "$src $build_version $mongoc_so $bson_so $deb_version"; printf '%s\n' "${cmake_args[@]}";
+               cat "$hook"; cmake --version | head -n 1; } | sha256sum | cut -c1-16)
+build_secs=cached
+if [ "$rebuild" -eq 0 ] && [ -x "$test_bin" ] && [ "$(cat "$bdir/.opmsg-suite-key" 2>/dev/null)" = "$build_key" ]; then
+  say "build: cached ($test_bin)"
+else
+  rm -rf "$bdir"
+  mkdir -p "$bdir"
+  t0=$(date +%s)
+  say "build: configuring test-libmongoc $build_version (log: $bdir/build.log)"
+  cmake -S "$src" -B "$bdir" "${cmake_args[@]}" >"$bdir/build.log" 2>&1 ||
+    { tail -n 30 "$bdir/build.log" >&2; die "cmake configure failed"; }
+  say "build: compiling test-libmongoc with $jobs jobs"
+  # When the link misses private functions that the system's shared
+  # libraries do not export, their defining files from the tree are added
+  # (hidden), and the build goes on; at most three rounds.
+  private=()
+  for round in 1 2 3 4; do
+    : >"$bdir/link.log"
+    if cmake --build "$bdir" --target test-libmongoc -j "$jobs" >"$bdir/link.log" 2>&1; then
+      cat "$bdir/link.log" >>"$bdir/build.log"
+      break
+    fi
+    cat "$bdir/link.log" >>"$bdir/build.log"
+    syms=$(grep -o "undefined reference to \`[^']*'" "$bdir/link.log" | sed "s/.*\`//; s/'$//" | sort -u)
+    if [ "$round" -eq 4 ] || [ -z "$syms" ] || grep -qE '\.(c|h):[0-9]+:([0-9]+:)? (fatal )?error:' "$bdir/link.log"; then
+      grep -E "error|undefined reference" "$bdir/link.log" | head -n 30 >&2
+      die "building test-libmongoc failed"
+    fi
+    for sym in $syms; do
+      file=$(grep -rlE "^$sym ?\(" --include='*.c' "$src/src/libbson/src" "$src/src/libmongoc/src" \
+               "$src/src/common" 2>/dev/null | head -n 1 || true)
+      [ -n "$file" ] || die "test-libmongoc needs $sym, which $(basename "$bson_so") and $(basename "$mongoc_so") do not export and no source file of the tree defines"
+      case " ${private[*]} " in *" $file "*) die "$sym is still missing with $file compiled in" ;; esac
+      private+=("$file")
+      echo "$sym ${file#"$src"/}" >>"$bdir/private.txt"
+    done
+    say "build: the shared libraries do not export $(echo $syms): compiling $(printf '%s\n' "${private[@]}" | sed "s|^$src/||" | sort -u | tr '\n' ' ')into the test (hidden)"
+    mapfile -t private < <(printf '%s\n' "${private[@]}" | sort -u)
+    cmake -S "$src" -B "$bdir" "-DOPMSG_SUITE_PRIVATE_SOURCES=$(IFS=';'; echo "${private[*]}")" >>"$bdir/build.log" 2>&1 ||
+      die "cmake configure failed (log: $bdir/build.log)"
+  done
+  rm -f "$bdir/link.log"
+  [ -x "$test_bin" ] || test_bin=$(find "$bdir" -name test-libmongoc -type f -perm -u+x | head -n 1)
+  [ -x "$test_bin" ] || die "no test-libmongoc after the build"
+  build_secs=$(( $(date +%s) - t0 ))
+  echo "$build_key" >"$bdir/.opmsg-suite-key"
+  say "build: done in $build_secs s"
+fi
+[ -x "$test_bin" ] || test_bin=$(find "$bdir" -name test-libmongoc -type f -perm -u+x | head -n 1)
+if [ -s "$bdir/private.txt" ]; then
+  notes+=("compiled into test-libmongoc from the tree, hidden, because the shared libraries do not export them (only the tests' own calls reach them): $(awk '{printf "%s%s (%s)", sep, $1, $2; sep = ", "}' "$bdir/private.txt")")
+fi
+
+# The suite's feature macros must be the installed library's: private
+# structs the tests touch depend on them.
+built_config=$(find "$bdir" -path '*/mongoc/mongoc-config.h' | head -n 1)
+config_diff=""
+if [ -n "$installed_config" ] && [ -n "$built_config" ]; then
+  pick() { grep -E '^#define MONGOC_' "$1" | grep -vE 'MONGOC_(USER_SET_CFLAGS|USER_SET_LDFLAGS|CC|CONFIG_H)\b' | sort; }
+  config_diff=$(diff <(pick "$installed_config") <(pick "$built_config") | grep '^[<>]' || true)
+  if [ -n "$config_diff" ]; then
+    echo "$config_diff" | sed 's/^</  installed:/; s/^>/  suite:    /' >&2
+    if [ "$allow_mismatch" -eq 1 ]; then
+      say "WARNING: mongoc-config.h of the suite differs from the installed one (above)"
+      notes+=("WARNING: the suite's mongoc-config.h differs from the installed one: $(echo "$config_diff" | tr '\n' ' ')")
+    else
+      die "mongoc-config.h of the suite differs from the installed one (above); --allow-config-mismatch goes on"
+    fi
+  else
+    say "build: mongoc-config.h matches the installed library's"
+  fi
+else
+  say "WARNING: could not compare mongoc-config.h (installed: ${installed_config:-none}, suite: ${built_config:-none})"
+fi
+
+# --- Which libmongoc gets loaded -----------------------------------------------------
+
+loaded_mongoc() {  # ENV... -> the path of the libmongoc that the loader maps
+  (cd "$src" && env "$@" LD_DEBUG=files "$test_bin" --list-tests 2>&1 >/dev/null) |
+    sed -n "s/.*calling init: \(.*\/$mongoc_soname\)\$/\1/p" | head -n 1
+}
+base_env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 LD_LIBRARY_PATH="$libdir" MONGOC_TEST_SKIP_LIVE=on)
+[ -n "${TMPDIR:-}" ] && base_env+=(TMPDIR="$TMPDIR")
+linked=$(ldd "$test_bin" | awk -v so="$mongoc_soname" '$1 == so {print $3}')
+[ -n "$linked" ] || die "test-libmongoc does not link $mongoc_soname (ldd)"
+got=$(loaded_mongoc env -i "${base_env[@]}")
+[ -n "$got" ] || die "LD_DEBUG shows no $mongoc_soname loaded"
+[ "$(realpath "$got")" = "$mongoc_real" ] || die "test-libmongoc loads $got, not the system's $libdir/$mongoc_soname"
+if [ -n "$(find "$bdir" -name "$mongoc_soname" -o -name 'libmongoc*.a' | head -n 1)" ]; then
+  die "the build made its own libmongoc; test-libmongoc must use the system's"
+fi
+say "loader: test-libmongoc loads $got (the system's $mongoc_soname, $(basename "$mongoc_real"))"
+
+[ -f "$dropin" ] || die "no drop-in at $dropin (build it, or pass --dropin PATH)"
+got=$(loaded_mongoc env -i "${base_env[@]}" LD_PRELOAD="$dropin")
+[ "$(realpath "${got:-/nonexistent}")" = "$mongoc_real" ] || die "with the drop-in preloaded, test-libmongoc loads ${got:-no libmongoc}"
+bound=$( (cd "$src" && env -i "${base_env[@]}" LD_PRELOAD="$dropin" LD_DEBUG=bindings "$test_bin" --list-tests 2>&1 >/dev/null) |
+         grep -F "/$mongoc_soname [0] to " | grep -F "$(basename "$dropin") [0]" |
+         sed -n "s/.*symbol \`\([^']*\)'.*/\1/p" | sort -u | tr '\n' ' ' || true)
+say "loader: with LD_PRELOAD, libmongoc binds to the drop-in: ${bound:-nothing}"
+dropin_sum=$(sha256sum "$dropin" | cut -c1-16)
+
+# --- The tests --------------------------------------------------------------------------
+
+(cd "$src" && env -i "${base_env[@]}" "$test_bin" --list-tests) | grep '^/' >"$vdir/tests.txt" ||
+  die "test-libmongoc --list-tests failed"
+total=$(wc -l <"$vdir/tests.txt")
+prefixes=()
+if [ -n "$subset" ]; then
+  while IFS= read -r line; do
+    line=${line%%#*}
+    line=$(echo "$line" | sed 's/[[:space:]]*$//; s/^[[:space:]]*//')
+    [ -n "$line" ] && prefixes+=("$line")
+  done <"$subset"
+fi
+prefixes+=("${matches[@]}")
+if [ ${#prefixes[@]} -gt 0 ]; then
+  printf '%s\n' "${prefixes[@]}" >"$vdir/prefixes.txt"
+  # A test is run when it starts with one of the prefixes and with none of
+  # the "!PREFIX" exclusions.
+  awk 'NR == FNR { if (substr($0, 1, 1) == "!") x[++m] = substr($0, 2); else p[++n] = $0; next }
+       { for (i = 1; i <= m; i++) if (index($0, x[i]) == 1) next
+         for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
+    "$vdir/prefixes.txt" "$vdir/tests.txt" >"$vdir/selected.txt"
+  selection="$(wc -l <"$vdir/selected.txt") of $total tests (${#prefixes[@]} prefixes${subset:+ from $(basename "$subset")})"
+else
+  cp "$vdir/tests.txt" "$vdir/selected.txt"
+  selection="all $total tests"
+fi
+count=$(wc -l <"$vdir/selected.txt")
+[ "$count" -gt 0 ] || die "no test selected"
+say "tests: $selection"
+
+# Runs FUNC LINE for each line of standard input, N at a time, in a bash
+# that has the functions below and RUN_ENV (the test's environment).
+each_line() {  # N FUNC ENV...
+  local n=$1 fn=$2 decl
+  shift 2
+  local -a run_env=("$@")
+  decl=$(declare -p run_env | sed 's/^declare -a run_env=/RUN_ENV=/')
+  RUN_DIR=${RUN_DIR:-} SUITE_SRC=$src SUITE_BIN=$test_bin SUITE_LIMIT=$limit RUN_ENV_DECL=$decl \
+    xargs -d '\n' -P "$n" -n 1 bash -c 'eval "declare -a $RUN_ENV_DECL"; '"$fn"' "$1" 2>/dev/null' "$fn"
+}
+
+# `--ctest-run NAME` registers NAME alone (the suite then skips reading the
+# other JSON spec files, which every `-l NAME` process reads: ~0.05 s less
+# per test), but prints nothing for a pass, nor for an unknown name; so once
+# per build each name is checked to register under it. A name that does not
+# (the suite registers a few only when it may fork) runs with `-l NAME`.
+check_ctest() {  # NAME -> NAME when `--ctest-run NAME` registers it
+  local out
+  out=$(cd "$SUITE_SRC" && env -i "${RUN_ENV[@]}" "$SUITE_BIN" --ctest-run "$1" --list-tests 2>/dev/null) || return 0
+  if grep -qxF -- "$1" <<<"$out"; then echo "$1"; fi
+  return 0
+}
+export -f check_ctest
+ctest_ok=$bdir/ctest-run.ok
+check_secs=""
+if [ ! -f "$ctest_ok" ] || [ "$(head -n 1 "$ctest_ok")" != "# $build_key names-2" ]; then
+  t0=$(date +%s)
+  {
+    echo "# $build_key names-2"
+    # (A name the suite registers twice fails under --ctest-run: -l runs both.)
+    if (cd "$src" && env -i "${base_env[@]}" "$test_bin" --help 2>&1) | grep -q -- '--ctest-run'; then
+      sort "$vdir/tests.txt" | uniq -u | each_line "$jobs" check_ctest "${base_env[@]}" | sort
+    fi
+  } >"$ctest_ok.new"
+  mv "$ctest_ok.new" "$ctest_ok"
+  check_secs=" (names checked in $(( $(date +%s) - t0 )) s)"
+fi
+n_ctest=$(grep -vc '^#' "$ctest_ok" || true)
+say "tests: $n_ctest of $total run with --ctest-run NAME, the others with -l NAME$check_secs"
+
+# --- FerretDB on 127.0.0.1:27017 ---------------------------------------------------------
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+fdb_pid=""
+fdb_bin=""
+if [ "$use_ferretdb" -eq 1 ] || [ "$live" -eq 1 ]; then
+  fdb_bin=$(find_ferretdb) || fdb_bin=""
+  if [ -z "$fdb_bin" ]; then
+    say "NOTE: FerretDB is not installed (scripts/install-deps.d/peers.sh): tests that try localhost:27017 wait for server selection"
+    notes+=("no FerretDB: tests that try localhost:27017 waited for server selection")
+    use_ferretdb=0; live=0
+  fi
+fi
+fdb_version=""
+[ -n "$fdb_bin" ] && fdb_version=$("$fdb_bin" --version 2>/dev/null | sed -n 's/^version: //p' | head -n 1)
+
+stop_ferretdb() {
+  if [ -n "$fdb_pid" ] && kill -0 "$fdb_pid" 2>/dev/null; then
+    kill -TERM "$fdb_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$fdb_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$fdb_pid" 2>/dev/null || true
+    wait "$fdb_pid" 2>/dev/null || true
+  fi
+  fdb_pid=""
+}
+trap stop_ferretdb EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# A fresh FerretDB (SQLite in DIR) on 127.0.0.1:27017; false when the port is taken.
+start_ferretdb() {
+  local dir=$1
+  [ -n "$fdb_bin" ] || return 1
+  if port_open 27017; then
+    say "NOTE: 127.0.0.1:27017 is already in use: FerretDB not started there"
+    return 1
+  fi
+  rm -rf "$dir"
+  mkdir -p "$dir/data" "$dir/state"
+  "$fdb_bin" --handler=sqlite --sqlite-url="file:$dir/data/" --listen-addr=127.0.0.1:27017 \
+    --debug-addr=- --state-dir="$dir/state" --telemetry=disable --log-level=warn >"$dir/log" 2>&1 &
+  fdb_pid=$!
+  for _ in $(seq 1 300); do
+    port_open 27017 && return 0
+    kill -0 "$fdb_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  tail -n 20 "$dir/log" >&2
+  stop_ferretdb
+  die "FerretDB did not start on 127.0.0.1:27017"
+}
+
+# --- One run -----------------------------------------------------------------------------
+
+# One test in its own process: TAB-separated name, result, seconds, exit
+# status, active (drop-in line seen), message. Results: pass, fail, skip,
+# timeout.
+one_test() {  # "INDEX<TAB>c|l<TAB>NAME" (c: --ctest-run, l: -l)
+  local line=$1 idx how name log t0 t1 rc result msg active secs
+  idx=${line%%$'\t'*}
+  line=${line#*$'\t'}
+  how=${line%%$'\t'*}
+  name=${line#*$'\t'}
+  log=$RUN_DIR/logs/$idx.log
+  # (-l in the suite's own fork mode: the tests --ctest-run does not
+  # register are those it registers only when it may fork.)
+  local -a sel=(-l "$name")
+  [ "$how" = c ] && sel=(--ctest-run "$name")
+  t0=$EPOCHREALTIME
+  rc=0
+  (cd "$SUITE_SRC" && env -i "${RUN_ENV[@]}" timeout -k 10 "$SUITE_LIMIT" \
+     "$SUITE_BIN" "${sel[@]}") >"$log" 2>&1 </dev/null || rc=$?
+  t1=$EPOCHREALTIME
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    result=timeout
+  elif grep -q -e '"status": "skip"' -e '^@@ctest-skipped@@' "$log"; then
+    result=skip
+  elif [ "$rc" -eq 0 ] && { [ "$how" = c ] || grep -q '"status": "pass"' "$log"; }; then
+    result=pass
+  else
+    result=fail
+    if [ "$rc" -eq 0 ]; then echo "no result: the test did not run" >>"$log"; fi
+  fi
+  msg=""
+  if [ "$result" = fail ] || [ "$result" = timeout ]; then
+    # The test's own lines (not the suite's JSON): those that say what
+    # failed, else the last one; without the source tree's path.
+    local body
+    body=$(grep -v -E '^ *("|\{|\}|\]|\[)|^opmsg-mongoc: active|^@@ctest|^ *$' "$log" || true)
+    # The drop-in's first refusal, the first line that says what failed,
+    # and the last line (ASSERT_WITH_MSG's detail comes last).
+    msg=$(awk '/^opmsg-mongoc: (rejected|refused)/ && !r { r = $0 }
+               /FAIL|[Ff]ail|[Aa]ssert|[Ee]rror|precondition|Segmentation|Abort|timed out|expected|contain/ && !/^opmsg-mongoc/ && n < 2 { f[++n] = $0 }
+               { last = $0 }
+               END { if (r != "") print r; for (i = 1; i <= n; i++) print f[i]
+                     if (last != "" && last != f[n] && last != r) print last }' <<<"$body")
+    msg=$(printf '%s' "$msg" | tr '\t\n' '  ' | sed "s|$SUITE_SRC/||g; s/  */ /g; s/^ //; s/ $//" | cut -c1-300)
+    [ "$result" = timeout ] && msg="no result after ${SUITE_LIMIT} s${msg:+; $msg}"
+    [ -n "$msg" ] || msg="exit status $rc"
+  fi
+  [ -n "$msg" ] || msg=-   # never an empty field: read(1) would merge two tabs
+  active=-
+  if grep -q '^opmsg-mongoc: active:' "$log"; then active=yes
+  elif grep -q '^opmsg-mongoc: inactive' "$log"; then active=no
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$result" "$secs" "$rc" "$active" "$msg" >"$RUN_DIR/res/$idx"
+}
+export -f one_test
+
+# run_tests MODE LIST OUTDIR JOBS: MODE is stock or dropin; live when LIVE=1.
+run_tests() {
+  local mode=$1 list=$2 out=$3 n=$4 t0 env_run
+  rm -rf "$out"
+  mkdir -p "$out/logs" "$out/res"
+  env_run=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 LD_LIBRARY_PATH="$libdir")
+  [ -n "${TMPDIR:-}" ] && env_run+=(TMPDIR="$TMPDIR")
+  [ "${LIVE:-0}" -eq 1 ] || env_run+=(MONGOC_TEST_SKIP_LIVE=on)
+  [ "$mode" = dropin ] && env_run+=(LD_PRELOAD="$dropin" OPMSG_MONGOC_DEBUG=1)
+  t0=$EPOCHREALTIME
+  awk 'NR == FNR { if ($0 !~ /^#/) ok[$0] = 1; next }
+       { printf "%d\t%s\t%s\n", FNR, ($0 in ok) ? "c" : "l", $0 }' "$ctest_ok" "$list" |
+    RUN_DIR=$out each_line "$n" one_test "${env_run[@]}"
+  awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%d\n", b - a + 0.5}' >"$out/seconds"
+  local i
+  for i in $(seq 1 "$(wc -l <"$list")"); do
+    if [ -f "$out/res/$i" ]; then cat "$out/res/$i"
+    else printf '%s\tfail\t0\t-\t-\tno result recorded\n' "$(sed -n "${i}p" "$list")"
+    fi
+  done >"$out/results.tsv"
+  rm -rf "$out/res"
+}
+
+counts() {  # RESULTS.tsv -> "run passed failed skipped timeout"
+  awk -F'\t' '{n++; c[$2]++} END {printf "%d %d %d %d %d\n", n, c["pass"], c["fail"], c["skip"], c["timeout"]}' "$1"
+}
+
+run_mode() {  # MODE OUTDIR LABEL
+  local mode=$1 out=$2 label=$3
+  local fdb_used=no
+  if [ "$use_ferretdb" -eq 1 ] || [ "${LIVE:-0}" -eq 1 ]; then
+    start_ferretdb "$out.ferretdb" && fdb_used=yes
+  fi
+  local where=""
+  [ "$fdb_used" = no ] || where=", FerretDB on 127.0.0.1:27017"
+  say "run $label: $count tests, $jobs at a time, ${limit} s each at most$where"
+  run_tests "$mode" "$vdir/selected.txt" "$out" "$jobs"
+  stop_ferretdb
+  rm -rf "$out.ferretdb"
+  echo "$fdb_used" >"$out/ferretdb"
+  read -r n p f s t <<<"$(counts "$out/results.tsv")"
+  say "run $label: $n tests in $(cat "$out/seconds") s: passed $p, failed $f, skipped $s, timed out $t"
+}
+
+# --- Comparing ------------------------------------------------------------------------------
+
+# Differences are run again, serially, twice per mode: a test whose results
+# in the two modes overlap over the three tries is flaky, not a difference.
+confirm() {  # PREFIX(stock|live-stock) PREFIX(dropin) -> writes $vdir/<dropin>/confirmed.tsv
+  local sdir=$1 ddir=$2 diff
+  diff=$vdir/$(basename "$ddir").diff
+  paste <(cut -f1,2,6 "$sdir/results.tsv") <(cut -f2,6 "$ddir/results.tsv") |
+    awk -F'\t' '$2 != $4' >"$diff"
+  : >"$ddir/confirmed.tsv"
+  [ -s "$diff" ] || { rm -f "$diff"; return 0; }
+  local nd
+  nd=$(wc -l <"$diff")
+  say "$nd tests differ; running each again twice per mode, one at a time"
+  cut -f1 "$diff" >"$diff.list"
+  local k mode
+  for k in 1 2; do
+    for mode in stock dropin; do
+      if [ "$use_ferretdb" -eq 1 ] || [ "${LIVE:-0}" -eq 1 ]; then start_ferretdb "$vdir/confirm.ferretdb" || true; fi
+      run_tests "$mode" "$diff.list" "$vdir/confirm-$mode-$k" 1
+      stop_ferretdb
+    done
+  done
+  rm -rf "$vdir/confirm.ferretdb"
+  # name, stock tries, drop-in tries, status (difference|flaky), stock msg, drop-in msg
+  paste <(cut -f1-5 "$diff") <(cut -f2 "$vdir/confirm-stock-1/results.tsv") \
+        <(cut -f2 "$vdir/confirm-stock-2/results.tsv") <(cut -f2 "$vdir/confirm-dropin-1/results.tsv") \
+        <(cut -f2,6 "$vdir/confirm-dropin-2/results.tsv") |
+    awk -F'\t' 'BEGIN {OFS = "\t"} {
+      s = $2 "," $6 "," $7; d = $4 "," $8 "," $9
+      split(s, a, ","); split(d, b, ","); overlap = 0
+      for (i = 1; i <= 3; i++) for (j = 1; j <= 3; j++) if (a[i] == b[j]) overlap = 1
+      dmsg = $5; if ((dmsg == "" || dmsg == "-") && $10 != "") dmsg = $10
+      print $1, s, d, (overlap ? "flaky" : "difference"), $3, dmsg }' >"$ddir/confirmed.tsv"
+  rm -rf "$vdir"/confirm-stock-? "$vdir"/confirm-dropin-? "$diff" "$diff.list"
+}
+
+explain() {  # NAME -> reason, or nothing
+  local name=$1 pat reason
+  [ -f "$explained" ] || return 0
+  while IFS=$'\t' read -r pat reason; do
+    case $pat in ''|'#'*) continue ;; esac
+    # shellcheck disable=SC2053
+    if [[ $name == $pat ]]; then echo "${reason:-(no reason given)}"; return 0; fi
+  done <"$explained"
+}
+
+md_cell() { sed 's/|/\\|/g; s/`/'"'"'/g' <<<"$1"; }
+first_msg() {  # the first message that is not empty or "-"
+  local m
+  for m in "$@"; do
+    if [ -n "$m" ] && [ "$m" != - ]; then echo "$m"; return 0; fi
+  done
+  echo -
+}
+
+# --- Main -------------------------------------------------------------------------------------
+
+if [ "$nolive" -eq 1 ]; then
+run_mode stock "$vdir/stock" stock
+run_mode dropin "$vdir/dropin" drop-in
+
+inactive=$(awk -F'\t' '$5 != "yes"' "$vdir/dropin/results.tsv" | wc -l)
+active=yes
+[ "$inactive" -eq 0 ] || active=no
+[ "$active" = yes ] || say "the drop-in did not report itself active in $inactive test processes"
+
+LIVE=0 confirm "$vdir/stock" "$vdir/dropin"
+
+read -r n0 p0 f0 s0 t0 <<<"$(counts "$vdir/stock/results.tsv")"
+read -r n1 p1 f1 s1 t1 <<<"$(counts "$vdir/dropin/results.tsv")"
+ndiff=0
+nexpl=0
+nflaky=0
+rows=""
+flaky_rows=""
+while IFS=$'\t' read -r name s d status smsg dmsg; do
+  [ -n "$name" ] || continue
+  if [ "$status" = flaky ]; then
+    nflaky=$((nflaky + 1))
+    flaky_rows+="| \`$name\` | $s | $d | $(md_cell "$(first_msg "$dmsg" "$smsg")") |"$'\n'
+    continue
+  fi
+  ndiff=$((ndiff + 1))
+  reason=$(explain "$name")
+  [ -n "$reason" ] && nexpl=$((nexpl + 1))
+  msg=$dmsg
+  [ "${s%%,*}" = pass ] || msg="stock: $smsg; drop-in: $dmsg"
+  rows+="| \`$name\` | ${s%%,*} | ${d%%,*} | $(md_cell "$msg") | $(md_cell "${reason:-**unexplained**}") |"$'\n'
+done <"$vdir/dropin/confirmed.tsv"
+
+line="libmongoc-suite $version: run $n0, stock passed $p0, drop-in passed $p1, differences $ndiff, explained $nexpl, active $active"
+
+{
+  echo "# libmongoc $version: test-libmongoc, stock and with the drop-in"
+  echo
+  echo "- libmongoc: ${deb_pkg:+Debian package $deb_pkg $deb_version, }$mongoc_soname (loaded from the system's library directory: checked with ldd and LD_DEBUG)${inside_root:+, inside the $inside_root root}"
+  echo "- source of the suite: $src_origin"
+  echo "- drop-in: $(basename "$dropin") (sha256 $dropin_sum...); libmongoc binds to it: ${bound:-nothing}"
+  echo "- tests: $selection; $jobs at a time; ${limit} s per test at most; MONGOC_TEST_SKIP_LIVE=on"
+  echo "- FerretDB ${fdb_version:-} on 127.0.0.1:27017 during the runs: $(cat "$vdir/stock/ferretdb") (tests that still try localhost:27017 fail fast instead of waiting for server selection)"
+  echo "- build of test-libmongoc: ${build_secs}$([ "$build_secs" = cached ] || echo " s")"
+  for nline in "${notes[@]}"; do echo "- $nline"; done
+  echo
+  echo "| run | tests | passed | failed | skipped | timed out | wall time |"
+  echo "|---|---|---|---|---|---|---|"
+  echo "| stock | $n0 | $p0 | $f0 | $s0 | $t0 | $(cat "$vdir/stock/seconds") s |"
+  echo "| drop-in | $n1 | $p1 | $f1 | $s1 | $t1 | $(cat "$vdir/dropin/seconds") s |"
+  echo
+  echo "## Differences: $ndiff, explained $nexpl"
+  echo
+  echo "Each was run twice more per mode, one test at a time, with the same result in every try."
+  echo "Explanations: \`scripts/$(basename "$explained")\`."
+  echo
+  if [ "$ndiff" -gt 0 ]; then
+    echo "| test | stock | drop-in | message | explanation |"
+    echo "|---|---|---|---|---|"
+    printf '%s' "$rows"
+  else
+    echo "None."
+  fi
+  if [ "$nflaky" -gt 0 ]; then
+    echo
+    echo "## Flaky: $nflaky (results overlap between the modes over three tries; not counted)"
+    echo
+    echo "| test | stock tries | drop-in tries | message |"
+    echo "|---|---|---|---|"
+    printf '%s' "$flaky_rows"
+  fi
+} >"$vdir/differences.md"
+fi
+
+# --- Live tests against FerretDB (reported, not gating) ---------------------------------------------
+
+if [ "$live" -eq 1 ]; then
+  LIVE=1 run_mode stock "$vdir/live-stock" "live stock"
+  LIVE=1 run_mode dropin "$vdir/live-dropin" "live drop-in"
+  LIVE=1 confirm "$vdir/live-stock" "$vdir/live-dropin"
+  read -r ln0 lp0 lf0 ls0 lt0 <<<"$(counts "$vdir/live-stock/results.tsv")"
+  read -r ln1 lp1 lf1 ls1 lt1 <<<"$(counts "$vdir/live-dropin/results.tsv")"
+  ldiff=$(awk -F'\t' '$4 == "difference"' "$vdir/live-dropin/confirmed.tsv" | wc -l)
+  lflaky=$(awk -F'\t' '$4 == "flaky"' "$vdir/live-dropin/confirmed.tsv" | wc -l)
+  {
+    echo "## libmongoc $version: live tests against FerretDB ${fdb_version} (not gating)"
+    echo
+    echo "Without MONGOC_TEST_SKIP_LIVE, against a fresh FerretDB (SQLite) on 127.0.0.1:27017 per run."
+    echo
+    echo "| run | tests | passed | failed | skipped | timed out | wall time |"
+    echo "|---|---|---|---|---|---|---|"
+    echo "| live stock | $ln0 | $lp0 | $lf0 | $ls0 | $lt0 | $(cat "$vdir/live-stock/seconds") s |"
+    echo "| live drop-in | $ln1 | $lp1 | $lf1 | $ls1 | $lt1 | $(cat "$vdir/live-dropin/seconds") s |"
+    echo
+    echo "Differences: $ldiff (flaky: $lflaky)"
+    if [ "$ldiff" -gt 0 ] || [ "$lflaky" -gt 0 ]; then
+      echo
+      echo "| test | stock tries | drop-in tries | status | message | explanation |"
+      echo "|---|---|---|---|---|---|"
+      while IFS=$'\t' read -r name s d status smsg dmsg; do
+        reason=$(explain "$name")
+        echo "| \`$name\` | $s | $d | $status | $(md_cell "$(first_msg "$dmsg" "$smsg")") | $(md_cell "${reason:--}") |"
+      done <"$vdir/live-dropin/confirmed.tsv"
+    fi
+  } >"$vdir/live.md"
+  if [ "$nolive" -eq 1 ]; then
+    { echo; sed 's/^## libmongoc [^:]*: l/## L/' "$vdir/live.md"; } >>"$vdir/differences.md"
+  fi
+  say "live (FerretDB $fdb_version): run $ln0, stock passed $lp0, drop-in passed $lp1, differences $ldiff, flaky $lflaky ($vdir/live.md)"
+fi
+[ "$nolive" -eq 1 ] || exit 0
+
+say "differences: $vdir/differences.md"
+[ "$nflaky" -eq 0 ] || say "flaky (not counted): $nflaky, listed in differences.md"
+if [ "$ndiff" -gt "$nexpl" ]; then
+  awk -F'\t' '$4 == "difference" {print $1}' "$vdir/dropin/confirmed.tsv" | while IFS= read -r name; do
+    [ -n "$(explain "$name")" ] || echo "$prog: unexplained: $name" >&2
+  done
+fi
+echo "$line" >"$vdir/summary.txt"
+echo "$line"
+[ "$ndiff" -eq "$nexpl" ] && [ "$active" = yes ]
