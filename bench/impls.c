@@ -5,6 +5,7 @@
  * use, and each is timed per whole operation (parse included).
  */
 #include "bench.h"
+#include "view_rebuild.h"
 
 #include <string.h>
 
@@ -195,64 +196,6 @@ const size_t bench_n_impls = sizeof bench_impls / sizeof bench_impls[0];
  * Checking the view
  * ------------------------------------------------------------------------- */
 
-static void rebuild_level(opmsg_view_t *view, bson_t *out);
-
-static void
-rebuild_field(const opmsg_view_t *view, const opmsg_field_t *f, bson_t *out)
-{
-   bool ok = true;
-   switch (f->kind) {
-   case OPMSG_FIELD_BODY:
-      ok = bson_append_iter(out, NULL, 0, &f->iter);
-      break;
-   case OPMSG_FIELD_SEQUENCE: {
-      const char *key = f->key ? f->key : f->seq.identifier;
-      int klen = f->key ? (int) f->key_len : (int) f->seq.identifier_len;
-      bson_t array;
-      ok = opmsg_append_array_begin(out, key, klen, &array);
-      opmsg_document_iter_t docs;
-      bson_t doc;
-      opmsg_document_iter_init(&docs, &f->seq);
-      for (uint32_t n = 0; ok && opmsg_document_iter_next(&docs, &doc); n++) {
-         char buf[16];
-         const char *idx;
-         size_t ilen = bson_uint32_to_string(n, &idx, buf, sizeof buf);
-         ok = bson_append_document(&array, idx, (int) ilen, &doc);
-      }
-      ok = ok && bson_append_array_end(out, &array);
-      break;
-   }
-   case OPMSG_FIELD_PATH: {
-      opmsg_view_t child;
-      bson_t sub;
-      if (!opmsg_view_enter(view, f, &child)) {
-         bench_fatal("view check: cannot enter \"%.*s\"", (int) f->key_len,
-                     f->key);
-      }
-      ok = bson_append_document_begin(out, f->key, (int) f->key_len, &sub);
-      if (ok) {
-         rebuild_level(&child, &sub);
-         ok = bson_append_document_end(out, &sub);
-      }
-      break;
-   }
-   default:
-      bench_fatal("view check: unknown field kind %d", (int) f->kind);
-   }
-   if (!ok) {
-      bench_fatal("view check: cannot rebuild a field");
-   }
-}
-
-static void
-rebuild_level(opmsg_view_t *view, bson_t *out)
-{
-   opmsg_field_t f;
-   while (opmsg_view_next(view, &f)) {
-      rebuild_field(view, &f, out);
-   }
-}
-
 void
 bench_check_view(const bench_case_t *c)
 {
@@ -261,12 +204,14 @@ bench_check_view(const bench_case_t *c)
 
    /* The merged document rebuilt field by field from the view must be the
     * merge, byte for byte. */
-   opmsg_view_t view;
-   if (!opmsg_view_init(&view, &msg)) {
-      bench_fatal("view check: %s: opmsg_view_init failed", c->name);
-   }
    bson_t rebuilt = BSON_INITIALIZER;
-   rebuild_level(&view, &rebuilt);
+   char why[256];
+   view_rebuild_status_t st = view_rebuild(&msg, &rebuilt, why, sizeof why);
+   if (st == VIEW_REBUILD_TOO_DEEP) {
+      bench_fatal("view check: %s: paths too deep to rebuild", c->name);
+   } else if (st != VIEW_REBUILD_OK) {
+      bench_fatal("view check: %s: %s", c->name, why);
+   }
    if (rebuilt.len != c->merged_len ||
        memcmp(bson_get_data(&rebuilt), c->merged, c->merged_len) != 0) {
       bench_fatal("view check: %s: the view differs from the merge", c->name);

@@ -714,19 +714,18 @@ msg_command(const uint8_t *msg, size_t len, const char **name,
        len >= off + 4) {
       end -= 4;
    }
+   /* The message is not parsed yet: the bounded step over its sections. */
    while (off < end) {
-      int32_t size;
+      size_t size;
 
       if (msg[off] == 0) {
          return first_key(msg + off + 1, end - off - 1, off + 1, "OP_MSG body",
                           name, error);
       }
-      if (msg[off] != 1 || end - off < 5 ||
-          (size = opmsg_read_i32(msg + off + 1)) < 5 ||
-          (size_t) size > end - off - 1) {
+      if ((size = opmsg_section_frame(msg + off, end - off)) == 0) {
          break;
       }
-      off += 1 + (size_t) size;
+      off += size;
    }
    return opmsg_fail(error, OPMSG_ERR_NO_BODY,
                      "cannot find the OP_MSG body to compress (scan stopped "

@@ -43,6 +43,16 @@ opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len, size_t base,
    return true;
 }
 
+bool
+opmsg_doc_check(const uint8_t *doc, size_t avail, size_t max_len, size_t off,
+                const char *what, bool top, bool deep, uint32_t *len,
+                bson_error_t *error)
+{
+   return opmsg_doc_frame(doc, avail, max_len, off, what, len, error) &&
+          (!top || opmsg_doc_check_top(doc, *len, off, what, NULL, error)) &&
+          (!deep || opmsg_doc_validate_deep(doc, *len, off, what, error));
+}
+
 /* code_w_scope: int32 total, string, document, and the total must add up. */
 static size_t
 code_w_scope_size(const uint8_t *v, size_t avail)

@@ -8,31 +8,16 @@
  */
 #include "opmsg-private.h"
 
-/* The query (OP_QUERY) and the first reply document are a command or its
- * reply, which may exceed maxBsonObjectSize by the body allowance, as an
- * OP_MSG body may. */
-static size_t
-legacy_body_limit(const opmsg_limits_t *limits)
-{
-   return limits->max_bson_size + OPMSG_BODY_ALLOWANCE;
-}
-
-/* Frames and checks one document at data[off..end). */
+/* Frames and checks one document at data[off..end) (document.c). The query
+ * (OP_QUERY) and the first reply document are a command or its reply, which
+ * may exceed maxBsonObjectSize by the body allowance, as an OP_MSG body may:
+ * their max_len is opmsg_body_limit(). */
 static bool
 legacy_doc(const opmsg_msg_t *msg, const opmsg_limits_t *limits, size_t off,
            size_t max_len, const char *what, uint32_t *len, bson_error_t *error)
 {
-   const uint8_t *doc = msg->data + off;
-
-   if (!opmsg_doc_frame(doc, msg->len - off, max_len, off, what, len, error) ||
-       !opmsg_doc_check_top(doc, *len, off, what, NULL, error)) {
-      return false;
-   }
-   if ((limits->flags & OPMSG_PARSE_FULL_VALIDATE) &&
-       !opmsg_doc_validate_deep(doc, *len, off, what, error)) {
-      return false;
-   }
-   return true;
+   return opmsg_doc_check(msg->data + off, msg->len - off, max_len, off, what, true,
+                          (limits->flags & OPMSG_PARSE_FULL_VALIDATE) != 0, len, error);
 }
 
 /*
@@ -78,7 +63,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits,
    msg->number_to_return = opmsg_read_i32(msg->data + off + 4);
    off += 8;
 
-   if (!legacy_doc(msg, limits, off, legacy_body_limit(limits), "query", &len,
+   if (!legacy_doc(msg, limits, off, opmsg_body_limit(limits), "query", &len,
                    error)) {
       return false;
    }
@@ -156,7 +141,7 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits,
       }
       bson_snprintf(what, sizeof what, "reply document %" PRId32, i);
       if (!legacy_doc(msg, limits, off,
-                      i == 0 ? legacy_body_limit(limits)
+                      i == 0 ? opmsg_body_limit(limits)
                              : limits->max_bson_size,
                       what, &len, error)) {
          return false;

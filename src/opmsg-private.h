@@ -368,6 +368,19 @@ bool opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
 bool opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
                              const char *what, bson_error_t *error);
 
+/* The one check of a whole document, whoever carries it (an OP_MSG
+ * sequence document on its error path, the OP_QUERY query and selector,
+ * the OP_REPLY documents, the documents of the removed opcodes): its frame
+ * within avail and max_len (opmsg_doc_frame()), its top-level elements when
+ * top (opmsg_doc_check_top()), every nested level when deep (the caller's
+ * OPMSG_PARSE_FULL_VALIDATE, opmsg_doc_validate_deep()). off is its offset
+ * in the message and what its name, for messages; its length goes to *len.
+ * The fast form, with no message, is opmsg_seq_doc_ok(); the OP_MSG body's
+ * top level is walked by parse.c itself, which hashes its keys on the way. */
+bool opmsg_doc_check(const uint8_t *doc, size_t avail, size_t max_len, size_t off,
+                     const char *what, bool top, bool deep, uint32_t *len,
+                     bson_error_t *error);
+
 /* ---------------------------------------------------------------------------
  * The wire rules both sides apply (rules.c)
  *
@@ -690,6 +703,76 @@ size_t opmsg_min_length(int32_t opcode);
 /* OP_MSG and OP_REPLY: what a server answers with (OPMSG_PARSE_REPLY; an
  * OP_COMPRESSED reply carries one of them). */
 bool opmsg_is_reply_opcode(int32_t opcode);
+
+/* ---------------------------------------------------------------------------
+ * OP_MSG sections (parse.c owns their layout)
+ *
+ * A section is a kind byte and an int32 size: kind 0 a body document (the
+ * size is its own length), kind 1 a document sequence (size, identifier,
+ * NUL, documents). Two walkers, one per kind of input:
+ * - opmsg_section_frame(): one bounded step over bytes nobody has checked
+ *   (the checksum's "missing or wrong" verdict, the compressor's search for
+ *   the command);
+ * - opmsg_section_next(): the walk over the sections of a message
+ *   opmsg_parse_msg() accepted (msg->priv_sections), trusting every frame:
+ *   the sequence iterators (view.c), and through them the cross-section
+ *   rules and the merge.
+ * The parse itself (scan_sections() in parse.c) says which rule a section
+ * breaks, so it walks on its own.
+ * ------------------------------------------------------------------------- */
+
+/* The bytes (kind byte included) of the section at p, avail bytes there,
+ * when it has a known kind and a size that fits: 0 when it does not. */
+static inline size_t
+opmsg_section_frame(const uint8_t *p, size_t avail)
+{
+   if (avail < 5 || (*p != 0 && *p != 1)) {
+      return 0;
+   }
+   int32_t n = opmsg_read_i32(p + 1);
+   return n >= 5 && (size_t) n <= avail - 1 ? 1 + (size_t) n : 0;
+}
+
+/* One section of a parsed OP_MSG. For kind 0 body and body_len; for kind 1
+ * identifier (NUL-terminated), identifier_len, documents, documents_len. */
+typedef struct {
+   uint8_t kind;
+   const uint8_t *start; /* the kind byte */
+   const uint8_t *end;   /* the byte after the section */
+   const uint8_t *body;
+   uint32_t body_len;
+   const char *identifier;
+   uint32_t identifier_len;
+   const uint8_t *documents;
+   uint32_t documents_len;
+} opmsg_section_t;
+
+/* The section at p, within the validated sections (p before their end),
+ * into *s; returns the next section's first byte. kind_only: a body's or a
+ * sequence's fields are filled only for that kind (OPMSG_SECTION_ANY for
+ * both), so that a caller after sequences does not pay for bodies. */
+enum { OPMSG_SECTION_ANY = 2 };
+
+static OPMSG_ALWAYS_INLINE const uint8_t *
+opmsg_section_next(const uint8_t *p, opmsg_section_t *s, int kind_only)
+{
+   uint32_t size = opmsg_read_u32(p + 1);
+   s->kind = *p;
+   s->start = p;
+   s->end = p + 1 + size;
+   if (s->kind == 0) {
+      if (kind_only != 1) {
+         s->body = p + 1;
+         s->body_len = size;
+      }
+   } else if (kind_only != 0) {
+      s->identifier = (const char *) p + 5;
+      s->identifier_len = (uint32_t) strlen(s->identifier);
+      s->documents = p + 5 + s->identifier_len + 1;
+      s->documents_len = (uint32_t) (s->end - s->documents);
+   }
+   return s->end;
+}
 
 /* ---------------------------------------------------------------------------
  * Array keys "0", "1", ... without printf (merge.c)

@@ -26,16 +26,11 @@ static bool
 sections_fill_exactly(const uint8_t *p, const uint8_t *end)
 {
    while (p < end) {
-      size_t avail = (size_t) (end - p);
-      int32_t n;
-      if (avail < 6) {
+      size_t n = opmsg_section_frame(p, (size_t) (end - p));
+      if (n == 0) {
          return false;
       }
-      n = opmsg_read_i32(p + 1);
-      if ((*p != 0 && *p != 1) || n < 5 || (size_t) n > avail - 1) {
-         return false;
-      }
-      p += 1 + (size_t) n;
+      p += n;
    }
    return p == end;
 }
@@ -222,8 +217,10 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
       n++;
    }
    scan->body_keys = n;
+   /* Frame and top level are checked above, inline (the walk records the
+    * keys); the nested levels, when asked, by the one document check. */
    if ((limits->flags & OPMSG_PARSE_FULL_VALIDATE) &&
-       !opmsg_doc_validate_deep(p, len, off, "body", error)) {
+       !opmsg_doc_check(p, len, len, off, "body", false, true, &len, error)) {
       return false;
    }
    msg->body = p;

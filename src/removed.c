@@ -61,11 +61,9 @@ rd_doc(rd_t *r, const char *what, const uint8_t **doc, uint32_t *len,
        bson_error_t *error)
 {
    size_t off = (size_t) (r->p - r->msg->data);
-   if (!opmsg_doc_frame(r->p, (size_t) (r->end - r->p), r->limits->max_bson_size + OPMSG_BODY_ALLOWANCE,
-                        off, what, len, error) ||
-       !opmsg_doc_check_top(r->p, *len, off, what, NULL, error) ||
-       ((r->limits->flags & OPMSG_PARSE_FULL_VALIDATE) &&
-        !opmsg_doc_validate_deep(r->p, *len, off, what, error))) {
+   if (!opmsg_doc_check(r->p, (size_t) (r->end - r->p), opmsg_body_limit(r->limits), off,
+                        what, true, (r->limits->flags & OPMSG_PARSE_FULL_VALIDATE) != 0, len,
+                        error)) {
       return false;
    }
    *doc = r->p;

@@ -191,9 +191,7 @@ opmsg_rule_seq_doc(const uint8_t *doc, size_t avail, size_t max_bson, bool top,
             opmsg_printable(name, id, id_len));
 
    return size_ok(doc, avail, max_bson, what, off, "maxBsonObjectSize", too_large, error) &&
-          opmsg_doc_frame(doc, avail, max_bson, off, what, len, error) &&
-          (!top || opmsg_doc_check_top(doc, *len, off, what, NULL, error)) &&
-          (!deep || opmsg_doc_validate_deep(doc, *len, off, what, error));
+          opmsg_doc_check(doc, avail, max_bson, off, what, top, deep, len, error);
 }
 
 /* ---------------------------------------------------------------------------

@@ -61,28 +61,25 @@ bool
 opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count)
 {
    while (it->p && it->p < it->end) {
-      const uint8_t *p = it->p;
-      if (*p == 0) {
-         it->p = p + 1 + opmsg_read_u32(p + 1);
+      opmsg_section_t s;
+      it->p = opmsg_section_next(it->p, &s, 1);
+      if (s.kind == 0) {
          continue;
       }
-      uint32_t size = opmsg_read_u32(p + 1);
-      const uint8_t *end = p + 1 + size;
-      seq->identifier = (const char *) p + 5;
-      seq->identifier_len = (uint32_t) strlen(seq->identifier);
-      seq->documents = p + 5 + seq->identifier_len + 1;
-      seq->documents_len = (uint32_t) (end - seq->documents);
-      seq->offset = (uint32_t) (p - it->base);
+      seq->identifier = s.identifier;
+      seq->identifier_len = s.identifier_len;
+      seq->documents = s.documents;
+      seq->documents_len = s.documents_len;
+      seq->offset = (uint32_t) (s.start - it->base);
       seq->count = 0;
       if (count) {
-         for (const uint8_t *d = seq->documents; d < end;) {
+         for (const uint8_t *d = s.documents; d < s.end;) {
             uint32_t len = opmsg_read_u32(d);
             opmsg_prefetch_ahead(d, len);
             d += len;
             seq->count++;
          }
       }
-      it->p = end;
       return true;
    }
    return false;

@@ -898,6 +898,64 @@ test_reply_build_parse(void **state)
    }
 }
 
+/* One document check for every opcode (document.c's opmsg_doc_check()):
+ * {a: {x: <type 0x42>}} has a sound top level, so every opcode accepts it
+ * by default, and with OPMSG_PARSE_FULL_VALIDATE every opcode refuses it
+ * with the same code, naming the element's offset in its own message. */
+static void
+test_one_document_check(void **state)
+{
+   (void) state;
+   static const uint8_t doc[] = {16, 0, 0, 0, 0x03, 'a', 0, 8, 0, 0, 0, 0x42, 'x', 0, 0, 0};
+   /* Each opcode's fields between the header and the document. */
+#define FIELDS(op, bytes) {op, bytes, sizeof bytes - 1}
+   static const struct {
+      int32_t opcode;
+      const char *fields;
+      size_t len;
+   } cases[] = {
+      FIELDS(OPMSG_OP_MSG, "\0\0\0\0" "\0"),                      /* flags, kind 0 */
+      FIELDS(OPMSG_OP_QUERY, "\0\0\0\0" "db.$cmd\0" "\0\0\0\0" "\xff\xff\xff\xff"),
+      FIELDS(OPMSG_OP_REPLY, "\0\0\0\0" "\0\0\0\0\0\0\0\0" "\0\0\0\0" "\1\0\0\0"),
+      FIELDS(OPMSG_OP_INSERT, "\0\0\0\0" "db.c\0"),
+      FIELDS(OPMSG_OP_DELETE, "\0\0\0\0" "db.c\0" "\0\0\0\0"), /* ZERO, ns, flags */
+   };
+#undef FIELDS
+   uint32_t code = 0;
+
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      tu_buf_t b;
+      opmsg_msg_t msg;
+      bson_error_t error;
+      opmsg_options_t opts = {0};
+
+      tu_buf_init(&b);
+      tu_put_i32(&b, 0);
+      tu_put_i32(&b, 1);
+      tu_put_i32(&b, 0);
+      tu_put_i32(&b, cases[i].opcode);
+      tu_put(&b, cases[i].fields, cases[i].len);
+      size_t off = b.len;
+      tu_put(&b, doc, sizeof doc);
+      opmsg_write_u32(b.data, (uint32_t) b.len);
+
+      assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+      assert_ptr_equal(msg.body, b.data + off);
+      opts.flags = OPMSG_PARSE_FULL_VALIDATE;
+      assert_false(opmsg_parse(b.data, b.len, &opts, &msg, &error));
+      assert_int_equal(error.domain, OPMSG_ERROR_DOMAIN);
+      if (i == 0) {
+         code = error.code;
+         assert_int_not_equal(code, 0);
+      }
+      assert_int_equal(error.code, code);
+      char where[32];
+      snprintf(where, sizeof where, "offset %zu", off + 11);
+      assert_non_null(strstr(error.message, where));
+      tu_buf_free(&b);
+   }
+}
+
 int
 main(void)
 {
@@ -916,6 +974,7 @@ main(void)
       cmocka_unit_test(test_hello_build_parse),
       cmocka_unit_test(test_hello_errors),
       cmocka_unit_test(test_reply_build_parse),
+      cmocka_unit_test(test_one_document_check),
    };
    return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -833,6 +833,68 @@ test_error_messages(void **state)
    assert_int_equal(error.code, OPMSG_ERR_INVALID_ARGUMENT);
 }
 
+/* The section walkers (opmsg-private.h) over a parsed message: the trusted
+ * walk and the bounded step agree on every section, in wire order, with
+ * the body among the sequences; the bounded step refuses a bad kind, a
+ * size below 5 and one past the bytes. */
+static void
+test_section_walk(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+   bson_error_t error;
+
+   tu_buf_init(&b);
+   tu_msg_begin(&b, OPMSG_FLAG_CHECKSUM_PRESENT);
+   size_t mark = tu_msg_seq_begin(&b, "documents");
+   tu_put_json_doc(&b, "{\"_id\": 1}");
+   tu_put_json_doc(&b, "{\"_id\": 2}");
+   tu_msg_seq_end(&b, mark);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
+   mark = tu_msg_seq_begin(&b, "more");
+   tu_msg_seq_end(&b, mark);
+   tu_msg_end(&b);
+   assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+
+   const uint8_t *p = msg.priv_sections;
+   const uint8_t *end = p + msg.priv_sections_len;
+   opmsg_section_t s[3];
+   int n = 0;
+   while (p < end) {
+      assert_true(n < 3);
+      size_t step = opmsg_section_frame(p, (size_t) (end - p));
+      const uint8_t *next = opmsg_section_next(p, &s[n], OPMSG_SECTION_ANY);
+      assert_int_equal(step, (size_t) (next - p));
+      assert_ptr_equal(s[n].start, p);
+      assert_ptr_equal(s[n].end, next);
+      p = next;
+      n++;
+   }
+   assert_int_equal(n, 3);
+   assert_int_equal(s[0].kind, 1);
+   assert_string_equal(s[0].identifier, "documents");
+   assert_int_equal(s[0].identifier_len, 9);
+   assert_ptr_equal(s[0].documents + s[0].documents_len, s[0].end);
+   assert_int_equal(s[1].kind, 0);
+   assert_ptr_equal(s[1].body, msg.body);
+   assert_int_equal(s[1].body_len, msg.body_len);
+   assert_int_equal(s[2].kind, 1);
+   assert_string_equal(s[2].identifier, "more");
+   assert_int_equal(s[2].documents_len, 0);
+
+   /* The bounded step on bytes nobody checked. */
+   uint8_t bad[8] = {2, 5, 0, 0, 0, 0, 0, 0};
+   assert_int_equal(opmsg_section_frame(bad, sizeof bad), 0); /* kind 2 */
+   bad[0] = 1;
+   assert_int_equal(opmsg_section_frame(bad, sizeof bad), 6);
+   assert_int_equal(opmsg_section_frame(bad, 5), 0); /* size past the bytes */
+   assert_int_equal(opmsg_section_frame(bad, 4), 0); /* no room for a size */
+   bad[1] = 4;
+   assert_int_equal(opmsg_section_frame(bad, sizeof bad), 0); /* below 5 */
+   tu_buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -859,6 +921,7 @@ main(void)
       cmocka_unit_test(test_request_db),
       cmocka_unit_test(test_reply_only),
       cmocka_unit_test(test_error_messages),
+      cmocka_unit_test(test_section_walk),
    };
    return cmocka_run_group_tests(tests, NULL, NULL);
 }

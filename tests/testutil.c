@@ -1,5 +1,6 @@
 /* testutil.c - helpers shared by the unit tests. */
 #include "testutil.h"
+#include "view_rebuild.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -229,53 +230,17 @@ tu_merge_json(const uint8_t *data, size_t len, uint32_t flags)
    return json;
 }
 
-static void
-view_level(opmsg_view_t *v, bson_t *out)
-{
-   opmsg_field_t f;
-   while (opmsg_view_next(v, &f)) {
-      switch (f.kind) {
-      case OPMSG_FIELD_BODY:
-         assert_true(bson_append_iter(out, f.key, (int) f.key_len, &f.iter));
-         break;
-      case OPMSG_FIELD_SEQUENCE: {
-         bson_t array, doc;
-         opmsg_document_iter_t it;
-         uint32_t i = 0;
-         char buf[16];
-         const char *key;
-         assert_true(opmsg_append_array_begin(out, f.key, (int) f.key_len, &array));
-         opmsg_document_iter_init(&it, &f.seq);
-         while (opmsg_document_iter_next(&it, &doc)) {
-            size_t klen = bson_uint32_to_string(i++, &key, buf, sizeof buf);
-            assert_true(bson_append_document(&array, key, (int) klen, &doc));
-         }
-         assert_int_equal(i, f.seq.count);
-         assert_true(bson_append_array_end(out, &array));
-         break;
-      }
-      case OPMSG_FIELD_PATH: {
-         bson_t sub;
-         opmsg_view_t child;
-         assert_true(bson_append_document_begin(out, f.key, (int) f.key_len, &sub));
-         assert_true(opmsg_view_enter(v, &f, &child));
-         view_level(&child, &sub);
-         assert_true(bson_append_document_end(out, &sub));
-         break;
-      }
-      default:
-         fail_msg("unknown field kind %d", (int) f.kind);
-      }
-   }
-}
-
 void
 tu_view_to_bson(const opmsg_msg_t *msg, bson_t *out)
 {
-   opmsg_view_t v;
+   char why[256];
    bson_init(out);
-   assert_true(opmsg_view_init(&v, msg));
-   view_level(&v, out);
+   view_rebuild_status_t st = view_rebuild(msg, out, why, sizeof why);
+   if (st == VIEW_REBUILD_TOO_DEEP) {
+      fail_msg("view rebuild: paths deeper than %d levels", VIEW_REBUILD_MAX_DEPTH);
+   } else if (st != VIEW_REBUILD_OK) {
+      fail_msg("view rebuild: %s", why);
+   }
 }
 
 static size_t alloc_count;

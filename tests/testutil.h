@@ -62,8 +62,10 @@ char *tu_merge_json(const uint8_t *data, size_t len, uint32_t flags);
  * bson_free() the result. */
 char *tu_canonical_json(const char *json);
 
-/* Rebuilds the merged document from the zero-copy view alone, with libbson's
- * append API, so tests can compare it with opmsg_merge_bson(). */
+/* Rebuilds the merged document from the zero-copy view alone (view_rebuild(),
+ * in view_rebuild.c, the walk the fuzz harness and opmsg-bench use too), so
+ * tests can compare it with opmsg_merge_bson(); fails the test when the view
+ * breaks a property. */
 void tu_view_to_bson(const opmsg_msg_t *msg, bson_t *out);
 
 /* Counting allocator: tu_count_allocs_begin() installs it on libbson's

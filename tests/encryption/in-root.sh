@@ -61,7 +61,8 @@ work=$root/tmp/opmsg-enc
 mkdir -p "$work/tree" || exit 1
 # What configuring and building enc-client and the drop-in needs, no more.
 parts=(CMakeLists.txt cmake src include abi packaging tests/CMakeLists.txt
-       tests/testutil.c tests/testutil.h tests/encryption tests/peers)
+       tests/testutil.c tests/testutil.h tests/view_rebuild.c tests/view_rebuild.h
+       tests/encryption tests/peers)
 present=()
 for p in "${parts[@]}"; do [ -e "$p" ] && present+=("$p"); done
 rsync -aR --delete "${present[@]}" "$work/tree/" || exit 1

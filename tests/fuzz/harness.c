@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "harness.h"
+#include "view_rebuild.h"
 
 #include "opmsg-bson-compat.h"
 
@@ -353,94 +354,6 @@ fuzz_check_sequences(const opmsg_msg_t *msg)
    FUZZ_CHECK(n == msg->n_sequences);
 }
 
-/* Appends the raw bytes of the element under `it` (type byte to the next
- * element), with no reinterpretation: bson_append_iter() would normalise
- * some values (regex options are sorted), the view must agree byte for byte. */
-static void
-fuzz_append_raw(bson_t *out, const bson_iter_t *it)
-{
-   FUZZ_CHECK(it->next_off > it->type && it->next_off <= it->len);
-   size_t n = it->next_off - it->type;
-   uint8_t *tmp = malloc(n + 5);
-   FUZZ_CHECK(tmp != NULL);
-   uint32_t total = (uint32_t) (n + 5);
-   tmp[0] = (uint8_t) total;
-   tmp[1] = (uint8_t) (total >> 8);
-   tmp[2] = (uint8_t) (total >> 16);
-   tmp[3] = (uint8_t) (total >> 24);
-   memcpy(tmp + 4, it->raw + it->type, n);
-   tmp[n + 4] = 0;
-   bson_t one;
-   FUZZ_CHECK(bson_init_static(&one, tmp, n + 5));
-   FUZZ_CHECK(bson_concat(out, &one));
-   free(tmp);
-}
-
-static void
-fuzz_append_sequence(bson_t *out, const opmsg_field_t *field)
-{
-   bson_t arr;
-   FUZZ_CHECK(opmsg_append_array_begin(out, field->key, (int) field->key_len, &arr));
-   opmsg_document_iter_t dit;
-   bson_t doc;
-   uint32_t i = 0;
-   opmsg_document_iter_init(&dit, &field->seq);
-   while (opmsg_document_iter_next(&dit, &doc)) {
-      char buf[16];
-      const char *key;
-      size_t key_len = bson_uint32_to_string(i++, &key, buf, sizeof buf);
-      FUZZ_CHECK(bson_append_document(&arr, key, (int) key_len, &doc));
-   }
-   FUZZ_CHECK(i == field->seq.count);
-   FUZZ_CHECK(bson_append_array_end(out, &arr));
-}
-
-/* Deeper dotted paths than this are not rebuilt (the harness recurses). */
-#define FUZZ_MAX_PATH_DEPTH 200
-
-/* Rebuilds one level of the merged document from the view into out.
- * Returns false when the paths are too deep to follow. */
-static bool
-fuzz_rebuild(const opmsg_view_t *view_in, bson_t *out, int depth, size_t limit)
-{
-   opmsg_view_t view = *view_in;
-   opmsg_field_t field;
-   size_t fields = 0;
-
-   if (depth > FUZZ_MAX_PATH_DEPTH) {
-      return false;
-   }
-   while (opmsg_view_next(&view, &field)) {
-      FUZZ_CHECK_MSG(++fields <= limit, "the view does not end");
-      FUZZ_CHECK(field.key != NULL && memchr(field.key, '\0', field.key_len) == NULL);
-      switch (field.kind) {
-      case OPMSG_FIELD_BODY:
-         FUZZ_CHECK(strlen(bson_iter_key(&field.iter)) == field.key_len &&
-                    memcmp(bson_iter_key(&field.iter), field.key, field.key_len) == 0);
-         fuzz_append_raw(out, &field.iter);
-         break;
-      case OPMSG_FIELD_SEQUENCE:
-         fuzz_append_sequence(out, &field);
-         break;
-      case OPMSG_FIELD_PATH: {
-         opmsg_view_t child_view;
-         bson_t child;
-         FUZZ_CHECK(opmsg_view_enter(&view, &field, &child_view));
-         FUZZ_CHECK(bson_append_document_begin(out, field.key, (int) field.key_len, &child));
-         bool ok = fuzz_rebuild(&child_view, &child, depth + 1, limit);
-         FUZZ_CHECK(bson_append_document_end(out, &child));
-         if (!ok) {
-            return false;
-         }
-         break;
-      }
-      default:
-         fuzz_fail(__FILE__, __LINE__, "view field of unknown kind %d", (int) field.kind);
-      }
-   }
-   return true;
-}
-
 /*
  * For long campaigns only: with OPMSG_FUZZ_TOLERATE=view-iter in the
  * environment, a view/merge mismatch is let through when the merged
@@ -492,15 +405,17 @@ fuzz_tolerated_view_gap(const uint8_t *merged, size_t merged_len)
    return tolerate && !fuzz_iter_walkable(merged, merged_len, 0);
 }
 
+/* The merged document rebuilt from the view (view_rebuild(), shared with the
+ * unit tests and opmsg-bench) must be the merge, byte for byte. */
 static void
 fuzz_check_view(const opmsg_msg_t *msg, const uint8_t *merged, size_t merged_len)
 {
-   opmsg_view_t view;
-   FUZZ_CHECK(opmsg_view_init(&view, msg));
-
    bson_t rebuilt = BSON_INITIALIZER;
-   /* Every field takes at least one byte of the message. */
-   if (fuzz_rebuild(&view, &rebuilt, 0, msg->len) &&
+   char why[256];
+   /* Paths too deep to follow are not compared. */
+   view_rebuild_status_t st = view_rebuild(msg, &rebuilt, why, sizeof why);
+   FUZZ_CHECK_MSG(st != VIEW_REBUILD_BROKEN, "%s", why);
+   if (st == VIEW_REBUILD_OK &&
        (rebuilt.len != merged_len ||
         memcmp(bson_get_data(&rebuilt), merged, merged_len) != 0) &&
        !fuzz_tolerated_view_gap(merged, merged_len)) {
