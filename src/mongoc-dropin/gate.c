@@ -273,33 +273,26 @@ static int
 find_code_ranges(struct dl_phdr_info *info, size_t size, void *data)
 {
    uintptr_t target = (uintptr_t) data;
-   int n = 0;
+   bool found = false;
 
    (void) size;
-   for (int pass = 0; pass < 2; pass++) {
-      for (int i = 0; i < info->dlpi_phnum; i++) {
-         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-         uintptr_t lo = (uintptr_t) info->dlpi_addr + ph->p_vaddr;
-         uintptr_t hi = lo + ph->p_memsz;
+   n_mongoc_code = 0; /* read only after decide() has published the gate */
+   for (int i = 0; i < info->dlpi_phnum && n_mongoc_code < GATE_MAX_RANGES; i++) {
+      const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+      uintptr_t lo = (uintptr_t) info->dlpi_addr + ph->p_vaddr;
+      uintptr_t hi = lo + ph->p_memsz;
 
-         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) {
-            continue;
-         }
-         if (pass == 0 && target >= lo && target < hi) {
-            n = 1; /* this is the object: record its segments */
-            break;
-         }
-         if (pass == 1 && n_mongoc_code < GATE_MAX_RANGES) {
-            mongoc_code[n_mongoc_code].lo = lo;
-            mongoc_code[n_mongoc_code].hi = hi;
-            n_mongoc_code++;
-         }
-      }
-      if (n == 0) {
-         return 0;
+      if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+         mongoc_code[n_mongoc_code].lo = lo;
+         mongoc_code[n_mongoc_code].hi = hi;
+         n_mongoc_code++;
+         found = found || (target >= lo && target < hi);
       }
    }
-   return 1;
+   if (!found) {
+      n_mongoc_code = 0; /* not this object: go on to the next */
+   }
+   return found;
 }
 
 bool

@@ -107,12 +107,10 @@ wire_bytes(const void *rpc, const uint8_t **start, size_t *len)
    } else {
       return false;
    }
-   if (length < OPMSG_HEADER_SIZE) {
-      return false;
-   }
-   /* The header as libopmsg reads it must be the one the object holds. */
+   /* The header as libopmsg reads it must be the one the object holds
+    * (which also rules out a length below 16). */
    if (!opmsg_frame_length(p, OPMSG_HEADER_SIZE, NULL, len, NULL) ||
-       *len != (size_t) length) {
+       length < 0 || *len != (size_t) length) {
       return false;
    }
    {
