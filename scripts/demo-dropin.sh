@@ -56,4 +56,4 @@ run_mode size_lie_huge    ping 0 "an illegal OP_COMPRESSED claiming an uncompres
 echo
 echo "Stock libmongoc crashes on legal replies, misreads others, and aborts or overflows its"
 echo "heap on hostile ones. With the drop-in every legal reply gives the right answer and every"
-echo "illegal one a clean error (the full 28-case table: tests/dropin, docs/dropin.md)."
+echo "illegal one a clean error (the full 36-case table, per libmongoc version: tests/dropin, docs/dropin.md)."
