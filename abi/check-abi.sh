@@ -102,8 +102,18 @@ if [ -n "$baseline" ] && [ -f "$baseline" ] && command -v abidiff >/dev/null 2>&
   # 8 incompatible ABI change.
   if [ $((rc & 12)) -ne 0 ]; then
     printf '%s\n' "$report" >&2
-    echo "abi: the public API of $(basename "$lib") changed incompatibly against $(basename "$baseline");" \
-         "if that is intended (before a release, or with a new SONAME): abi/check-abi.sh --update $lib" >&2
+    # An incompatible change needs a new SONAME (OPMSG_SOVERSION in
+    # CMakeLists.txt): programs built against the old one must not load this.
+    base_soname=$(sed -n "1s/.* soname='\([^']*\)'.*/\1/p" "$baseline")
+    lib_soname=$(LC_ALL=C readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+    if [ "$base_soname" = "$lib_soname" ]; then
+      echo "abi: the public API of $(basename "$lib") changed incompatibly against $(basename "$baseline")" \
+           "under the same SONAME $lib_soname: bump OPMSG_SOVERSION in CMakeLists.txt (and say so in NEWS)," \
+           "then abi/check-abi.sh --update $lib" >&2
+    else
+      echo "abi: the public API changed incompatibly and the SONAME moved from $base_soname to $lib_soname:" \
+           "record the new baseline with abi/check-abi.sh --update $lib" >&2
+    fi
     status=1
   elif [ $rc -ne 0 ]; then
     echo "abi: abidiff could not compare (status $rc); type check skipped: $report" >&2

@@ -1,5 +1,6 @@
 # Debian packages with CPack, split the way Debian would:
-#   libopmsg0        the shared library (component runtime)
+#   libopmsg1        the shared library (component runtime; the number is
+#                    OPMSG_SOVERSION, the SONAME's)
 #   libopmsg-dev     headers, static library, pkg-config and CMake files,
 #                    the library documentation and examples (dev)
 #   opmsg            the opmsg and opmsg-bench programs, their man pages (tools)
@@ -13,7 +14,7 @@
 
 set(OPMSG_DEB_VERSION "${PROJECT_VERSION}-1")
 set(OPMSG_DEB_DIR ${PROJECT_BINARY_DIR}/debian)
-set(OPMSG_DEB_PACKAGES runtime:libopmsg0 dev:libopmsg-dev tools:opmsg dropin:libopmsg-mongoc)
+set(OPMSG_DEB_PACKAGES runtime:libopmsg${OPMSG_SOVERSION} dev:libopmsg-dev tools:opmsg dropin:libopmsg-mongoc)
 set(OPMSG_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 
 # The prefix is compiled into opmsg.pc, the CMake package files and
@@ -90,16 +91,18 @@ endif()
 # drop-in too, so that LD_PRELOAD=libopmsg-mongoc.so finds it by name.
 file(WRITE ${OPMSG_DEB_DIR}/triggers "activate-noawait ldconfig\n")
 file(WRITE ${OPMSG_DEB_DIR}/shlibs
-  "libopmsg ${PROJECT_VERSION_MAJOR} libopmsg0 (>= ${PROJECT_VERSION})\n")
+  "libopmsg ${OPMSG_SOVERSION} libopmsg${OPMSG_SOVERSION} (>= ${PROJECT_VERSION})\n")
 # The symbols file: every symbol of abi/libopmsg.symbols (the ABI check
 # keeps it equal to the library's exports), with the first version that
-# had it. All of them are 0.1.0's for now; a later symbol gets its release.
+# had it under this SONAME: OPMSG_SOVERSION_SINCE for all of them so far
+# (the OPMSG_0.x nodes are older, but libopmsg.so.1 began with 0.3.0); a
+# later symbol gets its release.
 set(OPMSG_SYMBOLS_SOURCE ${PROJECT_SOURCE_DIR}/abi/libopmsg.symbols)
 set(OPMSG_DEB_CONTROL_RUNTIME ${OPMSG_DEB_DIR}/triggers ${OPMSG_DEB_DIR}/shlibs)
 if(EXISTS ${OPMSG_SYMBOLS_SOURCE})
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${OPMSG_SYMBOLS_SOURCE})
   file(STRINGS ${OPMSG_SYMBOLS_SOURCE} syms REGEX "^[A-Za-z_][A-Za-z0-9_]*@@")
-  set(text "libopmsg.so.${PROJECT_VERSION_MAJOR} libopmsg0 #MINVER#\n")
+  set(text "libopmsg.so.${OPMSG_SOVERSION} libopmsg${OPMSG_SOVERSION} #MINVER#\n")
   string(APPEND text "* Build-Depends-Package: libopmsg-dev\n")
   set(nodes "")
   foreach(sym ${syms})
@@ -108,9 +111,9 @@ if(EXISTS ${OPMSG_SYMBOLS_SOURCE})
     list(GET parts 1 node)
     if(NOT node IN_LIST nodes)
       list(APPEND nodes ${node})
-      string(APPEND text " ${node}@${node} 0.1.0\n")
+      string(APPEND text " ${node}@${node} ${OPMSG_SOVERSION_SINCE}\n")
     endif()
-    string(APPEND text " ${name}@${node} 0.1.0\n")
+    string(APPEND text " ${name}@${node} ${OPMSG_SOVERSION_SINCE}\n")
   endforeach()
   file(WRITE ${OPMSG_DEB_DIR}/symbols "${text}")
   list(APPEND OPMSG_DEB_CONTROL_RUNTIME ${OPMSG_DEB_DIR}/symbols)
@@ -260,7 +263,7 @@ This package contains the shared library.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libopmsg0 (= ${OPMSG_DEB_VERSION}), ${OPMSG_DEB_BSON_DEV_DEPENDS}, libisal-dev, libsnappy-dev, zlib1g-dev, libzstd-dev")
+    "libopmsg${OPMSG_SOVERSION} (= ${OPMSG_DEB_VERSION}), ${OPMSG_DEB_BSON_DEV_DEPENDS}, libisal-dev, libsnappy-dev, zlib1g-dev, libzstd-dev")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "MongoDB OP_MSG wire protocol library - development files
 libopmsg parses, validates, merges and encodes MongoDB wire messages.
 

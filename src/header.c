@@ -97,6 +97,9 @@ opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts,
       return opmsg_fail(error, OPMSG_ERR_TRUNCATED,
                         "%zu bytes are fewer than the 16-byte header", len);
    }
+   if (!opmsg_options_valid(opts, error)) {
+      return false;
+   }
    opmsg_limits_from(opts, &limits);
    if (!check_header(data, &limits, &length, error)) {
       return false;
@@ -113,7 +116,6 @@ opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts,
    msg->request_id = opmsg_read_i32(data + 4);
    msg->response_to = opmsg_read_i32(data + 8);
    msg->opcode = opmsg_read_i32(data + 12);
-   msg->priv_max_output = limits.max_message_size;
 
    switch (msg->opcode) {
    case OPMSG_OP_MSG:

@@ -215,7 +215,7 @@ merged_size(const opmsg_msg_t *msg, size_t *size, bson_error_t *error)
 {
    switch (msg->opcode) {
    case OPMSG_OP_MSG:
-      *size = msg->priv_merged_size;
+      *size = opmsg_cpriv(msg)->merged_size;
       return true;
    case OPMSG_OP_QUERY:
       *size = msg->body_len;
@@ -252,7 +252,7 @@ write_merged(const opmsg_msg_t *msg, uint8_t *out, size_t size)
       memcpy(out, msg->body, msg->body_len);
       return;
    }
-   if (msg->priv_n_dotted) {
+   if (opmsg_cpriv(msg)->n_dotted) {
       opmsg_view_t v;
       (void) opmsg_view_init(&v, msg);
       (void) write_level(&v, out);

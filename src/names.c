@@ -49,3 +49,31 @@ opmsg_flag_name(int32_t opcode, unsigned bit)
    }
    return bit < 32 ? names[bit] : NULL;
 }
+
+/* The check levels' names: the CLI's --check and the drop-in's
+ * OPMSG_MONGOC_CHECK both read them here. */
+static const char *const check_names[] = {
+   [OPMSG_CHECK_TOP_LEVEL] = "top-level",
+   [OPMSG_CHECK_FRAMES] = "frames",
+   [OPMSG_CHECK_FULL] = "full",
+};
+
+const char *
+opmsg_check_name(opmsg_check_t check)
+{
+   return (unsigned) check < sizeof check_names / sizeof check_names[0]
+             ? check_names[check]
+             : NULL;
+}
+
+bool
+opmsg_check_from_name(const char *name, opmsg_check_t *check)
+{
+   for (unsigned i = 0; name && i < sizeof check_names / sizeof check_names[0]; i++) {
+      if (strcmp(name, check_names[i]) == 0) {
+         *check = (opmsg_check_t) i;
+         return true;
+      }
+   }
+   return false;
+}

@@ -78,13 +78,43 @@ bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt,
  * Returns out. */
 const char *opmsg_printable(char *out, const char *name, size_t len);
 
+/* What opmsg_parse() keeps in opmsg_msg_t.priv_ for the merge and view
+ * functions (OP_MSG only). The public struct reserves the room; the layout
+ * is ours to change. */
+typedef struct {
+   const uint8_t *sections; /* the sections (checksum excluded) */
+   size_t sections_len;
+   size_t merged_size;      /* exact size of the merged document */
+   const uint8_t *db;       /* the body's "$db" element, NULL if none */
+   uint32_t n_dotted;       /* sequences whose identifier has a dot */
+   bool body_walked;        /* the body's top level was walked (db is known) */
+} opmsg_msg_priv_t;
+
+_Static_assert(sizeof(opmsg_msg_priv_t) <= sizeof(((opmsg_msg_t *) 0)->priv_),
+               "opmsg_msg_t.priv_ holds opmsg_msg_priv_t");
+
+static inline opmsg_msg_priv_t *
+opmsg_priv(opmsg_msg_t *msg)
+{
+   return (opmsg_msg_priv_t *) (void *) msg->priv_;
+}
+
+static inline const opmsg_msg_priv_t *
+opmsg_cpriv(const opmsg_msg_t *msg)
+{
+   return (const opmsg_msg_priv_t *) (const void *) msg->priv_;
+}
+
 /* The limits in force for one call, with defaults applied: the parser's
  * from opmsg_options_t, the encoder's from opmsg_build_t, both through
  * opmsg_limits_set() (rules.c), so both sides hold a message to one bound. */
 typedef struct {
    size_t max_message_size;
    size_t max_bson_size;
+   /* OPMSG_PARSE_* bits; OPMSG_PARSE_FULL_VALIDATE is set exactly when the
+    * level is OPMSG_CHECK_FULL, so either may be asked. */
    uint32_t flags;
+   opmsg_check_t check;
 } opmsg_limits_t;
 
 /* 0 means the default; messageLength is an int32, and so is the length of
@@ -92,8 +122,13 @@ typedef struct {
  * capped to fit. */
 void opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size,
                       size_t max_bson_size, uint32_t flags);
-/* opmsg_limits_set() from the caller's options (NULL: the defaults). */
+/* opmsg_limits_set() from the caller's options (NULL: the defaults), with
+ * the check level (an unknown level counts as the default here; parsing
+ * refuses it first through opmsg_options_valid()). */
 void opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits);
+/* False with OPMSG_ERR_INVALID_ARGUMENT when opts asks for a check level
+ * that does not exist. NULL is valid. */
+bool opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error);
 
 /* The largest body (command) the limits allow. */
 static inline size_t
@@ -693,7 +728,7 @@ bool opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits,
 bool opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
                             bson_error_t *error);
 
-/* OP_UPDATE, OP_INSERT, OP_GET_MORE, OP_DELETE, OP_KILL_CURSORS (removed.c). */
+/* OP_UPDATE, OP_INSERT, OP_GET_MORE, OP_DELETE, OP_KILL_CURSORS (legacy-crud.c). */
 bool opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
                          bson_error_t *error);
 size_t opmsg_removed_min_length(int32_t opcode);
@@ -714,7 +749,7 @@ bool opmsg_is_reply_opcode(int32_t opcode);
  *   (the checksum's "missing or wrong" verdict, the compressor's search for
  *   the command);
  * - opmsg_section_next(): the walk over the sections of a message
- *   opmsg_parse_msg() accepted (msg->priv_sections), trusting every frame:
+ *   opmsg_parse_msg() accepted (opmsg_cpriv(msg)->sections), trusting every frame:
  *   the sequence iterators (view.c), and through them the cross-section
  *   rules and the merge.
  * The parse itself (scan_sections() in parse.c) says which rule a section

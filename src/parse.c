@@ -211,7 +211,7 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
       }
       /* Remembered so opmsg_db() need not walk the body again. */
       if (key_len == 3 && *q == BSON_TYPE_UTF8 && memcmp(key, "$db", 3) == 0) {
-         msg->priv_db = q;
+         opmsg_priv(msg)->db = q;
       }
       q = next;
       n++;
@@ -232,8 +232,8 @@ static bool
 scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan,
               bson_error_t *error)
 {
-   const uint8_t *p = msg->priv_sections;
-   const uint8_t *end = p + msg->priv_sections_len;
+   const uint8_t *p = opmsg_cpriv(msg)->sections;
+   const uint8_t *end = p + opmsg_cpriv(msg)->sections_len;
 
    do {
       size_t off = (size_t) (p - msg->data);
@@ -387,19 +387,20 @@ opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *er
    if (!opmsg_rule_flags(msg->flags, false, error)) {
       return false;
    }
-   msg->priv_sections = msg->data + 20;
-   msg->priv_sections_len = msg->len - 20;
+   opmsg_msg_priv_t *priv = opmsg_priv(msg);
+   priv->sections = msg->data + 20;
+   priv->sections_len = msg->len - 20;
    if (msg->flags & OPMSG_FLAG_CHECKSUM_PRESENT) {
       if (!check_checksum(msg, limits, error)) {
          return false;
       }
-      msg->priv_sections_len -= 4;
+      priv->sections_len -= 4;
    }
    if (!scan_sections(msg, limits, &scan, error)) {
       return false;
    }
    msg->n_sequences = scan.n_seq;
-   msg->priv_n_dotted = scan.n_dotted;
+   priv->n_dotted = scan.n_dotted;
 
    if (!check_body_keys(msg, &scan, &keys, local, error)) {
       opmsg_keyset_destroy(&keys);
@@ -412,9 +413,9 @@ opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *er
    }
 
    if (scan.n_dotted == 0) {
-      msg->priv_merged_size = msg->body_len + scan.seq_out;
+      priv->merged_size = msg->body_len + scan.seq_out;
    } else {
-      msg->priv_merged_size = opmsg_merge_paths_size(msg);
+      priv->merged_size = opmsg_merge_paths_size(msg);
    }
-   return opmsg_rule_merged_size(msg->priv_merged_size, true, error);
+   return opmsg_rule_merged_size(priv->merged_size, true, error);
 }

@@ -79,6 +79,7 @@ opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size,
       max_message_size ? max_message_size : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
    limits->max_bson_size = max_bson_size ? max_bson_size : OPMSG_DEFAULT_MAX_BSON_SIZE;
    limits->flags = flags;
+   limits->check = (flags & OPMSG_PARSE_FULL_VALIDATE) ? OPMSG_CHECK_FULL : OPMSG_CHECK_TOP_LEVEL;
    /* messageLength is an int32 on the wire, and so is every BSON length,
     * a body's too, which may be OPMSG_BODY_ALLOWANCE above max_bson_size. */
    if (limits->max_message_size > (size_t) INT32_MAX) {
@@ -92,11 +93,30 @@ opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size,
 void
 opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits)
 {
-   if (opts) {
-      opmsg_limits_set(limits, opts->max_message_size, opts->max_bson_size, opts->flags);
-   } else {
+   if (!opts) {
       opmsg_limits_set(limits, 0, 0, 0);
+      return;
    }
+   opmsg_limits_set(limits, opts->max_message_size, opts->max_bson_size, opts->flags);
+   if (opts->check == OPMSG_CHECK_FULL) {
+      limits->flags |= OPMSG_PARSE_FULL_VALIDATE;
+   }
+   if (limits->flags & OPMSG_PARSE_FULL_VALIDATE) {
+      limits->check = OPMSG_CHECK_FULL;
+   } else if (opts->check == OPMSG_CHECK_FRAMES) {
+      limits->check = OPMSG_CHECK_FRAMES;
+   }
+}
+
+bool
+opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error)
+{
+   if (opts && !opmsg_check_name(opts->check)) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
+                        "opmsg_options_t.check is %d, not a check level (0 top-level, 1 frames, 2 full)",
+                        (int) opts->check);
+   }
+   return true;
 }
 
 bool

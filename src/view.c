@@ -24,13 +24,14 @@ opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
    bson_iter_t it;
    /* The OP_MSG parser noted where "$db" is: type, "$db", NUL, length. */
    if (msg->opcode == OPMSG_OP_MSG) {
-      if (!msg->priv_db) {
+      const uint8_t *db = opmsg_cpriv(msg)->db;
+      if (!db) {
          return NULL;
       }
       if (len) {
-         *len = opmsg_read_u32(msg->priv_db + 5) - 1;
+         *len = opmsg_read_u32(db + 5) - 1;
       }
-      return (const char *) msg->priv_db + 9;
+      return (const char *) db + 9;
    }
    if (!opmsg_body(msg, &body) || !bson_iter_init_find(&it, &body, "$db") ||
        !BSON_ITER_HOLDS_UTF8(&it)) {
@@ -53,8 +54,8 @@ void
 opmsg_sequence_iter_init(opmsg_sequence_iter_t *it, const opmsg_msg_t *msg)
 {
    it->base = msg->data;
-   it->p = msg->opcode == OPMSG_OP_MSG ? msg->priv_sections : NULL;
-   it->end = it->p ? it->p + msg->priv_sections_len : NULL;
+   it->p = msg->opcode == OPMSG_OP_MSG ? opmsg_cpriv(msg)->sections : NULL;
+   it->end = it->p ? it->p + opmsg_cpriv(msg)->sections_len : NULL;
 }
 
 bool
@@ -243,7 +244,7 @@ next_body_field(opmsg_view_t *v, opmsg_field_t *f)
    f->key_len = bson_iter_key_len(&v->iter);
    f->iter = v->iter;
    f->kind = OPMSG_FIELD_BODY;
-   if (v->msg->priv_n_dotted && BSON_ITER_HOLDS_DOCUMENT(&v->iter) &&
+   if (opmsg_cpriv(v->msg)->n_dotted && BSON_ITER_HOLDS_DOCUMENT(&v->iter) &&
        find_path_through(v, f->key, f->key_len, &f->path, &f->path_len)) {
       f->kind = OPMSG_FIELD_PATH;
       f->path_in_body = true;
@@ -283,7 +284,7 @@ next_sequence_field(opmsg_view_t *v, opmsg_field_t *f)
          continue;
       }
       size_t rest_len = (size_t) (seq.identifier + seq.identifier_len - rest);
-      const char *dot = v->msg->priv_n_dotted ? memchr(rest, '.', rest_len) : NULL;
+      const char *dot = opmsg_cpriv(v->msg)->n_dotted ? memchr(rest, '.', rest_len) : NULL;
       if (!dot) {
          f->kind = OPMSG_FIELD_SEQUENCE;
          f->key = rest;

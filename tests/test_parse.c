@@ -857,8 +857,8 @@ test_section_walk(void **state)
    tu_msg_end(&b);
    assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
 
-   const uint8_t *p = msg.priv_sections;
-   const uint8_t *end = p + msg.priv_sections_len;
+   const uint8_t *p = opmsg_cpriv(&msg)->sections;
+   const uint8_t *end = p + opmsg_cpriv(&msg)->sections_len;
    opmsg_section_t s[3];
    int n = 0;
    while (p < end) {

@@ -45,9 +45,9 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 
 #define OPMSG_VERSION_MAJOR 0
-#define OPMSG_VERSION_MINOR 2
+#define OPMSG_VERSION_MINOR 3
 #define OPMSG_VERSION_PATCH 0
-#define OPMSG_VERSION_STRING "0.2.0"
+#define OPMSG_VERSION_STRING "0.3.0"
 /* One number that grows with every release: MAJOR*10000 + MINOR*100 + PATCH. */
 #define OPMSG_VERSION_NUMBER \
    (OPMSG_VERSION_MAJOR * 10000 + OPMSG_VERSION_MINOR * 100 + OPMSG_VERSION_PATCH)
@@ -216,6 +216,48 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
 /* Deepest nesting full validation follows (libbson's own limit is 100). */
 #define OPMSG_MAX_DEPTH 100
 
+/*
+ * How much of each document opmsg_parse() reads (opmsg_options_t.check).
+ * What never changes with the level: no read outside the message, no
+ * allocation past the limits, no crash, nothing dropped, and a merged
+ * document (or a view) that is always well framed. The levels differ only
+ * in how far inside the documents the parser looks:
+ *
+ *  - OPMSG_CHECK_FRAMES: every structural rule. The header and its limits,
+ *    flag bits, the checksum, the sections (one body, kind-1 sizes,
+ *    identifiers: syntax, unique, none a path prefix of another, none
+ *    naming a body field, also as a dotted path), trailing bytes, and every
+ *    document's frame: its length inside its section and under the size
+ *    limit, and its terminating 0. The body's top-level elements are read
+ *    as far as finding its keys needs (for the clash check, the dotted
+ *    placement and "$db"); sequence documents are opaque, as nested
+ *    documents are at every level. Duplicate body keys are not looked for.
+ *    For callers that read the result through bson_iter, which checks each
+ *    element it reads, or that only forward it.
+ *  - OPMSG_CHECK_TOP_LEVEL (the default, 0): also every top-level element of
+ *    every document (type, key, value size) and no duplicate key in the
+ *    body. What 0.1 and 0.2 always did.
+ *  - OPMSG_CHECK_FULL: also every nested element, to BSON's own rules:
+ *    UTF-8 of strings and keys, booleans 0/1, each type's value rules,
+ *    nesting up to OPMSG_MAX_DEPTH (the BSON corpus's rules). The flag
+ *    OPMSG_PARSE_FULL_VALIDATE asks for the same and keeps working.
+ *
+ * OP_QUERY and OP_REPLY documents, and those of the removed opcodes, are
+ * checked to the same level.
+ */
+typedef enum {
+   OPMSG_CHECK_TOP_LEVEL = 0,
+   OPMSG_CHECK_FRAMES = 1,
+   OPMSG_CHECK_FULL = 2
+} opmsg_check_t;
+
+/* "frames", "top-level" or "full"; NULL for any other value. Static. */
+OPMSG_EXPORT const char *opmsg_check_name(opmsg_check_t check);
+/* The level named name (as opmsg_check_name() spells it); false for any
+ * other string, NULL included, leaving *check unchanged. The CLI's --check
+ * and the drop-in's OPMSG_MONGOC_CHECK read their value through it. */
+OPMSG_EXPORT bool opmsg_check_from_name(const char *name, opmsg_check_t *check);
+
 typedef struct {
    /* Largest messageLength accepted; 0 means OPMSG_DEFAULT_MAX_MESSAGE_SIZE.
     * Also bounds every allocation opmsg makes for a message (decompression,
@@ -227,9 +269,15 @@ typedef struct {
    size_t max_bson_size;
    /* OPMSG_PARSE_* bits. */
    uint32_t flags;
+   /* How far inside the documents to check (see opmsg_check_t); the
+    * default OPMSG_CHECK_TOP_LEVEL is 0. Another value fails opmsg_parse()
+    * with OPMSG_ERR_INVALID_ARGUMENT. OPMSG_PARSE_FULL_VALIDATE in flags
+    * means OPMSG_CHECK_FULL whatever this says. */
+   opmsg_check_t check;
 } opmsg_options_t;
 
-/* Fills *opts with the defaults (all limits 0 = default, no flags). */
+/* Fills *opts with the defaults (all limits 0 = default, no flags, the
+ * OPMSG_CHECK_TOP_LEVEL level). */
 OPMSG_EXPORT void opmsg_options_init(opmsg_options_t *opts);
 
 /* ---------------------------------------------------------------------------
@@ -242,8 +290,44 @@ OPMSG_EXPORT void opmsg_options_init(opmsg_options_t *opts);
  * opmsg_msg_t.
  * ------------------------------------------------------------------------- */
 
+/*
+ * A parsed message. Which fields an opcode fills (the others are 0 / NULL):
+ *
+ *   field                 OP_MSG      OP_QUERY       OP_REPLY         OP_COMPRESSED
+ *   flags                 flagBits    flags          responseFlags    0
+ *   body, body_len        the body    the query      document 0 (*)   -
+ *   n_sequences           kind-1s     -              -                -
+ *   full_collection_name  -           namespace      -                -
+ *   number_to_skip        -           numberToSkip   -                -
+ *   number_to_return      -           numberToReturn -                -
+ *   field_selector(_len)  -           the selector   -                -
+ *   cursor_id             -           -              cursorID         -
+ *   starting_from         -           -              startingFrom     -
+ *   number_returned       -           -              numberReturned   -
+ *   documents(_len)       -           -              all documents    -
+ *   original_opcode ...   -           -              -                the header
+ *   (*) NULL when numberReturned is 0.
+ *
+ * The removed opcodes (OP_UPDATE, OP_INSERT, OP_GET_MORE, OP_DELETE,
+ * OP_KILL_CURSORS; a proxy still sees them from old clients) reuse the
+ * legacy fields for their own wire fields:
+ *   OP_INSERT        flags; full_collection_name; documents(_len) all the
+ *                    documents, number_returned how many, body the first.
+ *   OP_UPDATE        full_collection_name; flags; body the selector,
+ *                    field_selector the update document.
+ *   OP_DELETE        full_collection_name; flags; body the selector.
+ *   OP_GET_MORE      full_collection_name; number_to_return; cursor_id.
+ *   OP_KILL_CURSORS  number_returned numberOfCursorIDs; documents(_len) the
+ *                    cursor IDs (8 bytes each, little-endian); cursor_id
+ *                    the first one (0 when there is none).
+ *
+ * Every pointer points into the bytes given to opmsg_parse(). The fields
+ * before priv_ are the API; priv_ is opmsg's own state for the merge and
+ * view functions (as bson_t's padding is libbson's): its size is part of
+ * the ABI, its contents are not, and a caller never reads or writes it.
+ */
 typedef struct {
-   /* The whole message as given, and its header. */
+   /* Every opcode: the whole message as given, and its header. */
    const uint8_t *data;
    size_t len;
    int32_t message_length;
@@ -251,28 +335,27 @@ typedef struct {
    int32_t response_to;
    int32_t opcode;
 
-   /* OP_MSG flagBits; OP_QUERY flags; OP_REPLY responseFlags; 0 otherwise. */
    uint32_t flags;
    bool checksum_present; /* OP_MSG: flag bit 0 was set (and checked) */
-   uint32_t checksum;     /* the stored CRC-32C when checksum_present */
+   uint32_t checksum;     /* OP_MSG: the stored CRC-32C when checksum_present */
 
-   /* The main document: the OP_MSG body (kind 0), the OP_QUERY query, the
-    * first OP_REPLY document (NULL when numberReturned is 0); NULL for
-    * OP_COMPRESSED. A valid BSON document of body_len bytes. */
+   /* The main document, a framed BSON document of body_len bytes checked
+    * to the level asked (opmsg_check_t). */
    const uint8_t *body;
    uint32_t body_len;
 
    /* OP_MSG: how many kind-1 sections (document sequences) there are. */
    uint32_t n_sequences;
 
-   /* OP_QUERY (see opmsg/legacy.h). */
+   /* OP_QUERY (see opmsg/legacy.h) and the removed opcodes. */
    const char *full_collection_name; /* NUL-terminated, inside data */
    int32_t number_to_skip;
    int32_t number_to_return;
    const uint8_t *field_selector;    /* NULL when absent */
    uint32_t field_selector_len;
 
-   /* OP_REPLY (see opmsg/legacy.h). Every document is checked. */
+   /* OP_REPLY (see opmsg/legacy.h) and the removed opcodes. Every document
+    * is checked. */
    int64_t cursor_id;
    int32_t starting_from;
    int32_t number_returned;
@@ -287,13 +370,8 @@ typedef struct {
    const uint8_t *compressed;
    size_t compressed_len;
 
-   /* Private: set by opmsg_parse(), read by the merge and view functions. */
-   const uint8_t *priv_sections;  /* OP_MSG sections (checksum excluded) */
-   size_t priv_sections_len;
-   size_t priv_merged_size;       /* exact size of the merged document */
-   size_t priv_max_output;        /* limit for the merged document */
-   uint32_t priv_n_dotted;         /* sequences whose identifier has a dot */
-   const uint8_t *priv_db;        /* the body's "$db" element, NULL if none */
+   /* opmsg's own; see above. */
+   void *priv_[8];
 } opmsg_msg_t;
 
 /*

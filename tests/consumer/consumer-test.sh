@@ -22,7 +22,7 @@
 #
 # Settings from CMake, in the environment: OPMSG_CC, OPMSG_CMAKE,
 # OPMSG_GENERATOR, OPMSG_PKG_CONFIG, OPMSG_PYTHON, OPMSG_LIBDIR,
-# OPMSG_INCLUDEDIR (GNUInstallDirs' relative directories), OPMSG_VERSION,
+# OPMSG_INCLUDEDIR (GNUInstallDirs' relative directories), OPMSG_VERSION, OPMSG_SOVERSION,
 # OPMSG_SAN_FLAGS (sanitizer flags of a sanitised build, else empty).
 set -eu
 
@@ -62,7 +62,7 @@ do_install() {
       > "$work/install-$comp.log" 2>&1 || { cat "$work/install-$comp.log" >&2; die "cmake --install --component $comp"; }
   done
   for f in "$incdir/opmsg/opmsg.h" "$libdir/libopmsg.so" "$libdir/libopmsg.a" \
-           "$libdir/libopmsg.so.${OPMSG_VERSION%%.*}" "$libdir/pkgconfig/opmsg.pc" \
+           "$libdir/libopmsg.so.${OPMSG_SOVERSION}" "$libdir/pkgconfig/opmsg.pc" \
            "$libdir/cmake/opmsg/opmsgConfig.cmake" "$libdir/cmake/opmsg/opmsgConfigVersion.cmake"; do
     [ -e "$f" ] || fail "not installed: ${f#"$prefix"/}"
   done
@@ -72,7 +72,7 @@ do_install() {
   done
   if command -v objdump >/dev/null 2>&1; then
     soname=$(objdump -p "$libdir/libopmsg.so" | awk '$1 == "SONAME" {print $2}')
-    [ "$soname" = "libopmsg.so.${OPMSG_VERSION%%.*}" ] || fail "SONAME is '$soname'"
+    [ "$soname" = "libopmsg.so.${OPMSG_SOVERSION}" ] || fail "SONAME is '$soname'"
   fi
   [ "$status" -eq 0 ] && touch "$prefix/.installed"
   return 0

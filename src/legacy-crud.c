@@ -1,5 +1,5 @@
 /*
- * removed.c - the opcodes MongoDB 5.1 removed (OP_UPDATE, OP_INSERT,
+ * legacy-crud.c - the legacy CRUD opcodes MongoDB 5.1 removed (OP_UPDATE, OP_INSERT,
  * OP_GET_MORE, OP_DELETE, OP_KILL_CURSORS).
  *
  * No server answers them any more, but old clients still send them and a
