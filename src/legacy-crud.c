@@ -62,7 +62,7 @@ rd_doc(rd_t *r, const char *what, const uint8_t **doc, uint32_t *len,
 {
    size_t off = (size_t) (r->p - r->msg->data);
    if (!opmsg_doc_check(r->p, (size_t) (r->end - r->p), opmsg_body_limit(r->limits), off,
-                        what, true, (r->limits->flags & OPMSG_PARSE_FULL_VALIDATE) != 0, len,
+                        what, opmsg_checks_top(r->limits), opmsg_checks_deep(r->limits), len,
                         error)) {
       return false;
    }

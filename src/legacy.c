@@ -16,8 +16,8 @@ static bool
 legacy_doc(const opmsg_msg_t *msg, const opmsg_limits_t *limits, size_t off,
            size_t max_len, const char *what, uint32_t *len, bson_error_t *error)
 {
-   return opmsg_doc_check(msg->data + off, msg->len - off, max_len, off, what, true,
-                          (limits->flags & OPMSG_PARSE_FULL_VALIDATE) != 0, len, error);
+   return opmsg_doc_check(msg->data + off, msg->len - off, max_len, off, what,
+                          opmsg_checks_top(limits), opmsg_checks_deep(limits), len, error);
 }
 
 /*
@@ -50,7 +50,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits,
                         "OP_QUERY fullCollectionName at offset %zu is empty",
                         ns_off);
    }
-   if ((limits->flags & OPMSG_PARSE_FULL_VALIDATE) &&
+   if (opmsg_checks_deep(limits) &&
        !bson_utf8_validate((const char *) ns, (size_t) (nul - ns), false)) {
       return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE,
                         "OP_QUERY fullCollectionName at offset %zu is not "

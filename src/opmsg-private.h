@@ -130,6 +130,21 @@ void opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits);
  * that does not exist. NULL is valid. */
 bool opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error);
 
+/* What the check level asks of a document beyond its frame: its top-level
+ * elements (every level but frames), every nested one (full). The one
+ * mapping from opmsg_check_t to the checks, for every opcode. */
+static inline bool
+opmsg_checks_top(const opmsg_limits_t *limits)
+{
+   return limits->check != OPMSG_CHECK_FRAMES;
+}
+
+static inline bool
+opmsg_checks_deep(const opmsg_limits_t *limits)
+{
+   return limits->check == OPMSG_CHECK_FULL;
+}
+
 /* The largest body (command) the limits allow. */
 static inline size_t
 opmsg_body_limit(const opmsg_limits_t *limits)

@@ -103,8 +103,8 @@ sequence_doc_fault(const opmsg_msg_t *msg, const opmsg_limits_t *limits, const u
                         count, opmsg_printable(name, id, id_len), doff,
                         (size_t) (sec_end - msg->data));
    }
-   return opmsg_rule_seq_doc(q, left, limits->max_bson_size, true,
-                             (limits->flags & OPMSG_PARSE_FULL_VALIDATE) != 0, doff, id, id_len,
+   return opmsg_rule_seq_doc(q, left, limits->max_bson_size, opmsg_checks_top(limits),
+                             opmsg_checks_deep(limits), doff, id, id_len,
                              count, OPMSG_ERR_DOCUMENT_TOO_LARGE, dlen, error);
 }
 
@@ -145,13 +145,14 @@ scan_sequence(const opmsg_msg_t *msg, const opmsg_limits_t *limits,
    const uint8_t *q = nul + 1;
    uint32_t count = 0;
    size_t docs_len = (size_t) (sec_end - q);
-   bool full = (limits->flags & OPMSG_PARSE_FULL_VALIDATE) != 0;
+   bool top = opmsg_checks_top(limits);
+   bool full = opmsg_checks_deep(limits);
    while (q < sec_end) {
       /* The common case inline: a sound frame and sound top-level elements.
        * Anything else takes sequence_doc_fault(), which says what is wrong. */
       size_t flen;
       if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size,
-                                           true, full, &flen))) {
+                                           top, full, &flen))) {
          uint32_t dlen;
          if (!sequence_doc_fault(msg, limits, q, sec_end, id, id_len, count, &dlen, error)) {
             return false;
@@ -173,7 +174,47 @@ scan_sequence(const opmsg_msg_t *msg, const opmsg_limits_t *limits,
    return true;
 }
 
-/* Checks the body's frame and top-level elements. */
+/* Walks the framed body's top level: checks each element, records the
+ * first SCAN_KEYS keys (hashed while in hand) for the duplicate and clash
+ * checks, and notes where "$db" is. */
+static bool
+walk_body(opmsg_msg_t *msg, scan_t *scan, bson_error_t *error)
+{
+   const uint8_t *p = msg->body;
+   uint32_t len = msg->body_len;
+   const uint8_t *q = p + 4;
+   const uint8_t *last = p + len - 1;
+   const uint8_t *limit = msg->data + msg->len;
+   uint32_t n = 0;
+   while (q < last) {
+      const uint8_t *k;
+      const uint8_t *next = opmsg_skip_element(q, last, &k);
+      if (!next) {
+         /* Again through the checker that names the document. */
+         return opmsg_rule_body_top(p, len, (size_t) (p - msg->data), OPMSG_OK, NULL, error);
+      }
+      const char *key = (const char *) q + 1;
+      size_t key_len = (size_t) (k - q - 1);
+      if (n < SCAN_KEYS) {
+         scan->key[n] = key;
+         scan->key_len[n] = (uint32_t) key_len;
+         scan->key_hash[n] = opmsg_key_hash(key, key_len, limit);
+      }
+      /* Remembered so opmsg_db() need not walk the body again. */
+      if (key_len == 3 && *q == BSON_TYPE_UTF8 && memcmp(key, "$db", 3) == 0) {
+         opmsg_priv(msg)->db = q;
+      }
+      q = next;
+      n++;
+   }
+   scan->body_keys = n;
+   opmsg_priv(msg)->body_walked = true;
+   return true;
+}
+
+/* Checks the body's frame and, except at the frames level, its top-level
+ * elements (walk_body()); at the frames level the walk waits until the
+ * sections show whether there are sequences to place (opmsg_parse_msg()). */
 static bool
 scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
           const uint8_t *end, scan_t *scan, bson_error_t *error)
@@ -191,41 +232,16 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
    } else if (!opmsg_rule_body_frame(p, (size_t) (end - p), limits, off, OPMSG_OK, &len, error)) {
       return false;
    }
-   const uint8_t *q = p + 4;
-   const uint8_t *last = p + len - 1;
-   const uint8_t *limit = msg->data + msg->len;
-   uint32_t n = 0;
-   while (q < last) {
-      const uint8_t *k;
-      const uint8_t *next = opmsg_skip_element(q, last, &k);
-      if (!next) {
-         /* Again through the checker that names the document. */
-         return opmsg_rule_body_top(p, len, off, OPMSG_OK, NULL, error);
-      }
-      const char *key = (const char *) q + 1;
-      size_t key_len = (size_t) (k - q - 1);
-      if (n < SCAN_KEYS) {
-         scan->key[n] = key;
-         scan->key_len[n] = (uint32_t) key_len;
-         scan->key_hash[n] = opmsg_key_hash(key, key_len, limit);
-      }
-      /* Remembered so opmsg_db() need not walk the body again. */
-      if (key_len == 3 && *q == BSON_TYPE_UTF8 && memcmp(key, "$db", 3) == 0) {
-         opmsg_priv(msg)->db = q;
-      }
-      q = next;
-      n++;
-   }
-   scan->body_keys = n;
-   /* Frame and top level are checked above, inline (the walk records the
-    * keys); the nested levels, when asked, by the one document check. */
-   if ((limits->flags & OPMSG_PARSE_FULL_VALIDATE) &&
-       !opmsg_doc_check(p, len, len, off, "body", false, true, &len, error)) {
-      return false;
-   }
    msg->body = p;
    msg->body_len = len;
-   return true;
+   if (!opmsg_checks_top(limits)) {
+      return true;
+   }
+   /* Frame and top level are checked here, inline (the walk records the
+    * keys); the nested levels, when asked, by the one document check. */
+   return walk_body(msg, scan, error) &&
+          (!opmsg_checks_deep(limits) ||
+           opmsg_doc_check(p, len, len, off, "body", false, true, &len, error));
 }
 
 static bool
@@ -402,6 +418,19 @@ opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *er
    msg->n_sequences = scan.n_seq;
    priv->n_dotted = scan.n_dotted;
 
+   if (!priv->body_walked) {
+      /* The frames level: a body alone is only framed. With sequences, its
+       * keys are needed after all (the clash check, the placement of dotted
+       * paths), and a key twice would make the placement ambiguous, so the
+       * body is walked and its keys checked as at the top-level level. */
+      if (scan.n_seq == 0) {
+         priv->merged_size = msg->body_len;
+         return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(msg, error);
+      }
+      if (!walk_body(msg, &scan, error)) {
+         return false;
+      }
+   }
    if (!check_body_keys(msg, &scan, &keys, local, error)) {
       opmsg_keyset_destroy(&keys);
       return false;

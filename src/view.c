@@ -22,8 +22,11 @@ opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
 {
    bson_t body;
    bson_iter_t it;
-   /* The OP_MSG parser noted where "$db" is: type, "$db", NUL, length. */
-   if (msg->opcode == OPMSG_OP_MSG) {
+   /* The OP_MSG parser noted where "$db" is (type, "$db", NUL, length)
+    * when it walked the body, as it does except for a body alone at the
+    * frames level. libbson's iterator checks each element it reads, so the
+    * walk below is safe on a body only framed. */
+   if (msg->opcode == OPMSG_OP_MSG && opmsg_cpriv(msg)->body_walked) {
       const uint8_t *db = opmsg_cpriv(msg)->db;
       if (!db) {
          return NULL;

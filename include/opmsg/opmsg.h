@@ -229,9 +229,13 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  *    naming a body field, also as a dotted path), trailing bytes, and every
  *    document's frame: its length inside its section and under the size
  *    limit, and its terminating 0. The body's top-level elements are read
- *    as far as finding its keys needs (for the clash check, the dotted
- *    placement and "$db"); sequence documents are opaque, as nested
- *    documents are at every level. Duplicate body keys are not looked for.
+ *    as far as the sequences need them (for the clash check and the dotted
+ *    placement); sequence documents are opaque, as nested
+ *    documents are at every level. A body alone is only framed (no walk,
+ *    no duplicate-key check); a body with sequences is walked and its keys
+ *    checked for duplicates as at the top level, since the identifiers'
+ *    clash check and placement need every key and a key twice would make
+ *    the placement ambiguous.
  *    For callers that read the result through bson_iter, which checks each
  *    element it reads, or that only forward it.
  *  - OPMSG_CHECK_TOP_LEVEL (the default, 0): also every top-level element of

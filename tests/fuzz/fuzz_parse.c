@@ -12,8 +12,9 @@
  *    bson_validate() passes under full validation, the view rebuilt with
  *    bson_append_* equals the merge, iterators agree with the counts);
  *  - whatever the strict options accept, the most lenient options (default
- *    limits, no full validation, checksum skipped) accept too, with the same
- *    merged bytes;
+ *    limits, the frames check level, checksum skipped) accept too, with the
+ *    same merged bytes; what they accept that the strict ones refuse meets
+ *    the same properties at the frames level;
  *  - an accepted OP_MSG encoded again by the encoder (opmsg/build.h) has
  *    the same length, parses with the same options and merges the same;
  *  - the CRC-32C is the same in one piece or two, and the same as the
@@ -40,26 +41,41 @@ static bool
 same_options(const opmsg_options_t *a, const opmsg_options_t *b)
 {
    return a->flags == b->flags && a->max_message_size == b->max_message_size &&
-          a->max_bson_size == b->max_bson_size;
+          a->max_bson_size == b->max_bson_size && a->check == b->check;
 }
 
-/* What strict options accept, lenient ones accept with the same merge. */
+/* What strict options accept, lenient ones (default limits, checksum
+ * skipped, the frames level) accept with the same merge. What strict
+ * options refuse (strict_ok false), the lenient ones may accept: then the
+ * frames level is held to fuzz_check_accepted() and the encoder too. */
 static void
-check_lenient(const uint8_t *data, size_t len, const opmsg_options_t *strict,
+check_lenient(const uint8_t *data, size_t len, const opmsg_options_t *strict, bool strict_ok,
               const uint8_t *merged, size_t merged_len)
 {
    opmsg_options_t lenient;
    opmsg_options_init(&lenient);
    lenient.flags = OPMSG_PARSE_SKIP_CHECKSUM;
+   lenient.check = OPMSG_CHECK_FRAMES;
    if (same_options(strict, &lenient)) {
       return;
    }
 
    opmsg_msg_t msg;
    bson_error_t error;
-   FUZZ_CHECK_MSG(opmsg_parse(data, len, &lenient, &msg, &error),
-                  "accepted with flags 0x%x, refused by lenient options: %s",
-                  strict->flags, error.message);
+   bool ok = opmsg_parse(data, len, &lenient, &msg, &error);
+   if (!strict_ok) {
+      if (!ok) {
+         fuzz_check_error(&error);
+         return;
+      }
+      size_t len2 = 0;
+      uint8_t *merged2 = fuzz_check_accepted(&msg, &lenient, &len2);
+      fuzz_check_reencode(&msg, &lenient, merged2, len2);
+      free(merged2);
+      return;
+   }
+   FUZZ_CHECK_MSG(ok, "accepted with flags 0x%x at the %s level, refused by lenient options: %s",
+                  strict->flags, opmsg_check_name(strict->check), error.message);
    size_t len2 = 0;
    uint8_t *merged2 = fuzz_check_accepted(&msg, &lenient, &len2);
    FUZZ_CHECK((merged == NULL) == (merged2 == NULL));
@@ -97,12 +113,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   "parse of %zu bytes allocated %zu bytes at once", len, mem.largest);
    if (!ok) {
       fuzz_check_error(&error);
+      check_lenient(msg, len, &opts, false, NULL, 0);
       return 0;
    }
 
    size_t merged_len = 0;
    uint8_t *merged = fuzz_check_accepted(&parsed, &opts, &merged_len);
-   check_lenient(msg, len, &opts, merged, merged_len);
+   check_lenient(msg, len, &opts, true, merged, merged_len);
    fuzz_check_reencode(&parsed, &opts, merged, merged_len);
    free(merged);
    return 0;

@@ -52,7 +52,11 @@ FUZZ_NORETURN void fuzz_fail(const char *file, int line, const char *fmt, ...)
  *   bit 2  OPMSG_PARSE_REQUEST
  *   bits 3-4  limits: 0 defaults; 1 max_message_size 4096; 2 max_bson_size
  *          512; 3 both small (1024 / 128), so the limit paths are reached
- * Bits 5-7 are left to each target.
+ *   bit 7  the frames check level (OPMSG_CHECK_FRAMES) unless bit 0 asks
+ *          for full; top-level otherwise. Targets that give bits 5-7 a
+ *          meaning of their own share bit 7 with it: both vary anyway.
+ * fuzz_parse.c also tries every input at the frames level (its lenient
+ * check), so each level meets every input there.
  */
 void fuzz_options_from_byte(uint8_t control, opmsg_options_t *opts);
 

@@ -99,6 +99,19 @@ hook_aligned_alloc(size_t alignment, size_t n)
    return p;
 }
 
+/* Every test runs once per check level (main()): the bounds hold at each.
+ * level_opts() is the defaults at the level of the current run. */
+static opmsg_check_t g_check = OPMSG_CHECK_TOP_LEVEL;
+
+static const opmsg_options_t *
+level_opts(void)
+{
+   static opmsg_options_t opts;
+   opmsg_options_init(&opts);
+   opts.check = g_check;
+   return &opts;
+}
+
 typedef struct {
    size_t largest;
    size_t peak;
@@ -181,13 +194,13 @@ test_parse_lying_message_length(void **state)
    build_insert(&b, 3);
    for (size_t i = 0; i < N_LIES; i++) {
       put_i32_at(b.data, LIES[i]);
-      assert_refused_free(b.data, b.len, NULL);
+      assert_refused_free(b.data, b.len, level_opts());
    }
    /* One more and one fewer than the bytes given. */
    put_i32_at(b.data, (int32_t) b.len + 1);
-   assert_refused_free(b.data, b.len, NULL);
+   assert_refused_free(b.data, b.len, level_opts());
    put_i32_at(b.data, (int32_t) b.len - 1);
-   assert_refused_free(b.data, b.len, NULL);
+   assert_refused_free(b.data, b.len, level_opts());
    tu_buf_free(&b);
 }
 
@@ -204,12 +217,12 @@ test_parse_lying_section_sizes(void **state)
    int32_t real = (int32_t) opmsg_read_u32(b.data + seq_size);
    for (size_t i = 0; i < N_LIES; i++) {
       put_i32_at(b.data + seq_size, LIES[i]);
-      assert_refused_free(b.data, b.len, NULL);
+      assert_refused_free(b.data, b.len, level_opts());
    }
    put_i32_at(b.data + seq_size, real + 1);
-   assert_refused_free(b.data, b.len, NULL);
+   assert_refused_free(b.data, b.len, level_opts());
    put_i32_at(b.data + seq_size, real - 1);
-   assert_refused_free(b.data, b.len, NULL);
+   assert_refused_free(b.data, b.len, level_opts());
    tu_buf_free(&b);
 }
 
@@ -225,15 +238,15 @@ test_parse_lying_document_lengths(void **state)
    int32_t doc_len = (int32_t) opmsg_read_u32(b.data + first_doc);
    for (size_t i = 0; i < N_LIES; i++) {
       put_i32_at(b.data + body, LIES[i]);
-      assert_refused_free(b.data, b.len, NULL);
+      assert_refused_free(b.data, b.len, level_opts());
       put_i32_at(b.data + body, body_len);
 
       put_i32_at(b.data + first_doc, LIES[i]);
-      assert_refused_free(b.data, b.len, NULL);
+      assert_refused_free(b.data, b.len, level_opts());
       put_i32_at(b.data + first_doc, doc_len);
    }
    put_i32_at(b.data + first_doc, doc_len + 1);
-   assert_refused_free(b.data, b.len, NULL);
+   assert_refused_free(b.data, b.len, level_opts());
    tu_buf_free(&b);
 }
 
@@ -259,7 +272,7 @@ test_parse_many_keys_bounded(void **state)
    opmsg_msg_t msg;
    bson_error_t error;
    mem_begin();
-   assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+   assert_true(opmsg_parse(b.data, b.len, level_opts(), &msg, &error));
    mem_t m = mem_end();
    assert_true(m.largest <= 2 * b.len + SLACK);
    assert_true(m.peak <= 2 * b.len + SLACK);
@@ -316,7 +329,7 @@ test_merge_bson_bounded(void **state)
    (void) state;
    size_t len;
    uint8_t *seq = tu_read_file("seed/seq.bin", &len);
-   check_merge_bounds(seq, len, NULL);
+   check_merge_bounds(seq, len, level_opts());
    free(seq);
 
    /* Many tiny documents: the worst ratio of array keys to input. */
@@ -328,11 +341,12 @@ test_merge_bson_bounded(void **state)
    tu_put_empty_docs(&b, 50000);
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
-   check_merge_bounds(b.data, b.len, NULL);
+   check_merge_bounds(b.data, b.len, level_opts());
 
    /* At the size limit exactly: the merge may pass it only by the keys. */
    opmsg_options_t opts;
    opmsg_options_init(&opts);
+   opts.check = g_check;
    opts.max_message_size = b.len;
    check_merge_bounds(b.data, b.len, &opts);
    tu_buf_free(&b);
@@ -374,11 +388,12 @@ test_compressed_lying_size_refused(void **state)
                                      0,          4};
       for (size_t i = 0; i < sizeof lies / sizeof lies[0]; i++) {
          put_i32_at(msg + USIZE_AT, lies[i]);
-         assert_refused_free(msg, len, NULL);
+         assert_refused_free(msg, len, level_opts());
       }
       /* One past what a 4 KiB limit allows. */
       opmsg_options_t opts;
       opmsg_options_init(&opts);
+   opts.check = g_check;
       opts.max_message_size = 4096;
       put_i32_at(msg + USIZE_AT, 4096 - 16 + 1);
       assert_refused_free(msg, len, &opts);
@@ -399,6 +414,7 @@ check_lying_within_limit(int codec, size_t limit)
 
    opmsg_options_t opts;
    opmsg_options_init(&opts);
+   opts.check = g_check;
    opts.max_message_size = limit;
    opmsg_msg_t msg;
    bson_error_t error;
@@ -543,7 +559,7 @@ check_reader_lie(int32_t claim, size_t following, uint32_t expect_code)
    put_i32_at(data + 12, OPMSG_OP_MSG);
 
    mem_begin();
-   opmsg_reader_t *r = opmsg_reader_new(NULL);
+   opmsg_reader_t *r = opmsg_reader_new(level_opts());
    size_t messages;
    bson_error_t error;
    opmsg_reader_status_t st = read_all(r, data, len, 4096, &messages, &error);
@@ -602,7 +618,7 @@ test_reader_large_messages_bounded(void **state)
    bson_destroy(&body);
 
    mem_begin();
-   opmsg_reader_t *r = opmsg_reader_new(NULL);
+   opmsg_reader_t *r = opmsg_reader_new(level_opts());
    size_t messages;
    bson_error_t error;
    opmsg_reader_status_t st = read_all(r, b.data, b.len, 4096, &messages, &error);
@@ -637,5 +653,13 @@ main(void)
       cmocka_unit_test(test_reader_lying_lengths),
       cmocka_unit_test(test_reader_large_messages_bounded),
    };
-   return cmocka_run_group_tests(tests, NULL, NULL);
+   static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL,
+                                          OPMSG_CHECK_FULL};
+   int failed = 0;
+   for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+      g_check = levels[i];
+      printf("check level: %s\n", opmsg_check_name(g_check));
+      failed += cmocka_run_group_tests(tests, NULL, NULL);
+   }
+   return failed;
 }

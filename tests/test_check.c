@@ -1,0 +1,435 @@
+/*
+ * test_check.c - the check levels (opmsg_options_t.check): what each level
+ * refuses, what it lets through, and what holds at every level.
+ *
+ * Each test builds one message with one fault and states, level by level,
+ * whether opmsg_parse() accepts it and with which code it refuses it. What
+ * a lower level lets through must still merge, view and iterate safely:
+ * the merged document is framed, the view stops where libbson's iterator
+ * stops, nothing is read out of bounds (the asan build runs this file too).
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL,
+                                       OPMSG_CHECK_FULL};
+
+/* Parses at a level; returns the error code (OPMSG_OK on success). */
+static uint32_t
+parse_at(const tu_buf_t *b, opmsg_check_t check, uint32_t flags, opmsg_msg_t *msg)
+{
+   opmsg_options_t opts;
+   bson_error_t error;
+   opmsg_msg_t local;
+   opmsg_options_init(&opts);
+   opts.check = check;
+   opts.flags = flags;
+   if (opmsg_parse(b->data, b->len, &opts, msg ? msg : &local, &error)) {
+      return OPMSG_OK;
+   }
+   assert_int_equal(error.domain, OPMSG_ERROR_DOMAIN);
+   return error.code;
+}
+
+/* What a level let through still merges to a framed document of the size
+ * promised, with one allocation for merge_bson, and the view walks it. */
+static void
+assert_merges_framed(const opmsg_msg_t *msg)
+{
+   bson_error_t error;
+   size_t size = opmsg_merged_size(msg);
+   uint8_t *buf = bson_malloc(size);
+   size_t written = 0;
+   assert_true(opmsg_merge_into(msg, buf, size, &written, &error));
+   assert_int_equal(written, size);
+   assert_int_equal(opmsg_read_u32(buf), size);
+   assert_int_equal(buf[size - 1], 0);
+
+   tu_count_allocs_begin();
+   bson_t *b = opmsg_merge_bson(msg, &error);
+   assert_int_equal(tu_count_allocs_end(), 1);
+   assert_non_null(b);
+   assert_int_equal(b->len, size);
+   assert_memory_equal(bson_get_data(b), buf, size);
+   bson_destroy(b);
+
+   /* The view visits fields until libbson's iterator meets the fault. */
+   opmsg_view_t v;
+   opmsg_field_t f;
+   assert_true(opmsg_view_init(&v, msg));
+   int guard = 0;
+   while (opmsg_view_next(&v, &f) && guard < 1000) {
+      guard++;
+   }
+   bson_free(buf);
+}
+
+/* A document whose frame is sound but whose second element has the type
+ * byte 0x42, which BSON does not define. */
+static void
+put_bad_element_doc(tu_buf_t *b)
+{
+   uint8_t doc[] = {
+      0, 0, 0, 0,                                 /* length, set below */
+      0x10, 'a', 0, 1, 0, 0, 0,                   /* a: int32 1 */
+      0x42, 'b', 0, 0, 0, 0, 0, 0, 0,             /* b: type 0x42 */
+      0};
+   opmsg_write_u32(doc, sizeof doc);
+   tu_put(b, doc, sizeof doc);
+}
+
+/* {"s": "\xff"}: a string that is not UTF-8, nested one level down. */
+static void
+put_nested_bad_utf8_doc(tu_buf_t *b)
+{
+   uint8_t doc[] = {
+      0, 0, 0, 0,
+      0x03, 'n', 0,                                /* n: { */
+      14, 0, 0, 0, 0x02, 's', 0, 2, 0, 0, 0, 0xff, 0, 0, /* s: "\xff" } */
+      0};
+   opmsg_write_u32(doc, sizeof doc);
+   tu_put(b, doc, sizeof doc);
+}
+
+static void
+test_names(void **state)
+{
+   (void) state;
+   opmsg_check_t c = (opmsg_check_t) 99;
+   assert_string_equal(opmsg_check_name(OPMSG_CHECK_FRAMES), "frames");
+   assert_string_equal(opmsg_check_name(OPMSG_CHECK_TOP_LEVEL), "top-level");
+   assert_string_equal(opmsg_check_name(OPMSG_CHECK_FULL), "full");
+   assert_null(opmsg_check_name((opmsg_check_t) 3));
+   assert_null(opmsg_check_name((opmsg_check_t) -1));
+   for (size_t i = 0; i < 3; i++) {
+      assert_true(opmsg_check_from_name(opmsg_check_name(levels[i]), &c));
+      assert_int_equal(c, levels[i]);
+   }
+   c = OPMSG_CHECK_FULL;
+   assert_false(opmsg_check_from_name("Frames", &c));
+   assert_false(opmsg_check_from_name("top_level", &c));
+   assert_false(opmsg_check_from_name("", &c));
+   assert_false(opmsg_check_from_name(NULL, &c));
+   assert_int_equal(c, OPMSG_CHECK_FULL); /* unchanged on failure */
+
+   opmsg_options_t opts;
+   memset(&opts, 0xff, sizeof opts);
+   opmsg_options_init(&opts);
+   assert_int_equal(opts.check, OPMSG_CHECK_TOP_LEVEL);
+}
+
+static void
+test_unknown_level_refused(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"ping\": 1, \"$db\": \"admin\"}");
+   tu_msg_end(&b);
+   assert_int_equal(parse_at(&b, (opmsg_check_t) 3, 0, NULL), OPMSG_ERR_INVALID_ARGUMENT);
+   assert_int_equal(parse_at(&b, (opmsg_check_t) -1, 0, NULL), OPMSG_ERR_INVALID_ARGUMENT);
+   for (size_t i = 0; i < 3; i++) {
+      assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_OK);
+   }
+   tu_buf_free(&b);
+}
+
+/* The level's central difference: a sequence document's top level. */
+static void
+test_sequence_document_element(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
+   size_t mark = tu_msg_seq_begin(&b, "documents");
+   tu_put_json_doc(&b, "{\"_id\": 1}");
+   put_bad_element_doc(&b);
+   tu_msg_seq_end(&b, mark);
+   tu_msg_end(&b);
+
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_FULL_VALIDATE, NULL),
+                    OPMSG_ERR_DOCUMENT_ELEMENT); /* the flag means full */
+
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, &msg), OPMSG_OK);
+   assert_int_equal(msg.n_sequences, 1);
+   assert_string_equal(opmsg_db(&msg, NULL), "d");
+   assert_merges_framed(&msg);
+
+   /* The sequence's documents are carried whole, the bad one included. */
+   opmsg_sequence_t seq;
+   assert_true(opmsg_sequence_find(&msg, "documents", &seq));
+   assert_int_equal(seq.count, 2);
+   tu_buf_free(&b);
+}
+
+/* A frame fault is refused at every level. */
+static void
+test_frames_refused_everywhere(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   /* A sequence document whose length runs past its section. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
+   size_t mark = tu_msg_seq_begin(&b, "documents");
+   tu_put_json_doc(&b, "{\"_id\": 1}");
+   tu_msg_seq_end(&b, mark);
+   tu_msg_end(&b);
+   b.data[mark + 4 + 10] = 200; /* after the size and "documents\0": the length */
+   for (size_t i = 0; i < 3; i++) {
+      assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_SEQUENCE_OVERRUN);
+   }
+   tu_buf_free(&b);
+
+   /* A sequence document without its terminating 0. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
+   mark = tu_msg_seq_begin(&b, "documents");
+   tu_put_json_doc(&b, "{\"_id\": 1}");
+   tu_msg_seq_end(&b, mark);
+   tu_msg_end(&b);
+   b.data[b.len - 1] = 7;
+   for (size_t i = 0; i < 3; i++) {
+      assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DOCUMENT_TERMINATOR);
+   }
+   tu_buf_free(&b);
+
+   /* A body whose length runs past the message. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"ping\": 1}");
+   tu_msg_end(&b);
+   b.data[21] = 100;
+   for (size_t i = 0; i < 3; i++) {
+      assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DOCUMENT_LENGTH);
+   }
+   tu_buf_free(&b);
+
+   /* Structural rules: a clash and a duplicate identifier. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"documents\": 1, \"$db\": \"d\"}");
+   mark = tu_msg_seq_begin(&b, "documents");
+   tu_put_json_doc(&b, "{\"_id\": 1}");
+   tu_msg_seq_end(&b, mark);
+   tu_msg_end(&b);
+   for (size_t i = 0; i < 3; i++) {
+      assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_IDENTIFIER_CLASH);
+   }
+   tu_buf_free(&b);
+}
+
+/* A body alone is only framed at the frames level: a bad element and a
+ * duplicate key pass, and what reads the body stays in bounds. */
+static void
+test_body_alone(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+   bson_error_t error;
+
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_put_u8(&b, 0);
+   put_bad_element_doc(&b);
+   tu_msg_end(&b);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, &msg), OPMSG_OK);
+   assert_string_equal(opmsg_command_name(&msg), "a");
+   assert_null(opmsg_db(&msg, NULL)); /* the iterator stops at the fault */
+   assert_merges_framed(&msg);
+   /* A request must name its database: the lookup works at this level. */
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, NULL),
+                    OPMSG_ERR_MISSING_DB);
+   tu_buf_free(&b);
+
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"find\": \"c\", \"find\": \"d\", \"$db\": \"x\"}");
+   tu_msg_end(&b);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, &msg), OPMSG_OK);
+   uint32_t len = 0;
+   assert_string_equal(opmsg_db(&msg, &len), "x");
+   assert_int_equal(len, 1);
+   bson_t *m = opmsg_merge_bson(&msg, &error);
+   assert_non_null(m);
+   assert_int_equal(m->len, msg.body_len);
+   bson_destroy(m);
+   tu_buf_free(&b);
+}
+
+/* With sequences, the body's keys are needed: it is walked and its keys
+ * checked at the frames level too. */
+static void
+test_body_with_sequences(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"insert\": \"d\", \"$db\": \"x\"}");
+   size_t mark = tu_msg_seq_begin(&b, "documents");
+   tu_put_json_doc(&b, "{\"_id\": 1}");
+   tu_msg_seq_end(&b, mark);
+   tu_msg_end(&b);
+   for (size_t i = 0; i < 3; i++) {
+      assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
+   }
+   tu_buf_free(&b);
+
+   /* The sequence before the body, so the walk waits for the body. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   mark = tu_msg_seq_begin(&b, "cursor.firstBatch");
+   tu_put_json_doc(&b, "{\"_id\": 1}");
+   tu_msg_seq_end(&b, mark);
+   tu_put_u8(&b, 0);
+   put_bad_element_doc(&b);
+   tu_msg_end(&b);
+   for (size_t i = 0; i < 3; i++) {
+      assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
+   }
+   tu_buf_free(&b);
+}
+
+/* The nested level: only full looks inside. */
+static void
+test_nested(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
+   size_t mark = tu_msg_seq_begin(&b, "documents");
+   put_nested_bad_utf8_doc(&b);
+   tu_msg_seq_end(&b, mark);
+   tu_msg_end(&b);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, &msg), OPMSG_OK);
+   assert_merges_framed(&msg);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_INVALID_UTF8);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, OPMSG_PARSE_FULL_VALIDATE, NULL),
+                    OPMSG_ERR_INVALID_UTF8);
+   tu_buf_free(&b);
+
+   /* In the body too. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_put_u8(&b, 0);
+   put_nested_bad_utf8_doc(&b);
+   tu_msg_end(&b);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_INVALID_UTF8);
+   tu_buf_free(&b);
+}
+
+/* OP_QUERY and OP_REPLY check their documents to the same level. */
+static void
+test_legacy_levels(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+
+   /* OP_QUERY: header, flags, namespace, skip, return, the query. */
+   tu_buf_init(&b);
+   tu_put_i32(&b, 0);
+   tu_put_i32(&b, 1);
+   tu_put_i32(&b, 0);
+   tu_put_i32(&b, OPMSG_OP_QUERY);
+   tu_put_i32(&b, 0);
+   tu_put_cstr(&b, "admin.$cmd");
+   tu_put_i32(&b, 0);
+   tu_put_i32(&b, -1);
+   put_bad_element_doc(&b);
+   opmsg_write_u32(b.data, (uint32_t) b.len);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, &msg), OPMSG_OK);
+   assert_merges_framed(&msg);
+   tu_buf_free(&b);
+
+   /* OP_REPLY: header, responseFlags, cursorID, startingFrom,
+    * numberReturned, the documents. */
+   tu_buf_init(&b);
+   tu_put_i32(&b, 0);
+   tu_put_i32(&b, 1);
+   tu_put_i32(&b, 1);
+   tu_put_i32(&b, OPMSG_OP_REPLY);
+   tu_put_i32(&b, 0);
+   tu_put_i32(&b, 0);
+   tu_put_i32(&b, 0);
+   tu_put_i32(&b, 0);
+   tu_put_i32(&b, 1);
+   put_nested_bad_utf8_doc(&b);
+   opmsg_write_u32(b.data, (uint32_t) b.len);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_INVALID_UTF8);
+   tu_buf_free(&b);
+}
+
+/* The levels change what is checked, never the result of what passes: a
+ * sound message merges to the same bytes at every level. */
+static void
+test_same_result(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"cursor\": {\"id\": 0, \"ns\": \"d.c\"}, \"ok\": 1}");
+   size_t mark = tu_msg_seq_begin(&b, "cursor.firstBatch");
+   tu_put_json_doc(&b, "{\"_id\": 1, \"s\": \"x\"}");
+   tu_put_json_doc(&b, "{\"_id\": 2, \"n\": {\"a\": [1, 2]}}");
+   tu_msg_seq_end(&b, mark);
+   tu_msg_end(&b);
+   char *want = tu_merge_json(b.data, b.len, 0);
+   for (size_t i = 0; i < 3; i++) {
+      opmsg_msg_t msg;
+      bson_error_t error;
+      assert_int_equal(parse_at(&b, levels[i], 0, &msg), OPMSG_OK);
+      bson_t *m = opmsg_merge_bson(&msg, &error);
+      assert_non_null(m);
+      char *got = bson_as_canonical_extended_json(m, NULL);
+      assert_string_equal(got, want);
+      bson_free(got);
+      bson_destroy(m);
+   }
+   bson_free(want);
+   tu_buf_free(&b);
+}
+
+int
+main(void)
+{
+   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_unknown_level_refused),
+      cmocka_unit_test(test_sequence_document_element),
+      cmocka_unit_test(test_frames_refused_everywhere),
+      cmocka_unit_test(test_body_alone),
+      cmocka_unit_test(test_body_with_sequences),
+      cmocka_unit_test(test_nested),
+      cmocka_unit_test(test_legacy_levels),
+      cmocka_unit_test(test_same_result),
+   };
+   return cmocka_run_group_tests(tests, NULL, NULL);
+}
