@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---------------------------------------------------------------------------
  * Cases (cases.c)
@@ -59,6 +60,22 @@ typedef struct {
    /* encode: the command and the limits the documents are split with. */
    bson_t *command;
    uint32_t n_batches; /* messages the split gives */
+
+   /* What bench_case_finish() found in the (decompressed) message through
+    * opmsg's view, for the checks and the targets: the sequences, their
+    * documents, the top-level elements of those documents, and whether an
+    * identifier is a dotted path ("cursor.firstBatch"). */
+   uint32_t n_sequences;
+   uint64_t seq_docs;
+   uint64_t seq_elements;
+   bool dotted;
+
+   /* The options every opmsg_parse() of an operation uses: the check level
+    * the cell measures (see bench_case_at_level()). */
+   opmsg_options_t opts;
+   /* c->msg parsed with opts, for the operations that start from a parsed
+    * message (name_db); set by bench_case_at_level(). */
+   opmsg_msg_t parsed;
 } bench_case_t;
 
 /* The cases, in the order they run. make() fills a zeroed case; false when
@@ -70,6 +87,11 @@ typedef struct {
    /* The implementation the others are compared with (the "x limit"
     * column): what the operation cannot beat. */
    const char *baseline;
+   /* Consecutive cases with the same group run their cells round-robin
+    * together, so that a target comparing them (reply_seq with
+    * reply_plain) compares cells measured under the same load. NULL: the
+    * case runs alone. */
+   const char *group;
 } bench_case_def_t;
 
 extern const bench_case_def_t bench_cases[];
@@ -81,9 +103,15 @@ bool bench_case_load_seed(bench_case_t *c, const char *name,
                           const char *data_dir);
 /* Builds the generated `big` insert (100,000 documents of ~350 bytes). */
 void bench_case_make_big(bench_case_t *c);
-/* Computes c->merged with opmsg and sizes c->out. Fatal on failure. */
+/* Computes c->merged with opmsg, counts the sequences, their documents and
+ * elements, and sizes c->out. Fatal on failure. */
 void bench_case_finish(bench_case_t *c);
 void bench_case_free(bench_case_t *c);
+/* *at becomes a copy of base that parses at the given check level (and has
+ * base's message parsed at it in at->parsed). The copy shares base's
+ * buffers: it is never freed, and must not outlive base. */
+void bench_case_at_level(const bench_case_t *base, opmsg_check_t check,
+                         bench_case_t *at);
 
 /* The directory the seed messages were found in, for the report. */
 const char *bench_data_dir_used(void);
@@ -110,13 +138,22 @@ typedef struct {
    bench_op_fn op;
    /* Which case kinds it applies to (bit per bench_kind_t). */
    unsigned kinds;
+   /* It calls opmsg_parse() (with c->opts): it runs once per check level.
+    * The others (the limits, the libbson baselines, the encoder) run once
+    * per case and are compared with every level's cells. */
+   bool per_level;
+   /* Only handles plain identifiers ("documents"): skipped on cases with a
+    * dotted one (the libbson baselines, written as libmongoc 1.23 and a
+    * careful programmer would, append each sequence at the top level). */
+   bool plain_identifiers;
    /* Whether it writes an output (compared with the reference and reported
-    * as bytes_out); the view writes none and is checked on its own. */
+    * as bytes_out); the view, the parse and the validation write none. */
    bool writes_output;
    /* The output is the decompressed message (c->plain), not the merge. */
    bool expects_plain;
    /* Checks the output instead of the comparison with the reference (NULL:
-    * compare). Fatal on a difference. */
+    * compare when the impl writes an output, nothing otherwise). Fatal on a
+    * difference. */
    void (*check)(const bench_case_t *c, const bench_out_t *out);
 } bench_impl_t;
 
@@ -163,9 +200,71 @@ void bench_check_encode(const bench_case_t *c, const bench_out_t *out);
 /* The libbson decode + re-encode baseline (reencode.c). */
 size_t bench_reencode_libbson(bench_case_t *c, bench_out_t *keep);
 
-/* Checks that the view API exposes exactly c->merged (impls.c). Fatal on a
- * difference. */
-void bench_check_view(const bench_case_t *c);
+/* Checks that the view API, on c->msg parsed with c->opts, exposes exactly
+ * c->merged, command name and $db included (impls.c). Fatal on a
+ * difference; out is not used. */
+void bench_check_view(const bench_case_t *c, const bench_out_t *out);
+
+/* ---------------------------------------------------------------------------
+ * Check levels, results and targets (bench-util.c, targets.c)
+ * ------------------------------------------------------------------------- */
+
+/* The levels in the order they run and are reported: the cheapest first. */
+#define BENCH_N_LEVELS 3
+extern const opmsg_check_t bench_levels[BENCH_N_LEVELS];
+#define BENCH_LEVEL_BIT(check) (1u << (unsigned) (check))
+/* The level of a result whose implementation does not parse with opmsg (the
+ * limits, the libbson baselines, the encoder): it is compared with the
+ * cells of every level. */
+#define BENCH_LEVEL_NONE (-1)
+
+/* One measured cell. */
+typedef struct {
+   const char *case_name;
+   const char *impl_name;
+   int level;            /* an opmsg_check_t, or BENCH_LEVEL_NONE */
+   double ns_per_op;
+   size_t bytes_out;
+   double allocs_per_op;
+   size_t peak_bytes;    /* most heap bytes held at once, above the start */
+   uint64_t ops;         /* operations timed */
+   const char *baseline; /* the impl the "x limit" column divides by */
+} bench_result_t;
+
+/* What the targets need to know of a case after it was freed. */
+typedef struct {
+   const char *name;
+   bench_kind_t kind;
+   uint64_t seq_elements; /* top-level elements of its sequence documents */
+} bench_case_info_t;
+
+/* Everything one run measured. */
+typedef struct {
+   const bench_result_t *results;
+   size_t n_results;
+   const bench_case_info_t *cases;
+   size_t n_cases;
+   unsigned levels; /* BENCH_LEVEL_BIT of every level that ran */
+} bench_run_t;
+
+/* The result of impl on case at level: the cell of that level, or the
+ * level-independent one. NULL when it was not measured. level
+ * BENCH_LEVEL_NONE finds only level-independent results. */
+const bench_result_t *bench_find_result(const bench_run_t *run,
+                                        const char *case_name,
+                                        const char *impl_name, int level);
+/* "frames", "top-level", "full", or "-" for BENCH_LEVEL_NONE. */
+const char *bench_level_name(int level);
+/* An allocation count: "1", or "0.50" when it is not whole. */
+void bench_format_allocs(char *buf, size_t size, double allocs);
+/* Writes s as a JSON string (quoted, escaped) to f. */
+void bench_json_string(FILE *f, const char *s);
+
+/* Evaluates the project's targets (the table in targets.c) on the run and
+ * prints them to f as a table "target | level | figure | PASS/MISS"; with
+ * json, also one {"target": ...} line per target, level and case on
+ * stdout. Informative: nothing fails. */
+void bench_print_targets(const bench_run_t *run, FILE *f, bool json);
 
 /* ---------------------------------------------------------------------------
  * Allocation counting (alloc.c)
@@ -196,13 +295,13 @@ void *bench_xmalloc(size_t n);
 /* The helpers of the timed operations are inline: a call into another file
  * would be timed with them. */
 
-/* opmsg_parse() of the case's message with the default options; fatal when
- * it fails (every case was checked when it was made). */
+/* opmsg_parse() of the case's message with the case's options (its check
+ * level); fatal when it fails (every case was checked when it was made). */
 static inline void
 bench_parse_or_die(const bench_case_t *c, opmsg_msg_t *msg)
 {
    bson_error_t error;
-   if (!opmsg_parse(c->msg, c->msg_len, NULL, msg, &error)) {
+   if (!opmsg_parse(c->msg, c->msg_len, &c->opts, msg, &error)) {
       bench_fatal("%s: opmsg_parse: %s", c->name, error.message);
    }
 }

@@ -224,75 +224,305 @@ make_document(bson_t *doc, uint32_t i, uint64_t *state)
    }
 }
 
+/* Appends a "notes" string that brings doc to exactly size bytes (a string
+ * element is 12 bytes besides its characters); fatal when doc is already
+ * too large for that. */
 static void
-put_u32(uint8_t *p, uint32_t v)
+pad_document(bson_t *doc, uint32_t size, uint64_t *state)
 {
-   v = BSON_UINT32_TO_LE(v);
-   memcpy(p, &v, 4);
+   char notes[1024];
+   if (doc->len + 12 > size || size - doc->len - 12 >= sizeof notes) {
+      bench_fatal("generated document of %u bytes cannot be padded to %u",
+                  (unsigned) doc->len, (unsigned) size);
+   }
+   size_t n = size - doc->len - 12;
+   for (size_t k = 0; k < n; k++) {
+      notes[k] = (char) ('a' + next_random(state) % 26);
+   }
+   notes[n] = '\0';
+   if (!bson_append_utf8(doc, "notes", 5, notes, (int) n) || doc->len != size) {
+      bench_fatal("cannot pad a generated document to %u bytes", (unsigned) size);
+   }
+}
+
+/* make_document(), then an "items" array of n_items small sub-documents
+ * {sku, qty, price}, padded to exactly size bytes. */
+static void
+make_sized_document(bson_t *doc, uint32_t i, uint64_t *state, uint32_t n_items,
+                    uint32_t size)
+{
+   make_document(doc, i, state);
+   bson_t items, item;
+   bool ok = opmsg_append_array_begin(doc, "items", -1, &items);
+   for (uint32_t k = 0; ok && k < n_items; k++) {
+      char key[16], sku[16];
+      const char *kp;
+      size_t klen = bson_uint32_to_string(k, &kp, key, sizeof key);
+      random_word(state, sku, 8, 8);
+      ok = bson_append_document_begin(&items, kp, (int) klen, &item) &&
+           BSON_APPEND_UTF8(&item, "sku", sku) &&
+           BSON_APPEND_INT32(&item, "qty", (int32_t) (next_random(state) % 100u)) &&
+           BSON_APPEND_DOUBLE(&item, "price",
+                              (double) (next_random(state) % 100000u) / 100.0) &&
+           bson_append_document_end(&items, &item);
+   }
+   if (!ok || !bson_append_array_end(doc, &items)) {
+      bench_fatal("cannot build generated document %u", i);
+   }
+   pad_document(doc, size, state);
+}
+
+/* A small find result of exactly 140 bytes and 5 fields: _id, i, name,
+ * email, score (the name's length makes up the size). */
+#define SMALL_DOC_SIZE 140u
+static void
+make_small_document(bson_t *doc, uint32_t i, uint64_t *state)
+{
+   uint8_t oid_bytes[12];
+   char user[24], host[16], email[48], name[96];
+   for (size_t k = 0; k < sizeof oid_bytes; k++) {
+      oid_bytes[k] = (uint8_t) next_random(state);
+   }
+   random_word(state, user, 8, 14);
+   random_word(state, host, 5, 9);
+   snprintf(email, sizeof email, "%s@%s.example", user, host);
+   /* 4 + _id 17 + i 7 + name (11 + n) + email (12 + strlen) + score 15 + 1 */
+   size_t n = SMALL_DOC_SIZE - 67 - strlen(email);
+   random_word(state, name, n, n);
+   bson_oid_t oid;
+   bson_oid_init_from_data(&oid, oid_bytes);
+   if (!BSON_APPEND_OID(doc, "_id", &oid) ||
+       !BSON_APPEND_INT32(doc, "i", (int32_t) i) ||
+       !BSON_APPEND_UTF8(doc, "name", name) ||
+       !BSON_APPEND_UTF8(doc, "email", email) ||
+       !BSON_APPEND_DOUBLE(doc, "score",
+                           (double) (next_random(state) % 1000000u) / 1000.0) ||
+       doc->len != SMALL_DOC_SIZE) {
+      bench_fatal("cannot build small document %u", i);
+   }
+}
+
+/* n documents from make(), back to back in one malloc block (*len bytes). */
+static uint8_t *
+make_documents(uint32_t n, uint64_t seed, size_t per_doc_max,
+               void (*make)(bson_t *doc, uint32_t i, uint64_t *state),
+               size_t *len)
+{
+   uint64_t state = seed;
+   size_t cap = (size_t) n * per_doc_max;
+   uint8_t *docs = bench_xmalloc(cap);
+   size_t off = 0;
+   for (uint32_t i = 0; i < n; i++) {
+      bson_t doc = BSON_INITIALIZER;
+      make(&doc, i, &state);
+      if (off + doc.len > cap) {
+         bench_fatal("generated documents larger than planned");
+      }
+      memcpy(docs + off, bson_get_data(&doc), doc.len);
+      off += doc.len;
+      bson_destroy(&doc);
+   }
+   *len = off;
+   return docs;
+}
+
+/* The message of a generated case, encoded by opmsg's encoder (which checks
+ * what it writes as the parser does): body, then at most one sequence of
+ * the documents docs[0..docs_len) named identifier (NULL: none). Sets
+ * c->msg (malloc memory, like every case), c->docs and c->n_docs, and
+ * finishes the case. */
+static void
+make_message(bench_case_t *c, const char *name, const bson_t *body,
+             const char *identifier, const uint8_t *docs, size_t docs_len,
+             uint32_t n_docs)
+{
+   opmsg_sequence_in_t seq;
+   memset(&seq, 0, sizeof seq);
+   seq.identifier = identifier;
+   seq.raw = docs;
+   seq.raw_len = docs_len;
+   opmsg_build_t b;
+   opmsg_build_init(&b, body);
+   b.request_id = 1;
+   b.sequences = &seq;
+   b.n_sequences = identifier ? 1 : 0;
+   size_t len = 0;
+   bson_error_t error;
+   uint8_t *m = opmsg_build_new(&b, &len, &error);
+   if (!m) {
+      bench_fatal("cannot build %s: %s", name, error.message);
+   }
+   c->name = name;
+   c->kind = BENCH_KIND_MSG;
+   c->msg = bench_xmalloc(len);
+   memcpy(c->msg, m, len);
+   c->msg_len = len;
+   bson_free(m);
+   bench_case_finish(c);
+   if (identifier) {
+      /* Where the documents are in the message, from the parse. */
+      opmsg_msg_t msg;
+      opmsg_sequence_t found;
+      if (!opmsg_parse(c->msg, c->msg_len, NULL, &msg, &error) ||
+          !opmsg_sequence_find(&msg, identifier, &found) ||
+          found.documents_len != docs_len) {
+         bench_fatal("%s: its sequence is not where it was put", name);
+      }
+      c->docs = found.documents;
+      c->docs_len = found.documents_len;
+      c->n_docs = n_docs;
+   }
 }
 
 void
 bench_case_make_big(bench_case_t *c)
 {
-   static const char identifier[] = "documents";
-   uint64_t state = BIG_SEED;
-
    bson_t body = BSON_INITIALIZER;
    if (!BSON_APPEND_UTF8(&body, "insert", "coll") ||
        !BSON_APPEND_BOOL(&body, "ordered", true) ||
        !BSON_APPEND_UTF8(&body, "$db", "test")) {
       bench_fatal("cannot build the body of big");
    }
-
-   /* The documents are generated straight into their place in the message:
-    * first into a growing run, then framed. */
-   size_t docs_cap = (size_t) BIG_DOCS * 400u;
-   uint8_t *docs = bench_xmalloc(docs_cap);
-   size_t docs_len = 0;
-   for (uint32_t i = 0; i < BIG_DOCS; i++) {
-      bson_t doc = BSON_INITIALIZER;
-      make_document(&doc, i, &state);
-      if (docs_len + doc.len > docs_cap) {
-         bench_fatal("generated documents larger than planned");
-      }
-      memcpy(docs + docs_len, bson_get_data(&doc), doc.len);
-      docs_len += doc.len;
-      bson_destroy(&doc);
-   }
-
-   size_t seq_size = 4 + sizeof identifier + docs_len;
-   size_t total = OPMSG_HEADER_SIZE + 4 + 1 + body.len + 1 + seq_size;
-   if (total > OPMSG_DEFAULT_MAX_MESSAGE_SIZE) {
-      bench_fatal("big is %zu bytes, over the default limit", total);
-   }
-   uint8_t *m = bench_xmalloc(total);
-   uint8_t *p = m;
-   put_u32(p, (uint32_t) total);
-   put_u32(p + 4, 1);  /* requestID */
-   put_u32(p + 8, 0);  /* responseTo */
-   put_u32(p + 12, OPMSG_OP_MSG);
-   put_u32(p + 16, 0); /* flagBits */
-   p += OPMSG_HEADER_SIZE + 4;
-   *p++ = 0;
-   memcpy(p, bson_get_data(&body), body.len);
-   p += body.len;
-   *p++ = 1;
-   put_u32(p, (uint32_t) seq_size);
-   p += 4;
-   memcpy(p, identifier, sizeof identifier);
-   p += sizeof identifier;
-   memcpy(p, docs, docs_len);
-   c->docs = p;
-   c->docs_len = docs_len;
-   c->n_docs = BIG_DOCS;
+   size_t docs_len;
+   uint8_t *docs = make_documents(BIG_DOCS, BIG_SEED, 400, make_document,
+                                  &docs_len);
+   make_message(c, "big", &body, "documents", docs, docs_len, BIG_DOCS);
    free(docs);
    bson_destroy(&body);
+}
 
-   c->name = "big";
-   c->kind = BENCH_KIND_MSG;
-   c->msg = m;
-   c->msg_len = total;
-   bench_case_finish(c);
+/* ---------------------------------------------------------------------------
+ * Generated replies and a mid-sized insert (issues 14 and 15)
+ * ------------------------------------------------------------------------- */
+
+#define REPLY_DOCS 101u  /* a find's default first batch */
+#define REPLY_SEED 0x7265706c79u  /* "reply" */
+#define INSERT1K_DOCS 1000u
+#define INSERT1K_SEED 0x696e73657274u /* "insert" */
+#define SMALL_SEED 0x736d616c6cu   /* "small" */
+
+static void
+make_reply_document(bson_t *doc, uint32_t i, uint64_t *state)
+{
+   make_sized_document(doc, i, state, 0, 500);
+}
+
+static void
+make_insert1k_document(bson_t *doc, uint32_t i, uint64_t *state)
+{
+   make_sized_document(doc, i, state, 4, 1024);
+}
+
+/* reply101: a find reply with its first batch in the body, the way every
+ * server sends it: {cursor: {firstBatch: [101 x 500 bytes], id, ns}, ok}. */
+static bool
+make_reply101(bench_case_t *c, const char *data_dir)
+{
+   (void) data_dir;
+   uint64_t state = REPLY_SEED;
+   bson_t body = BSON_INITIALIZER, cursor, batch;
+   bool ok = BSON_APPEND_DOCUMENT_BEGIN(&body, "cursor", &cursor) &&
+             opmsg_append_array_begin(&cursor, "firstBatch", -1, &batch);
+   for (uint32_t i = 0; ok && i < REPLY_DOCS; i++) {
+      char key[16];
+      const char *kp;
+      size_t klen = bson_uint32_to_string(i, &kp, key, sizeof key);
+      bson_t doc;
+      ok = bson_append_document_begin(&batch, kp, (int) klen, &doc);
+      if (ok) {
+         make_reply_document(&doc, i, &state);
+         ok = bson_append_document_end(&batch, &doc);
+      }
+   }
+   ok = ok && bson_append_array_end(&cursor, &batch) &&
+        BSON_APPEND_INT64(&cursor, "id", INT64_C(7238172654231623)) &&
+        BSON_APPEND_UTF8(&cursor, "ns", "db.coll") &&
+        bson_append_document_end(&body, &cursor) &&
+        BSON_APPEND_DOUBLE(&body, "ok", 1.0);
+   if (!ok) {
+      bench_fatal("cannot build the body of reply101");
+   }
+   make_message(c, "reply101", &body, NULL, NULL, 0, 0);
+   bson_destroy(&body);
+   return true;
+}
+
+/* insert1k: an insert as a driver sends it in a session and a transaction
+ * (5-key body) with 1,000 documents of 1 KB in a "documents" sequence. */
+static bool
+make_insert1k(bench_case_t *c, const char *data_dir)
+{
+   (void) data_dir;
+   uint64_t state = INSERT1K_SEED;
+   uint8_t uuid[16];
+   for (size_t k = 0; k < sizeof uuid; k++) {
+      uuid[k] = (uint8_t) next_random(&state);
+   }
+   bson_t body = BSON_INITIALIZER, lsid;
+   if (!BSON_APPEND_UTF8(&body, "insert", "coll") ||
+       !BSON_APPEND_BOOL(&body, "ordered", true) ||
+       !BSON_APPEND_DOCUMENT_BEGIN(&body, "lsid", &lsid) ||
+       !BSON_APPEND_BINARY(&lsid, "id", BSON_SUBTYPE_UUID, uuid,
+                           (uint32_t) sizeof uuid) ||
+       !bson_append_document_end(&body, &lsid) ||
+       !BSON_APPEND_INT64(&body, "txnNumber", 1) ||
+       !BSON_APPEND_UTF8(&body, "$db", "db")) {
+      bench_fatal("cannot build the body of insert1k");
+   }
+   size_t docs_len;
+   uint8_t *docs = make_documents(INSERT1K_DOCS, next_random(&state), 1024,
+                                  make_insert1k_document, &docs_len);
+   make_message(c, "insert1k", &body, "documents", docs, docs_len,
+                INSERT1K_DOCS);
+   bson_destroy(&body);
+   free(docs);
+   return true;
+}
+
+/* A find or getMore reply whose 101 small documents travel as a sequence
+ * named identifier; the body keeps the cursor's id and ns:
+ * {cursor: {id: 0, ns}, ok: 1.0}. */
+static void
+make_reply_sequence(bench_case_t *c, const char *name, const char *identifier)
+{
+   bson_t body = BSON_INITIALIZER, cursor;
+   if (!BSON_APPEND_DOCUMENT_BEGIN(&body, "cursor", &cursor) ||
+       !BSON_APPEND_INT64(&cursor, "id", 0) ||
+       !BSON_APPEND_UTF8(&cursor, "ns", "db.coll") ||
+       !bson_append_document_end(&body, &cursor) ||
+       !BSON_APPEND_DOUBLE(&body, "ok", 1.0)) {
+      bench_fatal("cannot build the body of %s", name);
+   }
+   size_t docs_len;
+   uint8_t *docs = make_documents(REPLY_DOCS, SMALL_SEED, SMALL_DOC_SIZE,
+                                  make_small_document, &docs_len);
+   make_message(c, name, &body, identifier, docs, docs_len, REPLY_DOCS);
+   bson_destroy(&body);
+   free(docs);
+}
+
+static bool
+make_reply_plain(bench_case_t *c, const char *data_dir)
+{
+   (void) data_dir;
+   make_reply_sequence(c, "reply_plain", "documents");
+   return true;
+}
+
+static bool
+make_reply_seq(bench_case_t *c, const char *data_dir)
+{
+   (void) data_dir;
+   make_reply_sequence(c, "reply_seq", "cursor.firstBatch");
+   return true;
+}
+
+static bool
+make_reply_next(bench_case_t *c, const char *data_dir)
+{
+   (void) data_dir;
+   make_reply_sequence(c, "reply_next", "cursor.nextBatch");
+   return true;
 }
 
 static bool
@@ -344,21 +574,62 @@ make_encode(bench_case_t *c, const char *data_dir)
 
 const bench_case_def_t bench_cases[] = {
    {"flat", "seed: a cursor reply, body only, one document of 145 scalar fields (6 KB)",
-    make_flat, "memcpy"},
+    make_flat, "memcpy", NULL},
    {"deep", "seed: a cursor reply, body only, one binary tree 9 levels deep (2 KB)",
-    make_deep, "memcpy"},
+    make_deep, "memcpy", NULL},
+   {"reply101", "generated: a find reply, body only, firstBatch of 101 documents of 500 bytes (50 KB)",
+    make_reply101, "memcpy", NULL},
    {"seq", "seed: an insert, 148-field body + 100 documents in a sequence (11 KB)",
-    make_seq, "memcpy"},
+    make_seq, "memcpy", NULL},
+   {"insert1k", "generated: an insert, 5-key body (lsid, txnNumber) + 1,000 documents of 1 KB (1 MB)",
+    make_insert1k, "memcpy", NULL},
+   {"reply_plain", "generated: a find reply, 101 documents of 140 bytes as a \"documents\" sequence",
+    make_reply_plain, "memcpy", "reply"},
+   {"reply_seq", "generated: reply_plain's documents as a \"cursor.firstBatch\" sequence",
+    make_reply_seq, "memcpy", "reply"},
+   {"reply_next", "generated: reply_plain's documents as a \"cursor.nextBatch\" sequence (getMore)",
+    make_reply_next, "memcpy", "reply"},
    {"big", "generated: an insert of 100,000 documents of ~350 bytes (35 MB)",
-    make_big, "memcpy"},
+    make_big, "memcpy", NULL},
    {"big_zstd", "big as OP_COMPRESSED with zstd (default level)",
-    make_big_zstd, "decompress"},
+    make_big_zstd, "decompress", NULL},
    {"big_snappy", "big as OP_COMPRESSED with snappy",
-    make_big_snappy, "decompress"},
+    make_big_snappy, "decompress", NULL},
    {"encode", "big's documents encoded as inserts split at maxWriteBatchSize 1000",
-    make_encode, "memcpy"},
+    make_encode, "memcpy", NULL},
 };
 const size_t bench_n_cases = sizeof bench_cases / sizeof bench_cases[0];
+
+/* Counts what the targets are computed from, through opmsg's view of the
+ * parsed message: sequences, their documents, and the top-level elements
+ * of those documents (what the top-level check walks and frames skips). */
+static void
+count_sequences(bench_case_t *c, const opmsg_msg_t *msg)
+{
+   opmsg_sequence_iter_t seqs;
+   opmsg_sequence_t seq;
+   opmsg_sequence_iter_init(&seqs, msg);
+   while (opmsg_sequence_iter_next(&seqs, &seq)) {
+      c->n_sequences++;
+      if (memchr(seq.identifier, '.', seq.identifier_len)) {
+         c->dotted = true;
+      }
+      opmsg_document_iter_t docs;
+      bson_t doc;
+      opmsg_document_iter_init(&docs, &seq);
+      while (opmsg_document_iter_next(&docs, &doc)) {
+         bson_iter_t it;
+         c->seq_docs++;
+         if (!bson_iter_init(&it, &doc)) {
+            bench_fatal("case %s: sequence document %llu unreadable", c->name,
+                        (unsigned long long) c->seq_docs);
+         }
+         while (bson_iter_next(&it)) {
+            c->seq_elements++;
+         }
+      }
+   }
+}
 
 void
 bench_case_finish(bench_case_t *c)
@@ -367,6 +638,7 @@ bench_case_finish(bench_case_t *c)
    size_t plain_len = c->plain ? c->plain_len : c->msg_len;
    opmsg_msg_t msg;
    bson_error_t error;
+   opmsg_options_init(&c->opts);
    if (!opmsg_parse(plain, plain_len, NULL, &msg, &error)) {
       bench_fatal("case %s does not parse: %s", c->name, error.message);
    }
@@ -377,10 +649,23 @@ bench_case_finish(bench_case_t *c)
        written != c->merged_len) {
       bench_fatal("case %s does not merge: %s", c->name, error.message);
    }
+   count_sequences(c, &msg);
    /* Touch the reused output buffer once so page faults are not timed. */
    c->out_cap = c->merged_len;
    c->out = bench_xmalloc(c->out_cap);
    memset(c->out, 0, c->out_cap);
+}
+
+void
+bench_case_at_level(const bench_case_t *base, opmsg_check_t check,
+                    bench_case_t *at)
+{
+   *at = *base;
+   at->opts.check = check;
+   memset(&at->parsed, 0, sizeof at->parsed);
+   if (base->kind != BENCH_KIND_ENCODE) {
+      bench_parse_or_die(at, &at->parsed);
+   }
 }
 
 void

@@ -62,8 +62,9 @@ bench_op_decompress(bench_case_t *c, bench_out_t *keep)
    return written;
 }
 
-/* Decompress into a reused buffer, parse what came out, merge into another
- * reused buffer: the zero-allocation path. */
+/* Decompress into a reused buffer, parse what came out (at the cell's
+ * level, like the outer message), merge into another reused buffer: the
+ * zero-allocation path. */
 size_t
 bench_op_decompress_merge(bench_case_t *c, bench_out_t *keep)
 {
@@ -73,7 +74,7 @@ bench_op_decompress_merge(bench_case_t *c, bench_out_t *keep)
    bench_parse_or_die(c, &msg);
    if (!opmsg_decompress_into(&msg, c->scratch, c->scratch_cap, &plain_len,
                               &error) ||
-       !opmsg_parse(c->scratch, plain_len, NULL, &inner, &error) ||
+       !opmsg_parse(c->scratch, plain_len, &c->opts, &inner, &error) ||
        !opmsg_merge_into(&inner, c->out, c->out_cap, &written, &error)) {
       bench_fatal("%s: decompress + merge: %s", c->name, error.message);
    }
@@ -82,14 +83,15 @@ bench_op_decompress_merge(bench_case_t *c, bench_out_t *keep)
 }
 
 /* The one-call API: opmsg_merge_compressed() (one buffer for the
- * decompressed message, one for the merged document). */
+ * decompressed message, one for the merged document), which parses the
+ * decompressed message with the cell's options. */
 size_t
 bench_op_merge_compressed(bench_case_t *c, bench_out_t *keep)
 {
    opmsg_msg_t msg;
    bson_error_t error;
    bench_parse_or_die(c, &msg);
-   bson_t *b = opmsg_merge_compressed(&msg, NULL, &error);
+   bson_t *b = opmsg_merge_compressed(&msg, &c->opts, &error);
    if (!b) {
       bench_fatal("%s: opmsg_merge_compressed: %s", c->name, error.message);
    }

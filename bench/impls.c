@@ -99,6 +99,104 @@ op_view(bench_case_t *c, bench_out_t *keep)
    return sum;
 }
 
+/* opmsg_parse() alone, at the cell's level: what every other opmsg
+ * implementation pays before it reads or writes anything. */
+static size_t
+op_parse(bench_case_t *c, bench_out_t *keep)
+{
+   opmsg_msg_t msg;
+   bench_parse_or_die(c, &msg);
+   (void) keep; /* nothing is written; check_parse() merges the result */
+   return msg.body_len + msg.n_sequences;
+}
+
+/* The command name and $db of a message parsed beforehand (c->parsed, at
+ * the cell's level): what routing a command costs once it is parsed. */
+static size_t
+op_name_db(bench_case_t *c, bench_out_t *keep)
+{
+   (void) keep;
+   const char *name = opmsg_command_name(&c->parsed);
+   uint32_t db_len = 0;
+   const char *db = opmsg_db(&c->parsed, &db_len);
+   return (name ? (unsigned char) name[0] : 0u) + (db ? db_len : 0u);
+}
+
+/* The same from the bytes: opmsg_parse + opmsg_command_name + opmsg_db. */
+static size_t
+op_parse_name_db(bench_case_t *c, bench_out_t *keep)
+{
+   (void) keep;
+   opmsg_msg_t msg;
+   bench_parse_or_die(c, &msg);
+   const char *name = opmsg_command_name(&msg);
+   uint32_t db_len = 0;
+   const char *db = opmsg_db(&msg, &db_len);
+   return (name ? (unsigned char) name[0] : 0u) + (db ? db_len : 0u);
+}
+
+/*
+ * What full validation costs with libbson alone: the sections found by hand
+ * (as the other baselines do), then bson_validate_with_error() over the body
+ * and every sequence document. The flags are the ones that ask libbson for
+ * what opmsg's full level checks (src/validate.c):
+ *  - BSON_VALIDATE_UTF8: the UTF-8 of every key and string-like value, at
+ *    every level (without it libbson >= 1.30 skips text entirely);
+ *  - BSON_VALIDATE_UTF8_ALLOW_NULL: string values may hold U+0000, as the
+ *    BSON corpus and validate.c allow (keys cannot, their NUL ends them);
+ *  - not BSON_VALIDATE_DOLLAR_KEYS, _DOT_KEYS or _EMPTY_KEYS: opmsg's full
+ *    level does not refuse such keys (every command body has "$db"), so
+ *    asking libbson to would measure a different rule.
+ * Types, lengths, terminators, booleans 0/1, binary subtype 2's inner length
+ * and nesting (100 levels on both sides) libbson checks whatever the flags.
+ * bson_validate_with_error() has the same prototype in libbson 1.23, 1.30
+ * and 2.x (bson.h: (const bson_t *, bson_validate_flags_t, bson_error_t *)),
+ * and the flag values have not changed. Level-independent: it does not
+ * parse with opmsg; "parse" at the full level is what it is compared with.
+ */
+#define LIBBSON_FULL_FLAGS \
+   ((bson_validate_flags_t) (BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL))
+
+static void
+libbson_validate_or_die(const bench_case_t *c, const uint8_t *data, size_t len,
+                        const char *what)
+{
+   bson_t doc;
+   bson_error_t error;
+   if (!bson_init_static(&doc, data, len)) {
+      bench_fatal("libbson_validate: %s: %s: bad frame", c->name, what);
+   }
+   if (!bson_validate_with_error(&doc, LIBBSON_FULL_FLAGS, &error)) {
+      bench_fatal("libbson_validate: %s: %s: %s", c->name, what, error.message);
+   }
+}
+
+static size_t
+op_libbson_validate(bench_case_t *c, bench_out_t *keep)
+{
+   bench_sections_t s;
+   bench_split_sections(c->msg, c->msg_len, &s);
+   libbson_validate_or_die(c, s.body, s.body_len, "body");
+   size_t n = 1;
+   for (size_t i = 0; i < s.n_seqs; i++) {
+      const uint8_t *p = s.seqs[i].docs;
+      const uint8_t *end = p + s.seqs[i].docs_len;
+      while (p < end) {
+         uint32_t doc_len = (size_t) (end - p) >= 4 ? bench_read_u32(p) : 0;
+         if (doc_len < 5 || doc_len > (size_t) (end - p)) {
+            bench_fatal("libbson_validate: %s: bad sequence document", c->name);
+         }
+         libbson_validate_or_die(c, p, doc_len, "sequence document");
+         p += doc_len;
+         n++;
+      }
+   }
+   if (keep) {
+      keep->len = n; /* documents validated, for check_validated() */
+   }
+   return n;
+}
+
 /* libmongoc 1.23's way of turning a command and its payload into one
  * document (_mongoc_cmd_append_payload_as_array, used for APM and
  * client-side encryption): copy the body, then append the payload documents
@@ -152,6 +250,9 @@ op_mongoc_append(bench_case_t *c, bench_out_t *keep)
 #define KIND_COMPRESSED BENCH_KIND_BIT(BENCH_KIND_COMPRESSED)
 #define KIND_ENCODE BENCH_KIND_BIT(BENCH_KIND_ENCODE)
 
+static void check_parse(const bench_case_t *c, const bench_out_t *out);
+static void check_validated(const bench_case_t *c, const bench_out_t *out);
+
 const bench_impl_t bench_impls[] = {
    {.name = "memcpy",
     .what = "memcpy of the merged document's size (encode: of the documents) into a reused buffer",
@@ -160,31 +261,47 @@ const bench_impl_t bench_impls[] = {
    {.name = "alloc_copy",
     .what = "one aligned block of the merged size, memcpy into it, free: merge_bson's floor, nothing checked",
     .op = op_alloc_copy, .kinds = KIND_MSG, .writes_output = true},
+   {.name = "parse",
+    .what = "opmsg_parse alone at the level",
+    .op = op_parse, .kinds = KIND_MSG, .per_level = true, .check = check_parse},
    {.name = "merge_bson",
     .what = "opmsg_parse + opmsg_merge_bson + bson_destroy",
-    .op = op_merge_bson, .kinds = KIND_MSG, .writes_output = true},
+    .op = op_merge_bson, .kinds = KIND_MSG, .per_level = true, .writes_output = true},
    {.name = "merge_into",
     .what = "opmsg_parse + opmsg_merge_into a reused buffer",
-    .op = op_merge_into, .kinds = KIND_MSG, .writes_output = true},
+    .op = op_merge_into, .kinds = KIND_MSG, .per_level = true, .writes_output = true},
    {.name = "view",
     .what = "opmsg_parse + command name, $db and every sequence document via the view API",
-    .op = op_view, .kinds = KIND_MSG, .writes_output = false},
+    .op = op_view, .kinds = KIND_MSG, .per_level = true, .check = bench_check_view},
+   {.name = "name_db",
+    .what = "opmsg_command_name + opmsg_db of a message parsed beforehand (the view alone)",
+    .op = op_name_db, .kinds = KIND_MSG, .per_level = true, .check = bench_check_view},
+   {.name = "parse_name_db",
+    .what = "opmsg_parse + opmsg_command_name + opmsg_db",
+    .op = op_parse_name_db, .kinds = KIND_MSG, .per_level = true, .check = bench_check_view},
+   {.name = "libbson_validate",
+    .what = "sections by hand, bson_validate_with_error (UTF8 | UTF8_ALLOW_NULL) of the body and every sequence document",
+    .op = op_libbson_validate, .kinds = KIND_MSG, .check = check_validated},
    {.name = "reencode_libbson",
     .what = "sections by hand, every value decoded with bson_iter and re-encoded with bson_append_*",
-    .op = bench_reencode_libbson, .kinds = KIND_MSG, .writes_output = true},
+    .op = bench_reencode_libbson, .kinds = KIND_MSG, .plain_identifiers = true,
+    .writes_output = true},
    {.name = "mongoc_append",
     .what = "libmongoc 1.23's way: bson_copy of the body + bson_append_document per sequence document",
-    .op = op_mongoc_append, .kinds = KIND_MSG, .writes_output = true},
+    .op = op_mongoc_append, .kinds = KIND_MSG, .plain_identifiers = true,
+    .writes_output = true},
    {.name = "decompress",
     .what = "opmsg_parse + opmsg_decompress_into a reused buffer (the limit of compressed cases)",
-    .op = bench_op_decompress, .kinds = KIND_COMPRESSED, .writes_output = true,
-    .expects_plain = true},
+    .op = bench_op_decompress, .kinds = KIND_COMPRESSED, .per_level = true,
+    .writes_output = true, .expects_plain = true},
    {.name = "decompress_merge",
     .what = "opmsg_parse + opmsg_decompress_into + opmsg_parse + opmsg_merge_into, reused buffers",
-    .op = bench_op_decompress_merge, .kinds = KIND_COMPRESSED, .writes_output = true},
+    .op = bench_op_decompress_merge, .kinds = KIND_COMPRESSED, .per_level = true,
+    .writes_output = true},
    {.name = "merge_compressed",
     .what = "opmsg_parse + opmsg_merge_compressed + bson_destroy",
-    .op = bench_op_merge_compressed, .kinds = KIND_COMPRESSED, .writes_output = true},
+    .op = bench_op_merge_compressed, .kinds = KIND_COMPRESSED, .per_level = true,
+    .writes_output = true},
    {.name = "encode_split",
     .what = "opmsg_splitter_* + opmsg_build_into every batch back to back into a reused buffer",
     .op = bench_op_encode_split, .kinds = KIND_ENCODE, .writes_output = true,
@@ -196,9 +313,37 @@ const size_t bench_n_impls = sizeof bench_impls / sizeof bench_impls[0];
  * Checking the view
  * ------------------------------------------------------------------------- */
 
-void
-bench_check_view(const bench_case_t *c)
+/* The parse at the cell's level must give the reference merge. */
+static void
+check_parse(const bench_case_t *c, const bench_out_t *out)
 {
+   (void) out;
+   opmsg_msg_t msg;
+   bson_error_t error;
+   size_t written = 0;
+   bench_parse_or_die(c, &msg);
+   if (opmsg_merged_size(&msg) != c->merged_len ||
+       !opmsg_merge_into(&msg, c->out, c->out_cap, &written, &error) ||
+       written != c->merged_len || memcmp(c->out, c->merged, written) != 0) {
+      bench_fatal("parse check: %s at %s: the merge differs", c->name,
+                  opmsg_check_name(c->opts.check));
+   }
+}
+
+/* libbson must have accepted the body and every sequence document. */
+static void
+check_validated(const bench_case_t *c, const bench_out_t *out)
+{
+   if (out->len != 1 + c->seq_docs) {
+      bench_fatal("libbson_validate check: %s: %zu documents validated, the message has %llu",
+                  c->name, out->len, (unsigned long long) (1 + c->seq_docs));
+   }
+}
+
+void
+bench_check_view(const bench_case_t *c, const bench_out_t *out)
+{
+   (void) out;
    opmsg_msg_t msg;
    bench_parse_or_die(c, &msg);
 

@@ -1,18 +1,21 @@
 /*
  * opmsg-bench - how fast is opmsg at turning an OP_MSG into one document?
  *
- * For every case (a wire message) and every implementation, opmsg-bench
- * checks the implementation's output once against opmsg's merge (a difference
- * is fatal), then times it: an adaptive number of operations per repetition
- * so a repetition lasts about 2 ms, as many repetitions as fill --seconds
- * (at least --reps), run round-robin with the case's other implementations;
- * the median of the repetitions is reported in ns per operation.
- * Allocations are counted through a counting bson_mem_vtable during the
- * timed repetitions.
+ * For every case (a wire message), every implementation and, for the
+ * implementations that parse with opmsg, every check level (frames,
+ * top-level, full: opmsg_options_t.check), opmsg-bench checks the output
+ * once against opmsg's merge (a difference is fatal), then times it: an
+ * adaptive number of operations per repetition so a repetition lasts about
+ * 2 ms, as many repetitions as fill --seconds (at least --reps), run
+ * round-robin with all the other cells of the case, every level's; the
+ * median of the repetitions is reported in ns per operation. Allocations
+ * are counted through a counting bson_mem_vtable during the timed
+ * repetitions.
  *
- * It is not a test: the targets of the project are printed as PASS or MISS
- * but never change the exit status. Exit 0 on success, 2 on a usage error,
- * 3 when something fails (an output differs, a case cannot be loaded).
+ * It is not a test: the targets of the project (targets.c) are printed as
+ * PASS or MISS but never change the exit status. Exit 0 on success, 2 on a
+ * usage error, 3 when something fails (an output differs, a case cannot be
+ * loaded).
  */
 #include "bench.h"
 #include "opmsg-private.h"
@@ -54,6 +57,7 @@ typedef struct {
    const char *data_dir;
    const char *cases; /* comma-separated filter, or NULL */
    const char *impls;
+   unsigned levels;   /* BENCH_LEVEL_BIT of each check level to run */
 } options_t;
 
 static void
@@ -61,7 +65,7 @@ usage(FILE *f)
 {
    fputs("usage: opmsg-bench [--json] [--quick] [--seconds S] [--reps N] [--cpu-time]\n"
          "                   [--case NAME[,NAME...]] [--impl NAME[,NAME...]]\n"
-         "                   [--data DIR] [--list]\n"
+         "                   [--check LEVEL[,LEVEL...]] [--data DIR] [--list]\n"
          "Times turning OP_MSG messages into one document; see "
          "docs/benchmarks.md.\n"
          "  --json        one JSON object per line instead of the table\n"
@@ -73,6 +77,8 @@ usage(FILE *f)
          "                CLOCK_MONOTONIC (steadier on a shared machine)\n"
          "  --case, --impl  only these (see --list); case crc32c is the "
          "checksum\n"
+         "  --check LEVEL  parse at this level only: frames, top-level or full\n"
+         "                (default: each of the three, every case)\n"
          "  --data DIR    where flat.bin, deep.bin, seq.bin are (or "
          "DIR/seed/)\n",
          f);
@@ -114,6 +120,30 @@ parse_double(const char *s, double *out)
 
 static void list_everything(void);
 
+/* The levels of --check: comma-separated names of opmsg_check_name(). */
+static bool
+parse_levels(const char *list, unsigned *levels)
+{
+   *levels = 0;
+   for (const char *p = list; *p;) {
+      const char *comma = strchr(p, ',');
+      size_t len = comma ? (size_t) (comma - p) : strlen(p);
+      char name[32];
+      opmsg_check_t check;
+      if (len == 0 || len >= sizeof name) {
+         return false;
+      }
+      memcpy(name, p, len);
+      name[len] = '\0';
+      if (!opmsg_check_from_name(name, &check)) {
+         return false;
+      }
+      *levels |= BENCH_LEVEL_BIT(check);
+      p += len + (comma ? 1 : 0);
+   }
+   return *levels != 0;
+}
+
 /* Returns -1 to go on, or an exit status. */
 static int
 parse_options(int argc, char **argv, options_t *o)
@@ -124,6 +154,10 @@ parse_options(int argc, char **argv, options_t *o)
    o->data_dir = NULL;
    o->cases = NULL;
    o->impls = NULL;
+   o->levels = 0;
+   for (size_t k = 0; k < BENCH_N_LEVELS; k++) {
+      o->levels |= BENCH_LEVEL_BIT(bench_levels[k]);
+   }
    for (int i = 1; i < argc; i++) {
       const char *a = argv[i];
       const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -164,6 +198,12 @@ parse_options(int argc, char **argv, options_t *o)
       } else if (v && !strcmp(a, "--impl")) {
          o->impls = v;
          i++;
+      } else if (v && !strcmp(a, "--check")) {
+         if (!parse_levels(v, &o->levels)) {
+            fprintf(stderr, "opmsg-bench: bad --check %s (frames, top-level, full)\n", v);
+            return 2;
+         }
+         i++;
       } else {
          fprintf(stderr, "opmsg-bench: unknown or incomplete option %s\n", a);
          usage(stderr);
@@ -177,51 +217,37 @@ parse_options(int argc, char **argv, options_t *o)
  * Results
  * ------------------------------------------------------------------------- */
 
-typedef struct {
-   const char *case_name;
-   const char *impl_name;
-   double ns_per_op;
-   size_t bytes_out;
-   double allocs_per_op;
-   size_t peak_bytes;   /* most heap bytes held at once, above the start */
-   uint64_t ops;        /* operations timed */
-   const char *baseline; /* the impl the "x" column divides by */
-} result_t;
+typedef bench_result_t result_t;
 
-#define MAX_RESULTS 256
+#define MAX_RESULTS 1024
 static result_t results[MAX_RESULTS];
 static size_t n_results;
+#define MAX_CASES 32
+static bench_case_info_t case_infos[MAX_CASES];
+static size_t n_case_infos;
+static bench_run_t run = {results, 0, case_infos, 0, 0};
 
 static const result_t *
-find_result(const char *case_name, const char *impl_name)
+find_result(const char *case_name, const char *impl_name, int level)
 {
-   for (size_t i = 0; i < n_results; i++) {
-      if (!strcmp(results[i].case_name, case_name) &&
-          !strcmp(results[i].impl_name, impl_name)) {
-         return &results[i];
-      }
-   }
-   return NULL;
+   run.n_results = n_results;
+   return bench_find_result(&run, case_name, impl_name, level);
 }
 
-static void
-format_allocs(char *buf, size_t size, double allocs)
-{
-   if (allocs == floor(allocs) && allocs < 1e15) {
-      snprintf(buf, size, "%.0f", allocs);
-   } else {
-      snprintf(buf, size, "%.2f", allocs);
-   }
-}
-
+/* {"case": "seq", "check": "frames", "impl": "merge_into", ...}; "check"
+ * is null for an implementation that does not parse with opmsg. */
 static void
 print_json(const result_t *r)
 {
    char allocs[32];
-   format_allocs(allocs, sizeof allocs, r->allocs_per_op);
-   printf("{\"case\": \"%s\", \"impl\": \"%s\", \"ns_per_op\": %.1f, "
-          "\"bytes_out\": %zu, \"allocs_per_op\": %s}\n",
-          r->case_name, r->impl_name, r->ns_per_op, r->bytes_out, allocs);
+   char check[32] = "null";
+   bench_format_allocs(allocs, sizeof allocs, r->allocs_per_op);
+   if (r->level != BENCH_LEVEL_NONE) {
+      snprintf(check, sizeof check, "\"%s\"", bench_level_name(r->level));
+   }
+   printf("{\"case\": \"%s\", \"check\": %s, \"impl\": \"%s\", "
+          "\"ns_per_op\": %.1f, \"bytes_out\": %zu, \"allocs_per_op\": %s}\n",
+          r->case_name, check, r->impl_name, r->ns_per_op, r->bytes_out, allocs);
    fflush(stdout);
 }
 
@@ -252,9 +278,10 @@ compare_double(const void *a, const void *b)
    return (x > y) - (x < y);
 }
 
-/* One implementation being timed on one case. */
+/* One implementation being timed on one case at one level. */
 typedef struct {
    bench_op_fn op;
+   bench_case_t *c;      /* the case, as the level parses it */
    uint64_t iters;       /* operations per repetition */
    int target;           /* repetitions to run */
    double samples[MAX_SAMPLES]; /* ns per operation, one per repetition */
@@ -278,6 +305,7 @@ cell_calibrate(cell_t *cell, bench_op_fn op, bench_case_t *c,
 {
    memset(cell, 0, sizeof *cell);
    cell->op = op;
+   cell->c = c;
    uint64_t iters = 1;
    double t = run_batch(op, c, iters);
    while (t < REP_NS / 4 && iters < (UINT64_C(1) << 40)) {
@@ -294,11 +322,11 @@ cell_calibrate(cell_t *cell, bench_op_fn op, bench_case_t *c,
 
 /* One repetition, with allocation counting. */
 static void
-cell_run(cell_t *cell, bench_case_t *c)
+cell_run(cell_t *cell)
 {
    bench_alloc_stats_t st;
    bench_alloc_reset();
-   double t = run_batch(cell->op, c, cell->iters);
+   double t = run_batch(cell->op, cell->c, cell->iters);
    bench_alloc_get(&st);
    cell->samples[cell->n_samples++] = t / (double) cell->iters;
    cell->calls += st.calls;
@@ -311,13 +339,13 @@ cell_run(cell_t *cell, bench_case_t *c)
  * so that a burst of load from elsewhere hits them alike instead of skewing
  * their ratios. */
 static void
-cells_run(cell_t *cells, size_t n, bench_case_t *c)
+cells_run(cell_t *cells, size_t n)
 {
    for (bool more = true; more;) {
       more = false;
       for (size_t i = 0; i < n; i++) {
          if (cells[i].n_samples < cells[i].target) {
-            cell_run(&cells[i], c);
+            cell_run(&cells[i]);
             more = true;
          }
       }
@@ -343,21 +371,19 @@ check_output(const bench_impl_t *impl, bench_case_t *c)
 {
    bench_out_t keep = {NULL, 0, NULL};
    size_t value = impl->op(c, &keep);
-   size_t bytes_out = 0;
-   if (!impl->writes_output) {
-      bench_check_view(c);
-   } else if (impl->check) {
+   size_t bytes_out = impl->writes_output ? keep.len : 0;
+   if (impl->check) {
       impl->check(c, &keep);
-      bytes_out = keep.len;
-   } else {
+   } else if (impl->writes_output) {
       const uint8_t *want = impl->expects_plain ? c->plain : c->merged;
       size_t want_len = impl->expects_plain ? c->plain_len : c->merged_len;
       if (keep.len != want_len || memcmp(keep.data, want, want_len) != 0) {
-         bench_fatal("%s/%s: output (%zu bytes) differs from opmsg's merge "
-                     "(%zu bytes)",
-                     c->name, impl->name, keep.len, want_len);
+         bench_fatal("%s/%s at %s: output (%zu bytes) differs from opmsg's "
+                     "merge (%zu bytes)",
+                     c->name, impl->name,
+                     impl->per_level ? opmsg_check_name(c->opts.check) : "-",
+                     keep.len, want_len);
       }
-      bytes_out = keep.len;
    }
    if (keep.owned) {
       bson_destroy(keep.owned);
@@ -427,11 +453,24 @@ measure_crc(const options_t *o, crc_result_t *cr)
    memset(r, 0, sizeof r);
    cell_calibrate(&cells[0], op_crc_default, &none, o);
    cell_calibrate(&cells[1], op_crc_portable, &none, o);
-   cells_run(cells, 2, &none);
+   cells_run(cells, 2);
    cell_finish(&cells[0], &r[0]);
    cell_finish(&cells[1], &r[1]);
    r[0].impl_name = cr->implementation;
    r[1].impl_name = "portable";
+   r[0].level = r[1].level = BENCH_LEVEL_NONE;
+   /* Kept with the other results, for the target; the portable table once
+    * (it is also the default when there is no ISA-L). */
+   for (size_t i = 0; i < 2 && n_results < MAX_RESULTS; i++) {
+      if (i == 0 || strcmp(r[0].impl_name, r[1].impl_name) != 0) {
+         results[n_results] = r[i];
+         results[n_results].case_name = "crc32c";
+         results[n_results].level = BENCH_LEVEL_NONE;
+         results[n_results].bytes_out = 4;
+         n_results++;
+      }
+   }
+
    cr->gbps = (double) CRC_BYTES / r[0].ns_per_op;
    cr->portable_gbps = (double) CRC_BYTES / r[1].ns_per_op;
    cr->measured = true;
@@ -450,11 +489,12 @@ measure_crc(const options_t *o, crc_result_t *cr)
  * Report
  * ------------------------------------------------------------------------- */
 
+/* t(num) / t(den) on a case at a level; NAN when either is missing. */
 static double
-ratio(const char *case_name, const char *num, const char *den)
+ratio(const char *case_name, const char *num, const char *den, int level)
 {
-   const result_t *a = find_result(case_name, num);
-   const result_t *b = find_result(case_name, den);
+   const result_t *a = find_result(case_name, num, level);
+   const result_t *b = find_result(case_name, den, level);
    if (!a || !b || b->ns_per_op <= 0) {
       return NAN;
    }
@@ -464,8 +504,8 @@ ratio(const char *case_name, const char *num, const char *den)
 static void
 print_table_header(void)
 {
-   printf("%-10s %-17s %14s %10s %11s %10s %12s\n", "case", "impl", "ns/op",
-          "x limit", "bytes_out", "allocs/op", "peak bytes");
+   printf("%-11s %-9s %-16s %14s %9s %11s %9s %11s\n", "case", "check",
+          "impl", "ns/op", "x limit", "bytes_out", "allocs/op", "peak bytes");
 }
 
 static void
@@ -473,180 +513,65 @@ print_table_row(const result_t *r)
 {
    char allocs[32];
    char vs[32] = "";
-   format_allocs(allocs, sizeof allocs, r->allocs_per_op);
-   double x = r->baseline ? ratio(r->case_name, r->impl_name, r->baseline) : NAN;
+   bench_format_allocs(allocs, sizeof allocs, r->allocs_per_op);
+   double x = r->baseline
+                 ? ratio(r->case_name, r->impl_name, r->baseline, r->level)
+                 : NAN;
    if (!isnan(x)) {
       snprintf(vs, sizeof vs, "%.2f", x);
    }
-   printf("%-10s %-17s %14.1f %10s %11zu %10s %12zu\n", r->case_name,
-          r->impl_name, r->ns_per_op, vs, r->bytes_out, allocs, r->peak_bytes);
+   printf("%-11s %-9s %-16s %14.1f %9s %11zu %9s %11zu\n", r->case_name,
+          bench_level_name(r->level), r->impl_name, r->ns_per_op, vs,
+          r->bytes_out, allocs, r->peak_bytes);
    fflush(stdout);
 }
 
-/* The project's speed targets (issues 2 and 3). */
-typedef enum { AT_MOST, AT_LEAST } sense_t;
-
-typedef struct {
-   const char *case_name;
-   const char *num;  /* ratio num/den ... */
-   const char *den;
-   sense_t sense;
-   double bound;
-   const char *text;
-} target_t;
-
-static const target_t speed_targets[] = {
-   {"big", "merge_into", "memcpy", AT_MOST, 1.2, "merge_into <= 1.2x memcpy on big"},
-   {"seq", "merge_into", "memcpy", AT_MOST, 3.0, "merge_into <= 3x memcpy on seq"},
-   {"flat", "reencode_libbson", "merge_bson", AT_LEAST, 100, "merge_bson >= 100x faster than reencode_libbson on flat"},
-   {"deep", "reencode_libbson", "merge_bson", AT_LEAST, 100, "merge_bson >= 100x faster than reencode_libbson on deep"},
-   {"seq", "reencode_libbson", "merge_bson", AT_LEAST, 30, "merge_bson >= 30x faster than reencode_libbson on seq"},
-   {"seq", "mongoc_append", "merge_bson", AT_LEAST, 3, "merge_bson >= 3x faster than mongoc_append on seq"},
-};
-
-typedef struct {
-   const char *impl;
-   double allocs;
-} alloc_target_t;
-
-static const alloc_target_t alloc_targets[] = {
-   {"merge_bson", 1}, {"merge_into", 0}, {"view", 0},
-};
-
+/* The ratios of each case at each level (a level-independent pair once). */
 static void
 print_ratios(FILE *f)
 {
-   if (n_results == 0) {
+   static const struct {
+      const char *label, *num, *den;
+   } pairs[] = {
+      {"merge_into/memcpy", "merge_into", "memcpy"},
+      {"merge_bson/alloc_copy", "merge_bson", "alloc_copy"},
+      {"view/merge_into", "view", "merge_into"},
+      {"reencode/merge_bson", "reencode_libbson", "merge_bson"},
+      {"mongoc_append/merge_bson", "mongoc_append", "merge_bson"},
+      {"libbson_validate/parse", "libbson_validate", "parse"},
+      {"decompress_merge/decompress", "decompress_merge", "decompress"},
+      {"encode_split/memcpy", "encode_split", "memcpy"},
+   };
+   if (n_case_infos == 0) {
       return;
    }
    fprintf(f, "\nratios (time / time):\n");
-   for (size_t i = 0; i < n_results; i++) {
-      const char *cn = results[i].case_name;
-      bool first = true;
-      for (size_t j = 0; j < i; j++) {
-         if (!strcmp(results[j].case_name, cn)) {
-            first = false;
+   for (size_t i = 0; i < n_case_infos; i++) {
+      const char *cn = case_infos[i].name;
+      for (int k = -1; k < BENCH_N_LEVELS; k++) {
+         int level = k < 0 ? BENCH_LEVEL_NONE : (int) bench_levels[k];
+         bool any = false;
+         for (size_t j = 0; j < sizeof pairs / sizeof pairs[0]; j++) {
+            const result_t *a = find_result(cn, pairs[j].num, level);
+            const result_t *b = find_result(cn, pairs[j].den, level);
+            /* At a level, the pairs with a cell of that level; without
+             * one, the pairs of level-independent cells only. */
+            if (!a || !b ||
+                (level == BENCH_LEVEL_NONE) !=
+                   (a->level == BENCH_LEVEL_NONE && b->level == BENCH_LEVEL_NONE)) {
+               continue;
+            }
+            double x = a->ns_per_op / b->ns_per_op;
+            if (!any) {
+               fprintf(f, "  %-11s %-9s", cn, bench_level_name(level));
+               any = true;
+            }
+            fprintf(f, "  %s %.*fx", pairs[j].label, x >= 10 ? 1 : 2, x);
+         }
+         if (any) {
+            fprintf(f, "\n");
          }
       }
-      if (!first) {
-         continue;
-      }
-      double x[5] = {
-         ratio(cn, "merge_into", "memcpy"),
-         ratio(cn, "reencode_libbson", "merge_bson"),
-         ratio(cn, "mongoc_append", "merge_bson"),
-         ratio(cn, "decompress_merge", "decompress"),
-         ratio(cn, "encode_split", "memcpy"),
-      };
-      static const char *const label[5] = {
-         "merge_into/memcpy", "reencode/merge_bson", "mongoc_append/merge_bson",
-         "decompress_merge/decompress", "encode_split/memcpy",
-      };
-      bool any = false;
-      for (size_t k = 0; k < 5; k++) {
-         if (isnan(x[k])) {
-            continue;
-         }
-         if (!any) {
-            fprintf(f, "  %-10s", cn);
-            any = true;
-         }
-         fprintf(f, "  %s %.*fx", label[k], x[k] >= 10 ? 1 : 2, x[k]);
-      }
-      if (!any) {
-         continue;
-      }
-      fprintf(f, "\n");
-   }
-}
-
-static void
-print_targets(FILE *f, const crc_result_t *crc)
-{
-   fprintf(f, "\ntargets (informative, never fatal):\n");
-   for (size_t i = 0; i < sizeof speed_targets / sizeof speed_targets[0]; i++) {
-      const target_t *t = &speed_targets[i];
-      double x = ratio(t->case_name, t->num, t->den);
-      if (isnan(x)) {
-         fprintf(f, "  SKIP %s (not measured)\n", t->text);
-         continue;
-      }
-      bool pass = t->sense == AT_MOST ? x <= t->bound : x >= t->bound;
-      fprintf(f, "  %s %s: %.2fx\n", pass ? "PASS" : "MISS", t->text, x);
-      /* A target against merge_bson leaves a time budget; the bare
-       * allocation and copy take part of it, and what is left is for
-       * parsing and checking, which the view alone (parse, no copy) shows. */
-      const result_t *num = find_result(t->case_name, t->num);
-      const result_t *floor = find_result(t->case_name, "alloc_copy");
-      const result_t *view = find_result(t->case_name, "view");
-      const result_t *copy = find_result(t->case_name, "memcpy");
-      if (strcmp(t->num, "merge_into") == 0 && copy && t->sense == AT_MOST) {
-         fprintf(f, "       leaves %.1f ns beside the copy for parsing and checking; the view (parse, no copy) takes %.1f ns\n",
-                 (t->bound - 1) * copy->ns_per_op, view ? view->ns_per_op : NAN);
-      }
-      if (strcmp(t->den, "merge_bson") == 0 && num && floor && t->sense == AT_LEAST) {
-         double left = num->ns_per_op / t->bound - floor->ns_per_op;
-         if (left <= 0) {
-            fprintf(f, "       out of reach: alloc_copy alone (no parse, no check) takes %.1f ns of the %.1f ns allowed\n",
-                    floor->ns_per_op, num->ns_per_op / t->bound);
-         } else {
-            fprintf(f, "       leaves %.1f ns beside alloc_copy for parsing and checking; the view (parse, no copy) takes %.1f ns\n",
-                    left, view ? view->ns_per_op : NAN);
-         }
-      }
-   }
-   /* Issue 3: merging a compressed message adds no more than a memcpy of
-    * the merged document to decompressing it. */
-   static const char *const compressed[] = {"big_zstd", "big_snappy"};
-   for (size_t i = 0; i < sizeof compressed / sizeof compressed[0]; i++) {
-      const result_t *both = find_result(compressed[i], "decompress_merge");
-      const result_t *alone = find_result(compressed[i], "decompress");
-      const result_t *copy = find_result(compressed[i], "memcpy");
-      if (!both || !alone || !copy) {
-         fprintf(f, "  SKIP merging adds <= a memcpy to decompressing on %s (not measured)\n",
-                 compressed[i]);
-         continue;
-      }
-      double added = both->ns_per_op - alone->ns_per_op;
-      fprintf(f, "  %s merging adds <= a memcpy to decompressing on %s: +%.0f ns vs memcpy %.0f ns (%.2fx)\n",
-              added <= copy->ns_per_op ? "PASS" : "MISS", compressed[i], added,
-              copy->ns_per_op, added / copy->ns_per_op);
-   }
-   for (size_t i = 0; i < sizeof alloc_targets / sizeof alloc_targets[0]; i++) {
-      const alloc_target_t *t = &alloc_targets[i];
-      bool any = false, pass = true;
-      char seen[256] = "";
-      for (size_t j = 0; j < n_results; j++) {
-         const result_t *r = &results[j];
-         if (strcmp(r->impl_name, t->impl) != 0) {
-            continue;
-         }
-         any = true;
-         char allocs[32];
-         format_allocs(allocs, sizeof allocs, r->allocs_per_op);
-         size_t used = strlen(seen);
-         snprintf(seen + used, sizeof seen - used, "%s%s %s", used ? ", " : "",
-                  r->case_name, allocs);
-         if (r->allocs_per_op != t->allocs) {
-            pass = false;
-         }
-      }
-      if (!any) {
-         fprintf(f, "  SKIP %s: exactly %.0f allocation(s) per op (not measured)\n",
-                 t->impl, t->allocs);
-      } else {
-         fprintf(f, "  %s %s: exactly %.0f allocation(s) per op: %s\n",
-                 pass ? "PASS" : "MISS", t->impl, t->allocs, seen);
-      }
-   }
-   if (!crc->measured) {
-      fprintf(f, "  SKIP CRC-32C >= 40 GB/s on 1 MiB (not measured)\n");
-   } else if (strcmp(crc->implementation, "isa-l") != 0) {
-      fprintf(f, "  SKIP CRC-32C >= 40 GB/s on 1 MiB (built without ISA-L: %.2f GB/s)\n",
-              crc->gbps);
-   } else {
-      fprintf(f, "  %s CRC-32C >= 40 GB/s on 1 MiB with ISA-L: %.2f GB/s\n",
-              crc->gbps >= 40 ? "PASS" : "MISS", crc->gbps);
    }
 }
 
@@ -659,9 +584,14 @@ list_everything(void)
    }
    printf("  %-12s opmsg_crc32c over 1 MiB in cache, and the portable table\n",
           "crc32c");
-   printf("impls:\n");
+   printf("impls (* once per check level):\n");
    for (size_t i = 0; i < bench_n_impls; i++) {
-      printf("  %-17s %s\n", bench_impls[i].name, bench_impls[i].what);
+      printf("  %-17s %s %s\n", bench_impls[i].name,
+             bench_impls[i].per_level ? "*" : " ", bench_impls[i].what);
+   }
+   printf("check levels (--check):\n");
+   for (size_t k = 0; k < BENCH_N_LEVELS; k++) {
+      printf("  %s\n", opmsg_check_name(bench_levels[k]));
    }
 }
 
@@ -669,41 +599,99 @@ list_everything(void)
  * main
  * ------------------------------------------------------------------------- */
 
-/* Checks and calibrates every implementation that applies to the case (the
- * baseline first, as the other rows are compared with it), then runs their
- * repetitions round-robin. */
-static void
-run_case(const bench_case_def_t *def, bench_case_t *c, const options_t *o)
+/* Whether impl runs on case c (kind, --impl, identifiers). */
+static bool
+impl_applies(const bench_impl_t *impl, const bench_case_t *c,
+             const options_t *o)
 {
-   const bench_impl_t *impls[32];
+   return (impl->kinds & BENCH_KIND_BIT(c->kind)) &&
+          selected(o->impls, impl->name) && !(impl->plain_identifiers && c->dotted);
+}
+
+#define MAX_CELLS 128
+#define MAX_GROUP 4
+
+/*
+ * Checks and calibrates every cell of the cases of a group (one case, or
+ * the consecutive cases of one bench_case_def_t.group): each
+ * level-independent implementation once per case, each implementation
+ * that parses with opmsg once per case and level (the baseline first in
+ * each group, as the other rows are compared with it), then runs all their
+ * repetitions round-robin, so that levels and cases are compared under the
+ * same load as the implementations.
+ */
+static void
+run_cases(const bench_case_def_t *const *defs, bench_case_t *cs, size_t n_cs,
+          const options_t *o)
+{
+   /* Each case as each level parses it: copies sharing its buffers. */
+   static bench_case_t at[MAX_GROUP][BENCH_N_LEVELS];
+   static cell_t cells[MAX_CELLS];
+   const bench_impl_t *impls[MAX_CELLS];
+   bench_case_t *ctx[MAX_CELLS];
+   int levels[MAX_CELLS];
+   size_t first_cell[MAX_GROUP + 1];
    size_t n = 0;
-   for (int pass = 0; pass < 2; pass++) {
-      for (size_t i = 0; i < bench_n_impls && n < 32; i++) {
-         const bench_impl_t *impl = &bench_impls[i];
-         bool is_baseline = !strcmp(impl->name, def->baseline);
-         if ((pass == 0) == is_baseline &&
-             (impl->kinds & BENCH_KIND_BIT(c->kind)) &&
-             selected(o->impls, impl->name)) {
-            impls[n++] = impl;
+   if (n_cs > MAX_GROUP) {
+      bench_fatal("a group of more than %d cases", MAX_GROUP);
+   }
+   for (size_t g = 0; g < n_cs; g++) {
+      const bench_case_def_t *def = defs[g];
+      bench_case_t *c = &cs[g];
+      first_cell[g] = n;
+      for (int k = -1; k < BENCH_N_LEVELS; k++) {
+         int level = k < 0 ? BENCH_LEVEL_NONE : (int) bench_levels[k];
+         if (k >= 0) {
+            if (!(o->levels & BENCH_LEVEL_BIT(level))) {
+               continue;
+            }
+            bench_case_at_level(c, (opmsg_check_t) level, &at[g][k]);
+         }
+         for (int pass = 0; pass < 2; pass++) {
+            for (size_t i = 0; i < bench_n_impls; i++) {
+               const bench_impl_t *impl = &bench_impls[i];
+               bool is_baseline = !strcmp(impl->name, def->baseline);
+               if ((pass == 0) != is_baseline || impl->per_level != (k >= 0) ||
+                   !impl_applies(impl, c, o)) {
+                  continue;
+               }
+               if (n == MAX_CELLS) {
+                  bench_fatal("%s: too many cells", c->name);
+               }
+               impls[n] = impl;
+               ctx[n] = k >= 0 ? &at[g][k] : c;
+               levels[n] = level;
+               n++;
+            }
          }
       }
+      if (n_case_infos == MAX_CASES) {
+         bench_fatal("too many cases");
+      }
+      case_infos[n_case_infos].name = c->name;
+      case_infos[n_case_infos].kind = c->kind;
+      case_infos[n_case_infos].seq_elements = c->seq_elements;
+      n_case_infos++;
    }
+   first_cell[n_cs] = n;
    if (n_results + n > MAX_RESULTS) {
       bench_fatal("too many results");
    }
 
-   static cell_t cells[32];
    result_t *first = &results[n_results];
-   for (size_t i = 0; i < n; i++) {
-      result_t *r = &results[n_results + i];
-      memset(r, 0, sizeof *r);
-      r->case_name = c->name;
-      r->impl_name = impls[i]->name;
-      r->baseline = def->baseline;
-      r->bytes_out = check_output(impls[i], c);
-      cell_calibrate(&cells[i], impls[i]->op, c, o);
+   for (size_t g = 0; g < n_cs; g++) {
+      for (size_t i = first_cell[g]; i < first_cell[g + 1]; i++) {
+         result_t *r = &first[i];
+         memset(r, 0, sizeof *r);
+         r->case_name = cs[g].name;
+         r->impl_name = impls[i]->name;
+         r->level = levels[i];
+         r->baseline = defs[g]->baseline;
+         r->bytes_out = check_output(impls[i], ctx[i]);
+         cell_calibrate(&cells[i], impls[i]->op, ctx[i], o);
+      }
    }
-   cells_run(cells, n, c);
+   cells_run(cells, n);
    n_results += n;
    for (size_t i = 0; i < n; i++) {
       cell_finish(&cells[i], &first[i]);
@@ -759,31 +747,59 @@ main(int argc, char **argv)
       return 2;
    }
    if (!o.json) {
+      char levels[64] = "";
+      for (size_t k = 0; k < BENCH_N_LEVELS; k++) {
+         if (o.levels & BENCH_LEVEL_BIT(bench_levels[k])) {
+            size_t used = strlen(levels);
+            snprintf(levels + used, sizeof levels - used, "%s%s",
+                     used ? ", " : "", opmsg_check_name(bench_levels[k]));
+         }
+      }
       printf("opmsg-bench %s: libbson %s, CRC-32C %s; %.2f s per cell, "
-             "median of >= %d repetitions, %s\n",
+             "median of >= %d repetitions, %s; check levels %s\n",
              opmsg_version_string(), bson_get_version(),
              opmsg_crc32c_implementation(), o.seconds, o.reps,
-             bench_clock == CLOCK_MONOTONIC ? "wall time" : "thread CPU time");
+             bench_clock == CLOCK_MONOTONIC ? "wall time" : "thread CPU time",
+             levels);
    }
 
    size_t n_selected = 0;
-   for (size_t i = 0; i < bench_n_cases; i++) {
-      const bench_case_def_t *def = &bench_cases[i];
-      if (!selected(o.cases, def->name)) {
-         continue;
+   for (size_t i = 0; i < bench_n_cases;) {
+      /* The case, or the selected cases of its group. */
+      const char *group = bench_cases[i].group;
+      size_t end = i + 1;
+      while (group && end < bench_n_cases && bench_cases[end].group &&
+             !strcmp(bench_cases[end].group, group)) {
+         end++;
       }
-      if (!o.json && n_selected == 0) {
-         printf("\n");
-         print_table_header();
+      const bench_case_def_t *defs[MAX_GROUP];
+      static bench_case_t cs[MAX_GROUP];
+      size_t n_cs = 0;
+      for (; i < end; i++) {
+         const bench_case_def_t *def = &bench_cases[i];
+         if (!selected(o.cases, def->name)) {
+            continue;
+         }
+         if (n_cs == MAX_GROUP) {
+            bench_fatal("group %s has more than %d cases", group, MAX_GROUP);
+         }
+         if (!o.json && n_selected == 0) {
+            printf("\n");
+            print_table_header();
+         }
+         n_selected++;
+         memset(&cs[n_cs], 0, sizeof cs[n_cs]);
+         if (!def->make(&cs[n_cs], o.data_dir)) {
+            return 3;
+         }
+         defs[n_cs++] = def;
       }
-      n_selected++;
-      bench_case_t c;
-      memset(&c, 0, sizeof c);
-      if (!def->make(&c, o.data_dir)) {
-         return 3;
+      if (n_cs) {
+         run_cases(defs, cs, n_cs, &o);
       }
-      run_case(def, &c, &o);
-      bench_case_free(&c);
+      for (size_t g = 0; g < n_cs; g++) {
+         bench_case_free(&cs[g]);
+      }
    }
 
    crc_result_t crc;
@@ -811,7 +827,10 @@ main(int argc, char **argv)
               crc.implementation, crc.gbps, crc.portable_gbps);
    }
    print_ratios(summary);
-   print_targets(summary, &crc);
+   run.n_results = n_results;
+   run.n_cases = n_case_infos;
+   run.levels = o.levels;
+   bench_print_targets(&run, summary, o.json);
    if (!o.json && strcmp(bench_data_dir_used(), "(none)") != 0) {
       printf("\nseed data: %s\n", bench_data_dir_used());
    }

@@ -10,8 +10,12 @@
 # OPMSG_BENCH_ARGS gives opmsg-bench's options (default "--cpu-time": the
 # thread's CPU time, which equals wall time on an idle machine and leaves out
 # the time other jobs hold the CPU on a busy one; "--quick" for a fast run).
+# OPMSG_BENCH_CHART_CHECK is the check level the chart shows for the
+# implementations that parse with opmsg (default top-level; the table has
+# every level).
 set -eu
 : "${OPMSG_BENCH_ARGS=--cpu-time}"
+: "${OPMSG_BENCH_CHART_CHECK=top-level}"
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
@@ -34,49 +38,57 @@ command -v gnuplot >/dev/null 2>&1 || {
 }
 mkdir -p "$out"
 
-echo "report.sh: running opmsg-bench --json ${OPMSG_BENCH_ARGS} (about a minute)" >&2
+echo "report.sh: running opmsg-bench --json ${OPMSG_BENCH_ARGS} (a few minutes)" >&2
 # shellcheck disable=SC2086 # OPMSG_BENCH_ARGS is a list of options
 "$bench" --json ${OPMSG_BENCH_ARGS} >"$out/results.jsonl" 2>"$out/summary.txt"
 
-# The lines are opmsg-bench's own fixed format:
-# {"case": "seq", "impl": "merge_into", "ns_per_op": 123.4, "bytes_out": 11293, "allocs_per_op": 0}
-# Split on the quotes: $4 is the case, $8 the impl, $11, $13 and $15 hold the
-# numbers. Each case is compared with its limit: decompress for the
-# compressed cases, memcpy for the others.
+# The result lines are opmsg-bench's own format, one object per line:
+# {"case": "seq", "check": "frames", "impl": "merge_into", "ns_per_op": 123.4, "bytes_out": 11293, "allocs_per_op": 0}
+# ("check" is null for an implementation that does not parse with opmsg);
+# the {"target": ...} lines are the summary's, which is kept whole below.
+# Fields are read by name. Each case is compared with its limit at the same
+# level: decompress for the compressed cases, memcpy for the others.
 tsv=$out/results.tsv
-awk -F'"' '
+awk '
+   function field(line, key,    v) {
+      if (!match(line, "\"" key "\": (\"[^\"]*\"|[^,}]*)")) return ""
+      v = substr(line, RSTART + length(key) + 4, RLENGTH - length(key) - 4)
+      gsub(/^"|"$/, "", v)
+      return v
+   }
    /^\{"case"/ {
-      ns = $11; gsub(/[^0-9.]/, "", ns)
-      bytes = $13; gsub(/[^0-9]/, "", bytes)
-      allocs = $15; gsub(/[^0-9.]/, "", allocs)
-      printf "%s\t%s\t%s\t%s\t%s\n", $4, $8, ns, bytes, allocs
+      check = field($0, "check"); if (check == "null" || check == "") check = "-"
+      printf "%s\t%s\t%s\t%s\t%s\t%s\n", field($0, "case"), check, field($0, "impl"),
+         field($0, "ns_per_op"), field($0, "bytes_out"), field($0, "allocs_per_op")
    }' "$out/results.jsonl" >"$tsv"
 
 # Gnuplot data: one row per case, one column per implementation, each value
-# the time relative to the case's limit ("-" where an impl does not apply).
+# the time relative to the case's limit ("-" where an impl does not apply),
+# at the chart's check level (level-independent cells at every level).
 matrix() { # $1: cases, $2: impls, $3: file
-   awk -F'\t' -v cases="$1" -v impls="$2" '
-      { ns[$1 "/" $2] = $3 }
+   awk -F'\t' -v cases="$1" -v impls="$2" -v level="$OPMSG_BENCH_CHART_CHECK" '
+      { ns[$1 "/" $2 "/" $3] = $4 }
+      function t(c, m) { return ((c "/" level "/" m) in ns) ? ns[c "/" level "/" m] : ns[c "/-/" m] }
       END {
          nc = split(cases, c, " "); ni = split(impls, m, " ")
          printf "case"; for (j = 1; j <= ni; j++) printf "\t%s", m[j]; printf "\n"
          for (i = 1; i <= nc; i++) {
             base = (c[i] ~ /_zstd$|_snappy$/) ? "decompress" : "memcpy"
-            b = ns[c[i] "/" base]
+            b = t(c[i], base)
             if (b == "") continue
             printf "%s", c[i]
             for (j = 1; j <= ni; j++) {
-               v = ns[c[i] "/" m[j]]
+               v = t(c[i], m[j])
                if (v == "") printf "\t-"; else printf "\t%.4g", v / b
             }
             printf "\n"
          }
       }' "$tsv" >"$3"
 }
-matrix "flat deep seq big" \
-   "memcpy alloc_copy merge_into view merge_bson mongoc_append reencode_libbson" "$out/main.dat"
-matrix "big_zstd big_snappy encode" \
-   "memcpy decompress decompress_merge merge_compressed encode_split" "$out/extra.dat"
+main_impls="memcpy alloc_copy parse merge_into view merge_bson mongoc_append reencode_libbson libbson_validate"
+extra_impls="memcpy decompress decompress_merge merge_compressed encode_split"
+matrix "flat deep reply101 seq insert1k reply_plain reply_seq reply_next big" "$main_impls" "$out/main.dat"
+matrix "big_zstd big_snappy encode" "$extra_impls" "$out/extra.dat"
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
 cores=$(nproc 2>/dev/null || echo "?")
@@ -84,7 +96,7 @@ case " $OPMSG_BENCH_ARGS " in
 *" --cpu-time "*) clock="thread CPU time" ;;
 *) clock="wall time" ;;
 esac
-title="opmsg-bench, ${cpu:-unknown CPU}, $cores cores, $clock"
+title="opmsg-bench, ${cpu:-unknown CPU}, $cores cores, $clock, check level $OPMSG_BENCH_CHART_CHECK"
 # A panel is drawn only when its file has a row besides the header.
 has_main=$(($(wc -l <"$out/main.dat") > 1))
 has_extra=$(($(wc -l <"$out/extra.dat") > 1))
@@ -92,7 +104,9 @@ if [ "$has_main" = 0 ] && [ "$has_extra" = 0 ]; then
    echo "report.sh: nothing to chart (no memcpy or decompress measured)" >&2
    exit 1
 fi
-gnuplot -e "main='$out/main.dat'; extra='$out/extra.dat'; out='$png'; subtitle='$title'; has_main=$has_main; has_extra=$has_extra" \
+main_cols=$(($(echo "$main_impls" | wc -w) + 1))
+extra_cols=$(($(echo "$extra_impls" | wc -w) + 1))
+gnuplot -e "main='$out/main.dat'; extra='$out/extra.dat'; out='$png'; subtitle='$title'; has_main=$has_main; has_extra=$has_extra; main_cols=$main_cols; extra_cols=$extra_cols" \
    "$src/bench/plot.gp"
 echo "report.sh: wrote $png" >&2
 
@@ -103,8 +117,8 @@ table=$out/table.md
       "libbson $(pkg-config --modversion libbson-1.0 2>/dev/null || pkg-config --modversion bson2 2>/dev/null || echo '?')," \
       "with \`opmsg-bench ${OPMSG_BENCH_ARGS}\`:"
    echo
-   echo "| case | impl | ns/op | x limit | bytes_out | allocs/op |"
-   echo "|---|---|---:|---:|---:|---:|"
+   echo "| case | check | impl | ns/op | x limit | bytes_out | allocs/op |"
+   echo "|---|---|---|---:|---:|---:|---:|"
    awk -F'\t' '
       # 1234567.8 -> "1,234,567" (one decimal is kept below 1000 when dec)
       function group(v, dec,    s, ip, rest) {
@@ -114,21 +128,26 @@ table=$out/table.md
          while (length(ip) > 3) { rest = "," substr(ip, length(ip) - 2) rest; ip = substr(ip, 1, length(ip) - 3) }
          return ip rest
       }
-      { row[NR] = $0; ns[$1 "/" $2] = $3 }
+      function t(c, l, m) { return ((c "/" l "/" m) in ns) ? ns[c "/" l "/" m] : ns[c "/-/" m] }
+      { row[NR] = $0; ns[$1 "/" $2 "/" $3] = $4 }
       END {
          for (i = 1; i <= NR; i++) {
             split(row[i], f, "\t")
             if (f[1] == "crc32c") continue # in the summary, as GB/s
             base = (f[1] ~ /_zstd$|_snappy$/) ? "decompress" : "memcpy"
-            b = ns[f[1] "/" base]
-            x = (b != "" && b > 0) ? sprintf("%.2f", f[3] / b) : ""
-            printf "| %s | %s | %s | %s | %s | %s |\n", f[1], f[2], group(f[3], 1), x, group(f[4], 0), f[5]
+            b = t(f[1], f[2], base)
+            x = (b != "" && b > 0) ? sprintf("%.2f", f[4] / b) : ""
+            printf "| %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], f[3], group(f[4], 1), x, group(f[5], 0), f[6]
          }
       }' "$tsv"
    echo
+   # The summary: its text as it is, its targets table (the lines that
+   # start with "|") as a Markdown table after it.
    echo '```'
-   cat "$out/summary.txt"
+   grep -v '^|' "$out/summary.txt" || true
    echo '```'
+   echo
+   grep '^|' "$out/summary.txt" || true
 } >"$table"
 
 if [ -f "$doc" ] && grep -q '<!-- bench-report:begin -->' "$doc"; then

@@ -142,67 +142,161 @@ opmsg_write_array_doc(uint8_t *out, const uint8_t *docs, size_t docs_len)
    (void) write_array(out, out, docs, docs_len, docs);
 }
 
-static size_t
-sequence_size(size_t name_len, size_t docs_len, uint32_t count)
-{
-   return 1 + name_len + 1 + opmsg_array_doc_size(docs_len, count);
-}
-
 /* ---------------------------------------------------------------------------
- * Dotted identifiers: the merged document is written by walking the view,
- * level by level, so the view and the merge agree by construction. With
- * out == NULL only the size is computed.
+ * Dotted identifiers
+ *
+ * The body is copied with each sub-document on a sequence's path rewritten:
+ * its own fields, then the sequences placed directly in it, then the
+ * sub-documents created for deeper sequences whose next component it lacks,
+ * in wire order. That is the order of the view (view.c); the fuzz targets
+ * hold the two to the same bytes. A level is named by its path, a prefix of
+ * some identifier (path_len bytes, 0 at the top). rules.c has made sure
+ * every path meets only documents and has one place to go (no component
+ * twice), so the size below is the size written.
  * ------------------------------------------------------------------------- */
 
-static size_t
-write_level(opmsg_view_t *v, uint8_t *out)
+/* Writes the level at path: the document doc's fields (doc NULL: a created
+ * sub-document, which has none), then what the sequences add. o is where
+ * the level's length goes; returns the end. */
+static uint8_t *
+write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len,
+                 const uint8_t *doc, uint8_t *o, const uint8_t *out_end)
 {
-   size_t n = 4;
-   opmsg_field_t f;
-   opmsg_view_t child;
+   uint8_t *start = o;
+   const uint8_t *in_end = msg->data + msg->len;
+   opmsg_sequence_iter_t it;
+   opmsg_sequence_t seq;
 
-   while (opmsg_view_next(v, &f)) {
-      switch (f.kind) {
-      case OPMSG_FIELD_BODY: {
-         size_t size = f.iter.next_off - f.iter.off;
-         if (out) {
-            memcpy(out + n, f.iter.raw + f.iter.off, size);
+   o += 4;
+   if (doc) {
+      /* The fields off every path are copied in runs, as they are. */
+      const uint8_t *p = doc + 4;
+      const uint8_t *end = doc + opmsg_read_u32(doc) - 1;
+      const uint8_t *run = p;
+      while (p < end) {
+         const uint8_t *k = p;
+         const uint8_t *next = opmsg_skip_element(p, end, &k);
+         if (!next) {
+            break; /* not reached: the parser checked doc */
          }
-         n += size;
-         break;
+         size_t key_len = (size_t) (k - p - 1);
+         const char *id;
+         if (*p == BSON_TYPE_DOCUMENT &&
+             (id = opmsg_path_through(msg, path, path_len, (const char *) p + 1, key_len))) {
+            memcpy(o, run, (size_t) (p - run));
+            o += p - run;
+            memcpy(o, p, key_len + 2); /* type, key, NUL */
+            o += key_len + 2;
+            o = write_path_level(msg, id, path_len + (path_len ? 1 : 0) + key_len, k + 1, o,
+                                 out_end);
+            run = next;
+         }
+         p = next;
       }
-      case OPMSG_FIELD_SEQUENCE:
-         if (out) {
-            /* No slack known here: plain copies (dotted paths are rare). */
-            write_sequence(out + n, out + n, f.key, f.key_len, f.seq.documents,
-                           f.seq.documents_len, f.seq.documents);
-         }
-         n += sequence_size(f.key_len, f.seq.documents_len, f.seq.count);
-         break;
-      case OPMSG_FIELD_PATH:
-         if (out) {
-            out[n] = BSON_TYPE_DOCUMENT;
-            memcpy(out + n + 1, f.key, f.key_len);
-            out[n + 1 + f.key_len] = 0;
-         }
-         n += 2 + f.key_len;
-         (void) opmsg_view_enter(v, &f, &child);
-         n += write_level(&child, out ? out + n : NULL);
-         break;
+      memcpy(o, run, (size_t) (end - run));
+      o += end - run;
+   }
+   opmsg_sequence_iter_init(&it, msg);
+   while (opmsg_sequence_next(&it, &seq, false)) {
+      const char *rest = opmsg_path_rest(seq.identifier, seq.identifier_len, path, path_len);
+      if (!rest) {
+         continue;
       }
+      size_t rest_len = (size_t) (seq.identifier + seq.identifier_len - rest);
+      const char *dot = memchr(rest, '.', rest_len);
+      if (!dot) {
+         o = write_sequence(o, out_end, rest, rest_len, seq.documents, seq.documents_len,
+                            in_end);
+         continue;
+      }
+      size_t comp_len = (size_t) (dot - rest);
+      if ((doc && opmsg_field_named(doc, rest, comp_len)) ||
+          opmsg_path_created_before(msg, seq.offset, path, path_len, rest, comp_len)) {
+         continue;
+      }
+      *o++ = BSON_TYPE_DOCUMENT;
+      memcpy(o, rest, comp_len);
+      o += comp_len;
+      *o++ = 0;
+      o = write_path_level(msg, seq.identifier, (size_t) (dot - seq.identifier), NULL, o,
+                           out_end);
    }
-   if (out) {
-      out[n] = 0;
-      opmsg_write_u32(out, (uint32_t) (n + 1));
+   *o++ = 0;
+   opmsg_write_u32(start, (uint32_t) (o - start));
+   return o;
+}
+
+/* The common dotted case (parse.c found it): one sequence, at a path the
+ * body holds whole. The merged document is the body with the array
+ * written before the terminator of the sub-document `splice`, and every
+ * document around that point, the body and each one on the path, longer
+ * by the array's size: the same bytes write_path_level() writes, without
+ * its search. */
+static void
+write_spliced(const opmsg_msg_t *msg, uint8_t *out, size_t size)
+{
+   const uint8_t *body = msg->body;
+   const uint8_t *sub = opmsg_cpriv(msg)->splice;
+   const uint8_t *at = sub + opmsg_read_u32(sub) - 1; /* sub's terminator */
+   size_t head = (size_t) (at - body);
+   size_t added = size - msg->body_len;
+   opmsg_sequence_iter_t it;
+   opmsg_sequence_t seq;
+
+   opmsg_sequence_iter_init(&it, msg);
+   (void) opmsg_sequence_next(&it, &seq, false);
+   const char *id = seq.identifier;
+   const char *last = strrchr(id, '.') + 1;
+
+   memcpy(out, body, head);
+   uint8_t *o = write_sequence(out + head, out + size, last,
+                               (size_t) (id + seq.identifier_len - last), seq.documents,
+                               seq.documents_len, msg->data + msg->len);
+   memcpy(o, at, (size_t) (body + msg->body_len - at));
+
+   /* The lengths on the way down: the body's, then each sub-document's,
+    * found again component by component (rules.c found them once). */
+   opmsg_write_u32(out, (uint32_t) size);
+   const uint8_t *doc = body;
+   for (const char *comp = id, *dot; (dot = strchr(comp, '.')); comp = dot + 1) {
+      size_t comp_len = (size_t) (dot - comp);
+      doc = opmsg_field_named(doc, comp, comp_len) + 2 + comp_len;
+      size_t off = (size_t) (doc - body);
+      opmsg_write_u32(out + off, opmsg_read_u32(doc) + (uint32_t) added);
    }
-   return n + 1;
 }
 
 size_t
-opmsg_merge_paths_size(const opmsg_msg_t *msg)
+opmsg_merge_paths_size(const opmsg_msg_t *msg, size_t seq_out)
 {
-   opmsg_view_t v;
-   return opmsg_view_init(&v, msg) ? write_level(&v, NULL) : 0;
+   /* The body and the sequences' arrays (seq_out, as parse.c counted them
+    * with each one's last component for a name), and each sub-document the
+    * merge creates: type, name, NUL, and an empty document's 5 bytes, once
+    * per path the body lacks. */
+   size_t size = msg->body_len + seq_out;
+   opmsg_sequence_iter_t it;
+   opmsg_sequence_t seq;
+   opmsg_sequence_iter_init(&it, msg);
+   while (opmsg_sequence_next(&it, &seq, false)) {
+      const char *id = seq.identifier;
+      const char *id_end = id + seq.identifier_len;
+      const uint8_t *doc = msg->body;
+      for (const char *comp = id, *dot; (dot = memchr(comp, '.', (size_t) (id_end - comp)));
+           comp = dot + 1) {
+         size_t comp_len = (size_t) (dot - comp);
+         const uint8_t *f = doc ? opmsg_field_named(doc, comp, comp_len) : NULL;
+         if (f) {
+            doc = f + 1 + comp_len + 1; /* the sub-document (rules.c: a document) */
+            continue;
+         }
+         size_t path_len = comp == id ? 0 : (size_t) (comp - 1 - id);
+         if (!opmsg_path_created_before(msg, seq.offset, id, path_len, comp, comp_len)) {
+            size += 2 + comp_len + 5;
+         }
+         doc = NULL;
+      }
+   }
+   return size;
 }
 
 /* ---------------------------------------------------------------------------
@@ -252,10 +346,12 @@ write_merged(const opmsg_msg_t *msg, uint8_t *out, size_t size)
       memcpy(out, msg->body, msg->body_len);
       return;
    }
+   if (opmsg_cpriv(msg)->splice) {
+      write_spliced(msg, out, size);
+      return;
+   }
    if (opmsg_cpriv(msg)->n_dotted) {
-      opmsg_view_t v;
-      (void) opmsg_view_init(&v, msg);
-      (void) write_level(&v, out);
+      (void) write_path_level(msg, NULL, 0, msg->body, out, out + size);
       return;
    }
    /* The common case: the body's fields, then each sequence at the top. */

@@ -86,6 +86,9 @@ typedef struct {
    size_t sections_len;
    size_t merged_size;      /* exact size of the merged document */
    const uint8_t *db;       /* the body's "$db" element, NULL if none */
+   /* One dotted sequence whose path the body holds whole: the body's
+    * sub-document it goes at the end of (merge.c splices it in), else NULL. */
+   const uint8_t *splice;
    uint32_t n_dotted;       /* sequences whose identifier has a dot */
    bool body_walked;        /* the body's top level was walked (db is known) */
 } opmsg_msg_priv_t;
@@ -711,11 +714,16 @@ bool opmsg_rule_dotted_count(size_t n_seq, size_t n_dotted, bson_error_t *error)
  * in); {a: {c: 1}} with "a.b" is fine, the merge adds "b". Every
  * sub-document the path enters is checked like a body, since the merge
  * rewrites it field by field. keys holds the body's keys
- * (opmsg_rule_unique_keys()); the body is len bytes at offset off.
- * OPMSG_ERR_IDENTIFIER_CLASH. */
+ * (opmsg_rule_unique_keys()); the body is len bytes at offset off. A
+ * sub-document on the path must not hold the path's next component twice
+ * (the sequence would have two places). OPMSG_ERR_IDENTIFIER_CLASH.
+ * When place is not NULL it receives, for a dotted identifier whose path
+ * the body holds whole, the sub-document the sequence goes at the end of;
+ * NULL when the merge creates part of the path, or for a plain one. */
 bool opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
                      size_t off, const char *id, size_t id_len, opmsg_seq_at_t at,
-                     opmsg_error_code_t body_code, bson_error_t *error);
+                     opmsg_error_code_t body_code, const uint8_t **place,
+                     bson_error_t *error);
 
 /* The report of opmsg_rule_merged_size(). */
 bool opmsg_merged_size_fail(size_t size, bool exact, bson_error_t *error) OPMSG_COLD;
@@ -857,7 +865,26 @@ uint32_t opmsg_crc32c_portable(uint32_t crc, const void *data, size_t len);
 bool opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq,
                          bool count);
 
-/* The merged size of a message with dotted identifiers (merge.c). */
-size_t opmsg_merge_paths_size(const opmsg_msg_t *msg);
+/* Paths (view.c), for the view and the merge alike. A path is a prefix of
+ * an identifier (path_len bytes; 0: the top level). */
+/* The rest of identifier id after "path.", or id itself at the top; NULL
+ * when id does not lie under path. */
+const char *opmsg_path_rest(const char *id, size_t id_len, const char *path,
+                            size_t path_len);
+/* The identifier of a sequence that goes on below path through the
+ * component key, or NULL (always NULL for a key holding a dot). */
+const char *opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len,
+                               const char *key, size_t key_len);
+/* The first element named key at the top level of the checked document
+ * doc, or NULL. */
+const uint8_t *opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len);
+/* Whether a sequence before the one at offset seq_off goes through path's
+ * component comp: the sub-document the merge creates for it exists. */
+bool opmsg_path_created_before(const opmsg_msg_t *msg, uint32_t seq_off, const char *path,
+                               size_t path_len, const char *comp, size_t comp_len);
+
+/* The merged size of a message with dotted identifiers (merge.c), given
+ * seq_out, the bytes the sequences' arrays add (parse.c's count). */
+size_t opmsg_merge_paths_size(const opmsg_msg_t *msg, size_t seq_out);
 
 #endif /* OPMSG_PRIVATE_H */

@@ -324,10 +324,12 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, opmsg_keyset_t *keys
 
 /* Every identifier once (through a key set), none naming a body field, and
  * with dotted ones among them none a path prefix of another: pairwise, as
- * there are at most OPMSG_MAX_DOTTED_SEQUENCES sequences then. */
+ * there are at most OPMSG_MAX_DOTTED_SEQUENCES sequences then. *place is
+ * where the last sequence goes when the body holds its whole dotted path
+ * (opmsg_rule_path()). */
 static bool
 check_identifiers(const opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan,
-                  bson_error_t *error)
+                  const uint8_t **place, bson_error_t *error)
 {
    opmsg_keyslot_t local[LOCAL_SLOTS];
    opmsg_keyset_t ids;
@@ -336,15 +338,19 @@ check_identifiers(const opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *sc
    size_t body_off = (size_t) (msg->body - msg->data);
    bool ok = false;
 
+   /* One sequence (the common case) has no other to repeat. */
+   uint32_t n_ids = scan->n_seq > 1 ? scan->n_seq : 0;
    if (!opmsg_rule_dotted_count(scan->n_seq, scan->n_dotted, error) ||
-       !opmsg_keyset_init(&ids, msg->data, msg->data + msg->len, scan->n_seq, local,
-                          LOCAL_SLOTS, error)) {
+       !opmsg_keyset_init(&ids, msg->data, msg->data + msg->len, n_ids, local, LOCAL_SLOTS,
+                          error)) {
       return false;
    }
    opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_next(&it, &seq, false)) {
       uint32_t id_off = (uint32_t) (seq.identifier - (const char *) msg->data);
-      int64_t first = opmsg_keyset_find(&ids, seq.identifier, seq.identifier_len, id_off, true);
+      int64_t first = n_ids ? opmsg_keyset_find(&ids, seq.identifier, seq.identifier_len,
+                                                id_off, true)
+                            : -1;
       /* An identifier sits 5 bytes after its section's kind byte. */
       if ((first >= 0 &&
            !opmsg_rule_identifier_pair((const char *) msg->data + first, seq.identifier_len,
@@ -353,7 +359,7 @@ check_identifiers(const opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *sc
                                        opmsg_seq_at_offset(seq.offset), error)) ||
           !opmsg_rule_path(keys, msg->body, msg->body_len, body_off, seq.identifier,
                            seq.identifier_len, opmsg_seq_at_offset(seq.offset), OPMSG_OK,
-                           error)) {
+                           place, error)) {
          goto done;
       }
    }
@@ -435,7 +441,8 @@ opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *er
       opmsg_keyset_destroy(&keys);
       return false;
    }
-   ok = scan.n_seq == 0 || check_identifiers(msg, &keys, &scan, error);
+   const uint8_t *place = NULL;
+   ok = scan.n_seq == 0 || check_identifiers(msg, &keys, &scan, &place, error);
    opmsg_keyset_destroy(&keys);
    if (!ok || ((limits->flags & OPMSG_PARSE_REQUEST) && !check_db(msg, error))) {
       return false;
@@ -443,8 +450,14 @@ opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *er
 
    if (scan.n_dotted == 0) {
       priv->merged_size = msg->body_len + scan.seq_out;
+   } else if (scan.n_seq == 1 && place) {
+      /* A cursor reply's batch: one sequence at a path the body holds
+       * ("cursor.firstBatch" in {cursor: {id, ns}}). The merge splices it
+       * in; nothing is created. */
+      priv->splice = place;
+      priv->merged_size = msg->body_len + scan.seq_out;
    } else {
-      priv->merged_size = opmsg_merge_paths_size(msg);
+      priv->merged_size = opmsg_merge_paths_size(msg, scan.seq_out);
    }
    return opmsg_rule_merged_size(priv->merged_size, true, error);
 }

@@ -290,16 +290,14 @@ opmsg_rule_identifier(const char *id, size_t len, opmsg_seq_at_t at, bool *dotte
                         "%s: the identifier's %zu bytes do not fit a section",
                         seq_name(where, at, id, len), len);
    }
-   if (!bson_utf8_validate(id, len, false)) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "%s: the identifier is not valid UTF-8", seq_name(where, at, id, len));
-   }
-   *dotted = memchr(id, '.', len) != NULL;
-   if (!*dotted) {
-      return true;
-   }
+   /* One pass: the dots, and whether any byte is not ASCII. Identifiers
+    * are ASCII in practice; only one that is not needs libbson's UTF-8
+    * check. */
+   unsigned high = 0;
    for (size_t i = 0; i < len; i++) {
-      if (id[i] == '.') {
+      unsigned char c = (unsigned char) id[i];
+      high |= c;
+      if (c == '.') {
          if (i == 0 || i + 1 == len || id[i + 1] == '.') {
             return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
                               "%s: the identifier has an empty path component",
@@ -308,6 +306,11 @@ opmsg_rule_identifier(const char *id, size_t len, opmsg_seq_at_t at, bool *dotte
          parts++;
       }
    }
+   if ((high & 0x80u) && !bson_utf8_validate(id, len, false)) {
+      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
+                        "%s: the identifier is not valid UTF-8", seq_name(where, at, id, len));
+   }
+   *dotted = parts > 1;
    /* The parser follows a path at most as deep as it validates documents. */
    if (parts > OPMSG_MAX_DEPTH) {
       return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
@@ -358,12 +361,11 @@ opmsg_rule_dotted_count(size_t n_seq, size_t n_dotted, bson_error_t *error)
  * ------------------------------------------------------------------------- */
 
 /* The element called key[0..key_len) at the top level of a checked
- * document, if there is one. */
+ * document doc, among the elements from p on. */
 static bool
-find_key(const uint8_t *doc, uint32_t len, const char *key, size_t key_len,
-         opmsg_element_t *found)
+find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, const char *key,
+              size_t key_len, opmsg_element_t *found)
 {
-   const uint8_t *p = doc + 4;
    const uint8_t *end = doc + len - 1;
    while (p < end && opmsg_next_element_inline(&p, end, found, 0, NULL)) {
       if (found->key_len == key_len && memcmp(found->key, key, key_len) == 0) {
@@ -373,12 +375,26 @@ find_key(const uint8_t *doc, uint32_t len, const char *key, size_t key_len,
    return false;
 }
 
+/* The first element called key[0..key_len) at the top level of a checked
+ * document, if there is one. */
+static bool
+find_key(const uint8_t *doc, uint32_t len, const char *key, size_t key_len,
+         opmsg_element_t *found)
+{
+   return find_key_from(doc, len, doc + 4, key, key_len, found);
+}
+
 bool
 opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off,
                 const char *id, size_t id_len, opmsg_seq_at_t at,
-                opmsg_error_code_t body_code, bson_error_t *error)
+                opmsg_error_code_t body_code, const uint8_t **place, bson_error_t *error)
 {
    const char *id_end = id + id_len;
+   const uint8_t *unused;
+   if (!place) {
+      place = &unused;
+   }
+   *place = NULL;
    const char *dot = memchr(id, '.', id_len);
    size_t first = (size_t) ((dot ? dot : id_end) - id);
    char where[SEQ_NAME_BUF], field[NAME_BUF], what[64];
@@ -411,16 +427,36 @@ opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t 
       /* The merge rewrites this sub-document field by field, so each of its
        * fields must be as sound as a top-level one, not only the one on the
        * path (or the merge could lose what lies behind a bad one). */
-      snprintf(what, sizeof what, "%s sub-document on a sequence's path",
-               body_noun(body_code));
-      if (!top_ok(e.value, e.value_len, off + (size_t) (e.value - body), what, body_code,
-                  NULL, error)) {
+      if (OPMSG_UNLIKELY(!opmsg_doc_top_ok(e.value, e.value_len))) {
+         /* Named on the way to the error only. */
+         snprintf(what, sizeof what, "%s sub-document on a sequence's path",
+                  body_noun(body_code));
+         (void) top_ok(e.value, e.value_len, off + (size_t) (e.value - body), what, body_code,
+                       NULL, error);
          return false;
       }
       const char *comp = dot + 1;
       dot = memchr(comp, '.', (size_t) (id_end - comp));
-      if (!find_key(e.value, e.value_len, comp, (size_t) ((dot ? dot : id_end) - comp), &e)) {
+      size_t comp_len = (size_t) ((dot ? dot : id_end) - comp);
+      const uint8_t *sub = e.value;
+      uint32_t sub_len = e.value_len;
+      size_t sub_off = off + (size_t) (sub - body);
+      if (!find_key(sub, sub_len, comp, comp_len, &e)) {
+         /* The body holds the whole path: the sequence goes at the end of
+          * sub. Otherwise the merge creates what is missing. */
+         *place = dot ? NULL : sub;
          return true;
+      }
+      /* Only the body's top level must hold each key once; a sub-document
+       * may hold one twice. On a path that would leave two places for the
+       * sequence, and the merge one. */
+      opmsg_element_t again;
+      if (find_key_from(sub, sub_len, e.value + e.value_len, comp, comp_len, &again)) {
+         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
+                           "%s: the %s sub-document at offset %zu holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place",
+                           seq_name(where, at, id, id_len), body_noun(body_code), sub_off,
+                           opmsg_printable(field, comp, comp_len),
+                           off + (size_t) (e.start - body), off + (size_t) (again.start - body));
       }
    }
 }

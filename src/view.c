@@ -61,6 +61,21 @@ opmsg_sequence_iter_init(opmsg_sequence_iter_t *it, const opmsg_msg_t *msg)
    it->end = it->p ? it->p + opmsg_cpriv(msg)->sections_len : NULL;
 }
 
+/* How many documents a sequence holds: a walk of their frames. */
+static uint32_t
+count_documents(const opmsg_sequence_t *seq)
+{
+   uint32_t n = 0;
+   const uint8_t *end = seq->documents + seq->documents_len;
+   for (const uint8_t *d = seq->documents; d < end;) {
+      uint32_t len = opmsg_read_u32(d);
+      opmsg_prefetch_ahead(d, len);
+      d += len;
+      n++;
+   }
+   return n;
+}
+
 bool
 opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count)
 {
@@ -75,15 +90,7 @@ opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count
       seq->documents = s.documents;
       seq->documents_len = s.documents_len;
       seq->offset = (uint32_t) (s.start - it->base);
-      seq->count = 0;
-      if (count) {
-         for (const uint8_t *d = s.documents; d < s.end;) {
-            uint32_t len = opmsg_read_u32(d);
-            opmsg_prefetch_ahead(d, len);
-            d += len;
-            seq->count++;
-         }
-      }
+      seq->count = count ? count_documents(seq) : 0;
       return true;
    }
    return false;
@@ -142,60 +149,93 @@ opmsg_document_iter_next(opmsg_document_iter_t *it, bson_t *doc)
  * OPMSG_MAX_DOTTED_SEQUENCES sequences) need the path comparisons below.
  * ------------------------------------------------------------------------- */
 
-/* If seq lies under prefix, stores in *rest the part after "prefix.". */
-static bool
-under_prefix(const opmsg_view_t *v, const opmsg_sequence_t *seq, const char **rest)
+/* ---------------------------------------------------------------------------
+ * Paths: where the sequence of a dotted identifier goes. The view below and
+ * the merge (merge.c) both ask here, so they place sequences alike.
+ * ------------------------------------------------------------------------- */
+
+/* If id lies under path (is "path.rest", or anything at the top), the rest. */
+const char *
+opmsg_path_rest(const char *id, size_t id_len, const char *path, size_t path_len)
 {
-   if (!v->prefix) {
-      *rest = seq->identifier;
-      return true;
+   if (path_len == 0) {
+      return id;
    }
-   if (seq->identifier_len > v->prefix_len &&
-       seq->identifier[v->prefix_len] == '.' &&
-       memcmp(seq->identifier, v->prefix, v->prefix_len) == 0) {
-      *rest = seq->identifier + v->prefix_len + 1;
-      return true;
+   if (id_len > path_len && id[path_len] == '.' && memcmp(id, path, path_len) == 0) {
+      return id + path_len + 1;
    }
-   return false;
+   return NULL;
 }
 
-/* Finds a dotted sequence that passes through the field key at this level;
- * stores the dotted path down to and including key. */
-static bool
-find_path_through(const opmsg_view_t *v, const char *key, size_t key_len,
-                  const char **path, uint32_t *path_len)
+/* The identifier of a sequence that goes on below path through the
+ * component key (its rest starts with "key."), or NULL. A key with a dot
+ * in it is one name that holds a dot, never a component: "a.b.c" passes
+ * through "a", not through a field called "a.b". */
+const char *
+opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len, const char *key,
+             size_t key_len)
 {
    opmsg_sequence_iter_t it;
    opmsg_sequence_t seq;
-   const char *rest;
-
-   /* A key with a dot in it is one name that happens to hold a dot, never
-    * a component of a path: "a.b.c" passes through "a", not through "a.b". */
    if (memchr(key, '.', key_len)) {
-      return false;
+      return NULL;
    }
-   opmsg_sequence_iter_init(&it, v->msg);
+   opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_next(&it, &seq, false)) {
-      if (under_prefix(v, &seq, &rest) &&
-          (size_t) (seq.identifier + seq.identifier_len - rest) > key_len &&
+      const char *rest = opmsg_path_rest(seq.identifier, seq.identifier_len, path, path_len);
+      if (rest && (size_t) (seq.identifier + seq.identifier_len - rest) > key_len &&
           rest[key_len] == '.' && memcmp(rest, key, key_len) == 0) {
-         *path = seq.identifier;
-         *path_len = (uint32_t) (rest + key_len - seq.identifier);
+         return seq.identifier;
+      }
+   }
+   return NULL;
+}
+
+/* The first element of the checked document doc named key, or NULL. */
+const uint8_t *
+opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len)
+{
+   const uint8_t *p = doc + 4;
+   const uint8_t *end = doc + opmsg_read_u32(doc) - 1;
+   while (p < end) {
+      const uint8_t *k = p;
+      const uint8_t *next = opmsg_skip_element(p, end, &k);
+      if (!next) {
+         return NULL; /* not reached: the parser checked doc */
+      }
+      if ((size_t) (k - p - 1) == key_len && memcmp(p + 1, key, key_len) == 0) {
+         return p;
+      }
+      p = next;
+   }
+   return NULL;
+}
+
+/* Whether a sequence before the one at offset seq_off, under path, goes on
+ * through the component comp: it created that sub-document already. */
+bool
+opmsg_path_created_before(const opmsg_msg_t *msg, uint32_t seq_off, const char *path, size_t path_len,
+               const char *comp, size_t comp_len)
+{
+   opmsg_sequence_iter_t it;
+   opmsg_sequence_t prev;
+   opmsg_sequence_iter_init(&it, msg);
+   while (opmsg_sequence_next(&it, &prev, false) && prev.offset < seq_off) {
+      const char *rest = opmsg_path_rest(prev.identifier, prev.identifier_len, path, path_len);
+      if (rest && (size_t) (prev.identifier + prev.identifier_len - rest) > comp_len &&
+          rest[comp_len] == '.' && memcmp(rest, comp, comp_len) == 0) {
          return true;
       }
    }
    return false;
 }
 
-/* True when the level's body document has a field named key. */
-static bool
-level_has_key(const opmsg_view_t *v, const char *key, size_t key_len)
+/* The view's level in those terms: its path is its prefix (none at the
+ * top). */
+static const char *
+under_prefix(const opmsg_view_t *v, const opmsg_sequence_t *seq)
 {
-   bson_t doc;
-   bson_iter_t it;
-   /* A fresh iterator: v->iter may be anywhere in the document. */
-   return v->has_doc && bson_init_static(&doc, v->doc, v->doc_len) &&
-          bson_iter_init(&it, &doc) && bson_iter_find_w_len(&it, key, (int) key_len);
+   return opmsg_path_rest(seq->identifier, seq->identifier_len, v->prefix, v->prefix_len);
 }
 
 bool
@@ -248,32 +288,12 @@ next_body_field(opmsg_view_t *v, opmsg_field_t *f)
    f->iter = v->iter;
    f->kind = OPMSG_FIELD_BODY;
    if (opmsg_cpriv(v->msg)->n_dotted && BSON_ITER_HOLDS_DOCUMENT(&v->iter) &&
-       find_path_through(v, f->key, f->key_len, &f->path, &f->path_len)) {
+       (f->path = opmsg_path_through(v->msg, v->prefix, v->prefix_len, f->key, f->key_len))) {
       f->kind = OPMSG_FIELD_PATH;
       f->path_in_body = true;
+      f->path_len = (v->prefix_len ? v->prefix_len + 1 : 0) + f->key_len;
    }
    return true;
-}
-
-/* True when an earlier sequence under this level created the same
- * sub-document as seq would. */
-static bool
-created_before(const opmsg_view_t *v, const opmsg_sequence_t *seq,
-               const char *comp, size_t comp_len)
-{
-   opmsg_sequence_iter_t it;
-   opmsg_sequence_t prev;
-   const char *rest;
-
-   opmsg_sequence_iter_init(&it, v->msg);
-   while (opmsg_sequence_next(&it, &prev, false) && prev.offset < seq->offset) {
-      if (under_prefix(v, &prev, &rest) &&
-          (size_t) (prev.identifier + prev.identifier_len - rest) > comp_len &&
-          rest[comp_len] == '.' && memcmp(rest, comp, comp_len) == 0) {
-         return true;
-      }
-   }
-   return false;
 }
 
 static bool
@@ -282,8 +302,10 @@ next_sequence_field(opmsg_view_t *v, opmsg_field_t *f)
    opmsg_sequence_t seq;
    const char *rest;
 
-   while (opmsg_sequence_next(&v->seqs, &seq, true)) {
-      if (!under_prefix(v, &seq, &rest)) {
+   /* Counted only when it is the field: a sequence that passes through
+    * this level to a deeper one is counted there. */
+   while (opmsg_sequence_next(&v->seqs, &seq, false)) {
+      if (!(rest = under_prefix(v, &seq))) {
          continue;
       }
       size_t rest_len = (size_t) (seq.identifier + seq.identifier_len - rest);
@@ -293,10 +315,13 @@ next_sequence_field(opmsg_view_t *v, opmsg_field_t *f)
          f->key = rest;
          f->key_len = (uint32_t) rest_len;
          f->seq = seq;
+         f->seq.count = count_documents(&seq);
          return true;
       }
       size_t comp_len = (size_t) (dot - rest);
-      if (level_has_key(v, rest, comp_len) || created_before(v, &seq, rest, comp_len)) {
+      if ((v->has_doc && opmsg_field_named(v->doc, rest, comp_len)) ||
+          opmsg_path_created_before(v->msg, seq.offset, v->prefix, v->prefix_len, rest,
+                                    comp_len)) {
          continue;
       }
       f->kind = OPMSG_FIELD_PATH;

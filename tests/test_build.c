@@ -698,6 +698,10 @@ test_identifiers(void **state)
    check_identifier_case(body, "a.d.e", NULL, OPMSG_ERR_IDENTIFIER_CLASH);
    check_identifier_case(body, "n.m", NULL, OPMSG_ERR_IDENTIFIER_CLASH); /* 5 takes no field */
    check_identifier_case(body, "a.b.c", NULL, OPMSG_ERR_IDENTIFIER_CLASH);
+   /* The encoder applies the parser's rule: no component twice on a path. */
+   const char *twice = "{\"cmd\": 1, \"p\": {\"q\": {}, \"q\": {}}}";
+   check_identifier_case(twice, "p.q.r", NULL, OPMSG_ERR_IDENTIFIER_CLASH);
+   check_identifier_case(twice, "p.s", NULL, OPMSG_OK);
 
    /* 101 path components: deeper than the parser follows. */
    char deep[256];

@@ -403,6 +403,11 @@ test_identifier_clash(void **state)
       {"{\"ab\": 1}", "a.b", false},
       {"{\"a.b\": 1}", "a", false},
       {"{\"documentsX\": 1}", "documents", false},
+      /* A sub-document on the path may hold a key twice elsewhere, but not
+       * the path's next component: the sequence would have two places. */
+      {"{\"a\": {\"b\": {}, \"b\": {}}}", "a.b.c", true},
+      {"{\"a\": {\"x\": 1, \"x\": 2, \"b\": {}}}", "a.b.c", false},
+      {"{\"a\": {\"b\": {\"c\": {}, \"c\": 1}}}", "a.b.c.d", true},
    };
    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       tu_buf_t b;

@@ -1,6 +1,6 @@
 /*
  * cli-common.c - what every command of `opmsg` says to the user, and how:
- * error lines, usage texts, number options.
+ * error lines, usage texts, number options, the check level options.
  *
  * Copyright 2026 The opmsg authors. Licensed under the Apache License 2.0.
  *
@@ -27,8 +27,10 @@ cli_put_one_line(const char *s)
    }
 }
 
-void
-cli_report(const bson_error_t *error, const cli_where_t *where)
+/* The one error line: "opmsg: <rule>: [<place>: ]<detail>[<suffix>]". */
+static void
+cli_report_line(const bson_error_t *error, const cli_where_t *where,
+                const char *suffix)
 {
    const char *rule = error->domain == OPMSG_ERROR_DOMAIN
                          ? opmsg_error_name(error->code)
@@ -44,7 +46,24 @@ cli_report(const bson_error_t *error, const cli_where_t *where)
    fputs(": ", stderr);
    cli_put_one_line(prefix);
    cli_put_one_line(error->message);
+   cli_put_one_line(suffix);
    fputc('\n', stderr);
+}
+
+void
+cli_report(const bson_error_t *error, const cli_where_t *where)
+{
+   cli_report_line(error, where, "");
+}
+
+void
+cli_report_checked(const bson_error_t *error, const cli_where_t *where,
+                   opmsg_check_t check)
+{
+   char suffix[48];
+
+   bson_snprintf(suffix, sizeof suffix, " (check: %s)", cli_check_text(check));
+   cli_report_line(error, where, suffix);
 }
 
 void
@@ -62,18 +81,20 @@ cli_say(const char *fmt, ...)
 }
 
 static const char *const cli_usage_text[][2] = {
-   {"merge", "opmsg merge [--bson] [--full-validate] [--stream]\n"
-             "            [--max-message-size N] FILE|-\n"},
-   {"check", "opmsg check [--full-validate] [--stream] [--max-message-size N]"
-             " FILE|-\n"},
-   {"dump", "opmsg dump [--full-validate] [--stream] [--max-message-size N]"
-            " FILE|-\n"},
+   {"merge", "opmsg merge [--bson] [--check frames|top-level|full]"
+             " [--full-validate]\n"
+             "            [--stream] [--max-message-size N] FILE|-\n"},
+   {"check", "opmsg check [--check frames|top-level|full] [--full-validate]\n"
+             "            [--stream] [--max-message-size N] FILE|-\n"},
+   {"dump", "opmsg dump [--check frames|top-level|full] [--full-validate]\n"
+            "           [--stream] [--max-message-size N] FILE|-\n"},
    {"build", "opmsg build --command CMD.json [--sequence NAME=DOCS.jsonl]...\n"
              "            [--compress none|noop|snappy|zlib|zstd] [--checksum]\n"
              "            [--request-id N] [--response-to N] [--more-to-come]\n"
              "            [--exhaust-allowed] [--max-message-size N]"
              " [--max-batch N]\n"},
-   {"tap", "opmsg tap ...  (see `opmsg tap --help`)\n"},
+   {"tap", "opmsg tap ... [--check frames|top-level|full]"
+           "  (see `opmsg tap --help`)\n"},
    {"help", "opmsg help [COMMAND]\n"
             "  opmsg --version\n"},
 };
@@ -109,6 +130,45 @@ cli_usage_error(const char *cmd, const char *fmt, ...)
    cli_say("%s", text);
    cli_usage(stderr, cmd);
    return CLI_EXIT_USAGE;
+}
+
+const char *
+cli_check_text(opmsg_check_t check)
+{
+   const char *name = opmsg_check_name(check);
+
+   return name ? name : "?";
+}
+
+int
+cli_check_option(const char *cmd, int argc, char **argv, int *i,
+                 opmsg_check_t *check)
+{
+   const char *a = argv[*i];
+   const char *v;
+
+   if (strcmp(a, "--full-validate") == 0) {
+      *check = OPMSG_CHECK_FULL;
+      return 1;
+   }
+   if (strcmp(a, "--check") == 0) {
+      v = *i + 1 < argc ? argv[++*i] : NULL;
+   } else if (strncmp(a, "--check=", 8) == 0) {
+      v = a + 8;
+   } else {
+      return 0;
+   }
+   if (!opmsg_check_from_name(v, check)) {
+      /* The names in the order of what they check, from libopmsg. */
+      cli_usage_error(cmd, "%s%s%s (%s, %s or %s)",
+                      v ? "unknown --check level '" : "--check needs a level",
+                      v ? v : "", v ? "'" : "",
+                      cli_check_text(OPMSG_CHECK_FRAMES),
+                      cli_check_text(OPMSG_CHECK_TOP_LEVEL),
+                      cli_check_text(OPMSG_CHECK_FULL));
+      return -1;
+   }
+   return 1;
 }
 
 bool

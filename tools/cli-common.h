@@ -4,8 +4,9 @@
  * Copyright 2026 The opmsg authors. Licensed under the Apache License 2.0.
  *
  * Who owns what: opmsg.c the entry (dispatch, help, --version);
- * cli-common.c the messages to the user, the usage texts and number
- * parsing; cli-io.c the input and the options of the commands that read
+ * cli-common.c the messages to the user, the usage texts, number parsing
+ * and the check level options (--check, --full-validate) of every command
+ * that parses; cli-io.c the input and the options of the commands that read
  * it; cli-merge.c merge and check; cli-dump.c dump; cli-build.c build;
  * tap/ the tap (tap/tap-private.h). Names of opcodes and flags come from
  * libopmsg (opmsg_opcode_name(), opmsg_flag_name()), never from a table
@@ -30,7 +31,7 @@
 
 /* Options shared by merge, check and dump. */
 typedef struct {
-   opmsg_options_t parse;  /* limits and OPMSG_PARSE_* flags */
+   opmsg_options_t parse;  /* limits, OPMSG_PARSE_* flags, the check level */
    size_t read_limit;      /* largest message read from the input */
    bool bson_out;          /* merge: raw BSON instead of JSON */
    bool stream;            /* the input holds messages back to back */
@@ -50,6 +51,11 @@ typedef struct {
  * with the message's place in a stream. Exactly one line. */
 void cli_report(const bson_error_t *error, const cli_where_t *where);
 
+/* cli_report() for `opmsg check`: the detail ends with the level the
+ * message was checked at, " (check: top-level)". */
+void cli_report_checked(const bson_error_t *error, const cli_where_t *where,
+                        opmsg_check_t check);
+
 /* Prints "opmsg: <text>" (one line) for usage and I/O errors. */
 void cli_say(const char *fmt, ...) BSON_GNUC_PRINTF(1, 2);
 
@@ -60,6 +66,19 @@ void cli_usage(FILE *f, const char *cmd);
  * when cmd is NULL), on stderr. Returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
    BSON_GNUC_PRINTF(2, 3);
+
+/* The check level options of every command that parses messages: reads
+ * --check LEVEL, --check=LEVEL and --full-validate (the same as --check
+ * full) at argv[*i]; the last one given wins. Returns 1 when argv[*i] was
+ * one of them (*i is then at its last argument, *check is set), 0 when it
+ * is another argument, and -1 after a usage error (an unknown or missing
+ * level: reported with cmd's usage; the caller exits CLI_EXIT_USAGE). The
+ * names are libopmsg's (opmsg_check_from_name()). */
+int cli_check_option(const char *cmd, int argc, char **argv, int *i,
+                     opmsg_check_t *check);
+
+/* opmsg_check_name() of check ("frames", "top-level", "full"). */
+const char *cli_check_text(opmsg_check_t check);
 
 /* Parses a decimal number in [min, max]; false on anything else (a minus
  * sign too, when min is not negative: "-0" is no count). */

@@ -441,6 +441,10 @@ dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts,
          break;
       }
    }
+   if (depth == 0) {
+      /* The level the verdict was reached at (an inner message shares it). */
+      BSON_APPEND_UTF8(out, "check", cli_check_text(opts->parse.check));
+   }
    BSON_APPEND_BOOL(out, "valid", ok);
    if (!parsed) {
       dump_error(out, &error);

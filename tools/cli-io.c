@@ -262,8 +262,15 @@ cli_parse_read_opts(int argc, char **argv, cli_opts_t *opts)
    opmsg_options_init(&opts->parse);
    for (i = 1; i < argc; i++) {
       const char *a = argv[i];
+      int level = options_done ? 0
+                               : cli_check_option(cmd, argc, argv, &i,
+                                                  &opts->parse.check);
 
-      if (!options_done && strcmp(a, "--") == 0) {
+      if (level < 0) {
+         return CLI_EXIT_USAGE;
+      } else if (level > 0) {
+         continue;
+      } else if (!options_done && strcmp(a, "--") == 0) {
          options_done = true;
       } else if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
          if (opts->path) {
@@ -272,8 +279,6 @@ cli_parse_read_opts(int argc, char **argv, cli_opts_t *opts)
          opts->path = a;
       } else if (strcmp(a, "--bson") == 0 && is_merge) {
          opts->bson_out = true;
-      } else if (strcmp(a, "--full-validate") == 0) {
-         opts->parse.flags |= OPMSG_PARSE_FULL_VALIDATE;
       } else if (strcmp(a, "--stream") == 0) {
          opts->stream = true;
       } else if (strcmp(a, "--max-message-size") == 0 ||

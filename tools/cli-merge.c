@@ -1,6 +1,7 @@
 /*
  * cli-merge.c - `opmsg merge` (the merged document, as canonical Extended
- * JSON or raw BSON) and `opmsg check` (the verdict alone).
+ * JSON or raw BSON) and `opmsg check` (the verdict, and the level it was
+ * reached at).
  *
  * Copyright 2026 The opmsg authors. Licensed under the Apache License 2.0.
  *
@@ -17,7 +18,7 @@ cli_write_all(const void *p, size_t n)
 }
 
 /* Prints the merged document; false when libbson cannot print it as JSON
- * (only unchecked nested contents, without --full-validate, can cause it). */
+ * (only contents the check level left unread can cause it). */
 static bool
 cli_print_doc(const bson_t *doc, const cli_opts_t *opts)
 {
@@ -83,7 +84,7 @@ cli_report_unprintable(const uint8_t *data, size_t len, const cli_opts_t *opts,
    uint8_t *inner = NULL;
    bson_error_t error;
 
-   strict.parse.flags |= OPMSG_PARSE_FULL_VALIDATE;
+   strict.parse.check = OPMSG_CHECK_FULL;
    if (cli_parse_any(data, len, &strict, &msg, &inner, NULL, &error)) {
       bson_set_error(&error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_INVALID_VALUE,
                      "the merged document cannot be printed as Extended JSON");
@@ -132,13 +133,15 @@ cli_check_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
    int32_t outer_opcode = 0;
 
    if (!cli_parse_any(data, len, opts, &msg, &inner, &outer_opcode, &error)) {
-      cli_report(&error, where);
+      cli_report_checked(&error, where, opts->parse.check);
       return CLI_EXIT_INVALID;
    }
    if (where->stream) {
-      /* One line per message so a stream's output lines up with it. */
-      printf("ok %zu %zu %s %zu\n", where->index, where->offset,
-             cli_opcode_text(outer_opcode), len);
+      /* One line per message so a stream's output lines up with it; the
+       * level last, so that the verdict says what it covers. */
+      printf("ok %zu %zu %s %zu %s\n", where->index, where->offset,
+             cli_opcode_text(outer_opcode), len,
+             cli_check_text(opts->parse.check));
    }
    bson_free(inner);
    return CLI_EXIT_OK;

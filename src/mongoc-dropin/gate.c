@@ -12,7 +12,8 @@
  * when it is a load-time dependency) and otherwise made at the first
  * interposed call, when libmongoc is certainly loaded. It never changes
  * afterwards, so a reply is never parsed by one implementation and
- * decompressed by the other.
+ * decompressed by the other. The environment (OPMSG_MONGOC_DISABLE,
+ * OPMSG_MONGOC_DEBUG, OPMSG_MONGOC_CHECK) is read once too.
  */
 #define _GNU_SOURCE 1
 #include "dropin-private.h"
@@ -44,6 +45,12 @@ static struct {
 static int n_mongoc_code;
 static bool decompress_takes_max;
 static int debug_level = -1;
+/* OPMSG_MONGOC_CHECK, read once (check_read): the level, and the value
+ * when it names none (said once, by decide()). */
+static bool check_read;
+static opmsg_check_t check_level = OPMSG_CHECK_TOP_LEVEL;
+static bool check_unknown;
+static char check_bad[64];
 
 typedef const char *(*version_fn)(void);
 
@@ -66,6 +73,32 @@ dropin_debug_level(void)
       debug_level = (v && v[0] >= '1' && v[0] <= '9') ? v[0] - '0' : 0;
    }
    return debug_level;
+}
+
+/* OPMSG_MONGOC_CHECK: how far inside the documents every message is
+ * checked (libopmsg's names, opmsg_check_from_name()); top-level when unset
+ * or empty. Read once, like OPMSG_MONGOC_DEBUG: first from the constructor.
+ * An unknown value never fails the application: it is kept (made printable)
+ * for one warning, and the default applies. */
+static opmsg_check_t
+dropin_check_level(void)
+{
+   if (!check_read) {
+      const char *v = getenv("OPMSG_MONGOC_CHECK");
+
+      check_read = true;
+      if (v && v[0] && !opmsg_check_from_name(v, &check_level)) {
+         size_t i;
+
+         check_unknown = true;
+         for (i = 0; v[i] && i + 1 < sizeof check_bad; i++) {
+            unsigned char c = (unsigned char) v[i];
+            check_bad[i] = c < 0x20 || c >= 0x7f ? '?' : (char) c;
+         }
+         check_bad[i] = '\0';
+      }
+   }
+   return check_level;
 }
 
 void
@@ -355,6 +388,18 @@ decide(void)
    opmsg_options_init(&parse_options);
    opmsg_options_init(&reply_options);
    reply_options.flags = OPMSG_PARSE_REPLY;
+   /* Every parse of the drop-in reads its options from these two. */
+   parse_options.check = reply_options.check = dropin_check_level();
+   if (check_unknown) {
+      /* Said whatever OPMSG_MONGOC_DEBUG says: the variable was set for a
+       * reason, and the drop-in checks at another level than asked. */
+      dropin_log("OPMSG_MONGOC_CHECK=%s is not a check level (%s, %s or %s); "
+                 "checking at %s",
+                 check_bad, opmsg_check_name(OPMSG_CHECK_FRAMES),
+                 opmsg_check_name(OPMSG_CHECK_TOP_LEVEL),
+                 opmsg_check_name(OPMSG_CHECK_FULL),
+                 opmsg_check_name(check_level));
+   }
    resolve_originals(handle);
    if (sym) {
       fn_from_sym(&get_version, sizeof get_version, sym);
@@ -392,9 +437,11 @@ decide(void)
          dropin_log("inactive: %s; forwarding to libmongoc", why);
       }
    } else if (path != DROPIN_FORWARD && dropin_debug_level()) {
-      dropin_log("active: libmongoc %s (%s path), libopmsg %s, CRC-32C %s",
+      dropin_log("active: libmongoc %s (%s path), libopmsg %s, CRC-32C %s, "
+                 "check %s",
                  version, path == DROPIN_RPC_123 ? "rpc" : "mcd-rpc",
-                 opmsg_version_string(), opmsg_crc32c_implementation());
+                 opmsg_version_string(), opmsg_crc32c_implementation(),
+                 opmsg_check_name(check_level));
    }
    if (handle) {
       dlclose(handle); /* drops the RTLD_NOLOAD reference only */
@@ -422,6 +469,7 @@ __attribute__((constructor)) static void
 dropin_constructor(void)
 {
    (void) dropin_debug_level();
+   (void) dropin_check_level();
    if (dlsym(RTLD_DEFAULT, "mongoc_get_version")) {
       pthread_once(&gate_once, decide);
    } else if (dropin_debug_level() >= 2) {

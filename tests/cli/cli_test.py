@@ -416,8 +416,8 @@ def group_stream():
     good = op_msg([kind0({"ping": 1, "$db": "admin"})])
     rc, out, err = run(["check", "--stream", "-"], good + bytes(bad) + good)
     lines = error_lines(err)
-    check(rc == 1 and out.decode().split("\n")[:2] == ["ok 0 0 OP_MSG %d" % len(good),
-                                                       "ok 2 %d OP_MSG %d" % (len(good) + len(bad), len(good))],
+    check(rc == 1 and out.decode().split("\n")[:2] == ["ok 0 0 OP_MSG %d top-level" % len(good),
+                                                       "ok 2 %d OP_MSG %d top-level" % (len(good) + len(bad), len(good))],
           "stream continues after a bad message: %r" % out)
     check(len(lines) == 1 and "required-flags" in lines[0] and "message 1 at offset %d" % len(good) in lines[0],
           "stream bad message line: %r" % lines)
@@ -1000,11 +1000,212 @@ def group_mutate():
         check(rc_merge in (0, 1) and (rc_check == 0 or rc_merge == 1) and len(error_lines(err_merge)) == rc_merge,
               "%s: merge %d" % (what, rc_merge))
         if rc_check == 1 and rc_merge == 1:
-            check(err_merge == err_check, "%s: merge and check name the same rule" % what)
+            # check also names the level it checked at.
+            check(err_check == err_merge[:-1] + " (check: top-level)\n",
+                  "%s: merge and check name the same rule: %r %r" % (what, err_merge, err_check))
     # The same mutations as one stream never crash either.
     stream = b"".join(seeds) + bytes(rng.randrange(256) for _ in range(40))
     rc, out, err = run(["dump", "--stream", "-"], stream)
     check(rc == 1 and all(json.loads(l) for l in out.decode().splitlines()), "dump --stream of junk")
+
+
+# --- check levels ----------------------------------------------------------
+
+LEVELS = ("frames", "top-level", "full")
+
+
+def bad_element_doc():
+    """A document whose frame is sound (length, terminating 0) but whose
+    second top-level element has the unknown type 0x42."""
+    doc = bytearray(enc(SON([("a", 1), ("b", 2)])))
+    doc[doc.index(b"b\x00") - 1] = 0x42
+    return bytes(doc)
+
+
+def raw_doc(elements):
+    """A document of hand-written elements (type, key, value bytes), which
+    may break rules no encoder would (a duplicate key)."""
+    body = b"".join(bytes([t]) + k.encode() + b"\x00" + v for t, k, v in elements)
+    return struct.pack("<i", len(body) + 5) + body + b"\x00"
+
+
+def raw_array(docs):
+    return raw_doc([(0x03, str(i), d) for i, d in enumerate(docs)])
+
+
+def noop_compressed(msg):
+    inner = msg[16:]
+    rest = struct.pack("<iiB", 2013, len(inner), 0) + inner
+    return struct.pack("<iiii", 16 + len(rest), 0, 0, 2012) + rest
+
+
+def pcap_of(c2s):
+    """A classic pcap (Ethernet, IPv4) of one connection to port 27017 that
+    carries the messages c2s from the client, one TCP segment each."""
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)]
+    seq = [1000]
+
+    def packet(flags, payload=b""):
+        tcp = struct.pack(">HHIIBBHHH", 40001, 27017, seq[0], 1, 5 << 4, flags,
+                          65535, 0, 0) + payload
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64,
+                         6, 0, bytes([127, 0, 0, 1]), bytes([127, 0, 0, 1]))
+        frame = b"\x02\0\0\0\0\x01\x02\0\0\0\0\x02\x08\x00" + ip + tcp
+        out.append(struct.pack("<IIII", 1700000000, len(out), len(frame), len(frame)) + frame)
+        seq[0] += len(payload) + (1 if flags & 0x02 else 0)
+
+    packet(0x02)  # SYN
+    for m in c2s:
+        packet(0x18, m)  # PSH | ACK
+    packet(0x11)  # FIN | ACK
+    return b"".join(out)
+
+
+def group_check_levels():
+    """--check frames|top-level|full (and --full-validate, its synonym for
+    full): what each level accepts, that frame errors are refused at every
+    level, that the level reaches OP_COMPRESSED's inner message, merge, dump
+    and tap, that check says the level, and that an unknown level is a
+    usage error."""
+    cmd = SON([("insert", "c"), ("$db", "test")])
+    good_doc = enc(SON([("_id", 1)]))
+    bad_elem = op_msg([kind0(cmd), kind1("documents", [good_doc, bad_element_doc()])])
+    i32 = lambda v: struct.pack("<i", v)
+    dup_body = raw_doc([(0x10, "ping", i32(1)), (0x02, "$db", i32(6) + b"admin\x00"),
+                        (0x10, "x", i32(1)), (0x10, "x", i32(2))])
+    dup_key = op_msg([kind0(dup_body)])
+    nested = bytearray(enc(SON([("_id", 1), ("x", SON([("s", "abc")]))])))
+    nested[nested.index(b"abc")] = 0xFF
+    bad_utf8 = op_msg([kind0(cmd), kind1("documents", [bytes(nested)])])
+
+    # What each level accepts (True) or refuses with its rule.
+    verdicts = [
+        ("bad top-level element in a sequence document", bad_elem,
+         {"frames": True, "top-level": "document-element", "full": "document-element"}),
+        ("duplicate body key", dup_key,
+         {"frames": True, "top-level": "duplicate-key", "full": "duplicate-key"}),
+        ("nested invalid UTF-8 in a sequence document", bad_utf8,
+         {"frames": True, "top-level": True, "full": "invalid-utf8"}),
+    ]
+    # Frame errors: refused at every level, by the same rule.
+    over = bytearray(good_doc)
+    struct.pack_into("<i", over, 0, len(over) + 4)
+    unterminated = bytearray(good_doc)
+    unterminated[-1] = 0x01
+    body_past = bytearray(enc(SON([("ping", 1), ("$db", "admin")])))
+    struct.pack_into("<i", body_past, 0, len(body_past) + 10)
+    for what, msg, rule in [
+            ("a sequence document runs past its section",
+             op_msg([kind0(cmd), kind1("documents", [bytes(over)])]), "sequence-overrun"),
+            ("a sequence document without its terminating 0",
+             op_msg([kind0(cmd), kind1("documents", [bytes(unterminated)])]), "document-terminator"),
+            ("a sequence document shorter than 5 bytes",
+             op_msg([kind0(cmd), kind1("documents", [i32(4)])]), "document-length"),
+            ("the body runs past the message",
+             op_msg([kind0(bytes(body_past))]), "document-length")]:
+        verdicts.append((what, msg, {level: rule for level in LEVELS}))
+
+    for what, msg, want in verdicts:
+        for args, level in [(["--check", "frames"], "frames"), (["--check=frames"], "frames"),
+                            (["--check", "top-level"], "top-level"), ([], "top-level"),
+                            (["--check", "full"], "full"), (["--full-validate"], "full"),
+                            # The last one given wins.
+                            (["--full-validate", "--check", "frames"], "frames"),
+                            (["--check", "frames", "--full-validate"], "full")]:
+            label = "check %s: %s" % (" ".join(args) or "(default)", what)
+            if want[level] is True:
+                rc, out, err = run(["check"] + args + ["-"], msg)
+                check(rc == 0 and out == b"" and err == "", "%s: accepted: %d %r" % (label, rc, err))
+            else:
+                rc, out, err = expect_rule(["check"] + args + ["-"], want[level], label, msg)
+                check(err.rstrip("\n").endswith(" (check: %s)" % level),
+                      "%s: the error line names the level: %r" % (label, err))
+        # Inside OP_COMPRESSED, at each level.
+        for level in LEVELS:
+            label = "check --check %s of a compressed message: %s" % (level, what)
+            if want[level] is True:
+                rc, out, err = run(["check", "--check", level, "-"], noop_compressed(msg))
+                check(rc == 0, "%s: accepted: %d %r" % (label, rc, err))
+            else:
+                expect_rule(["check", "--check", level, "-"], want[level], label,
+                            noop_compressed(msg))
+        # dump: the level and the verdict.
+        for level in LEVELS:
+            rc, out, err = run(["dump", "--check", level, "-"], msg)
+            d = json.loads(out)
+            ok = want[level] is True
+            check(rc == (0 if ok else 1) and d.get("check") == level and d["valid"] is ok
+                  and (ok or d["error"]["rule"] == want[level]),
+                  "dump --check %s: %s: %d %r" % (level, what, rc, d))
+
+    # merge at the frames level: the sequence is merged as it is, byte for
+    # byte (the bad element copied, never read); JSON cannot carry it, and
+    # the error names the rule, as full validation finds it.
+    want = enc(cmd)[:-1] + b"\x04documents\x00" + raw_array([good_doc, bad_element_doc()]) + b"\x00"
+    want = struct.pack("<i", len(want)) + want[4:]
+    rc, out, err = run(["merge", "--bson", "--check", "frames", "-"], bad_elem)
+    check(rc == 0 and out == want, "merge --bson --check frames of a bad element: %d %r" % (rc, err))
+    expect_rule(["merge", "--bson", "-"], "document-element", "merge --bson (top-level) of a bad element",
+                bad_elem)
+    expect_rule(["merge", "--check", "frames", "-"], "document-element",
+                "merge to JSON --check frames of a bad element", bad_elem)
+    rc, out, err = run(["merge", "--bson", "--check", "frames", "-"], dup_key)
+    check(rc == 0 and out == dup_body, "merge --bson --check frames of a duplicate key: %d %r" % (rc, err))
+    expect_rule(["merge", "--bson", "--check", "full", "-"], "invalid-utf8",
+                "merge --bson --check full of nested invalid UTF-8", bad_utf8)
+
+    # check --stream: every ok line ends with the level.
+    good = op_msg([kind0(SON([("ping", 1), ("$db", "admin")]))])
+    stream = good + bad_elem + dup_key
+    rc, out, err = run(["check", "--stream", "--check", "frames", "-"], stream)
+    check(rc == 0 and err == "" and out.decode().splitlines() == [
+        "ok 0 0 OP_MSG %d frames" % len(good),
+        "ok 1 %d OP_MSG %d frames" % (len(good), len(bad_elem)),
+        "ok 2 %d OP_MSG %d frames" % (len(good) + len(bad_elem), len(dup_key))],
+        "check --stream --check frames: %d %r %r" % (rc, out, err))
+    rc, out, err = run(["check", "--stream", "-"], stream)
+    lines = error_lines(err)
+    check(rc == 1 and out.decode().splitlines() == ["ok 0 0 OP_MSG %d top-level" % len(good)]
+          and len(lines) == 2 and "document-element: message 1 " in lines[0]
+          and "duplicate-key: message 2 " in lines[1]
+          and all(l.endswith(" (check: top-level)") for l in lines),
+          "check --stream (top-level): %d %r %r" % (rc, out, err))
+
+    # tap --pcap logs the rule a message breaks at its level (full unless
+    # --check says otherwise).
+    with tempfile.TemporaryDirectory() as tmp:
+        pcap = os.path.join(tmp, "levels.pcap")
+        with open(pcap, "wb") as f:
+            f.write(pcap_of([bad_elem, dup_key, bad_utf8]))
+        for args, want in [([], ["document-element", "duplicate-key", "invalid-utf8"]),
+                           (["--full-validate"], ["document-element", "duplicate-key", "invalid-utf8"]),
+                           (["--check", "top-level"], ["document-element", "duplicate-key", None]),
+                           (["--check=frames", "--max-array", "1"], [None, None, None])]:
+            rc, out, err = run(["tap", "--pcap", pcap] + args)
+            msgs = [x for x in (json.loads(l) for l in out.decode().splitlines()) if "dir" in x]
+            check(rc == 0 and [m.get("error") for m in msgs] == want,
+                  "tap --pcap %s: %d %r %r" % (" ".join(args), rc, [m.get("error") for m in msgs], err))
+            # An accepted message is logged with its merged document unless
+            # libbson cannot read all of it (then without, never cut short).
+            readable = {0: False, 1: True, 2: False}
+            check(all(("doc" in m) == (m.get("error") is None and readable[i])
+                      for i, m in enumerate(msgs)),
+                  "tap --pcap %s: doc members %r" % (" ".join(args), [sorted(m) for m in msgs]))
+
+    # An unknown or missing level is a usage error of every command that
+    # parses, naming the three levels.
+    seed = data("seed", "flat.bin")
+    for args, bad in ((["check", "--check", "bogus", seed], "bogus"),
+                      (["merge", "--check=Full", seed], "Full"),
+                      (["dump", seed, "--check", "frame"], "frame"),
+                      (["check", seed, "--check"], None),
+                      (["tap", "--pcap", seed, "--check", "none"], "none")):
+        rc, out, err = run(args)
+        first = err.splitlines()[0] if err else ""
+        check(rc == 2 and first.startswith("opmsg: ") and "--check" in first
+              and all(level in first for level in LEVELS) and "usage:" in err,
+              "%r: exit %d %r" % (args, rc, err))
+        check(bad is None or "'%s'" % bad in first, "%r names the bad level: %r" % (args, first))
 
 
 GROUPS = {
@@ -1021,6 +1222,7 @@ GROUPS = {
     "split": group_split,
     "compress": group_compress,
     "mutate": group_mutate,
+    "check_levels": group_check_levels,
 }
 
 if __name__ == "__main__":

@@ -5,7 +5,11 @@
  *
  *   dropin-client URI ping|find|insert
  *      one operation; prints "RESULT ok <json>" and exits 0, or
- *      "RESULT error <domain>.<code> <message>" and exits 2.
+ *      "RESULT error <domain>.<code> <message>" and exits 2, or, when
+ *      libmongoc accepted the reply but libbson cannot print what it
+ *      returned as JSON (an element bson_iter cannot read, which the
+ *      drop-in's frames level lets through), "RESULT unprintable <what>"
+ *      and exits 3.
  *   dropin-client URI threads
  *      a pooled client, 4 threads x 10 rounds of ping + find; prints
  *      "RESULT ok {...}" when every find returned its 2 documents and every
@@ -27,6 +31,7 @@
 #include <string.h>
 
 #define EXIT_OP_ERROR 2
+#define EXIT_UNPRINTABLE 3
 #define WORKLOAD_DOCS 60
 #define WORKLOAD_MAX_THREADS 16
 
@@ -44,6 +49,23 @@ print_ok(const char *json)
    return 0;
 }
 
+/* The reply as "RESULT ok <json>", or "RESULT unprintable" when libbson
+ * cannot make JSON of it. */
+static int
+print_reply(const bson_t *reply)
+{
+   char *json = bson_as_relaxed_extended_json(reply, NULL);
+   int rc;
+
+   if (!json) {
+      printf("RESULT unprintable reply of %u bytes\n", (unsigned) reply->len);
+      return EXIT_UNPRINTABLE;
+   }
+   rc = print_ok(json);
+   bson_free(json);
+   return rc;
+}
+
 static int
 op_ping(mongoc_client_t *client)
 {
@@ -53,9 +75,7 @@ op_ping(mongoc_client_t *client)
    int rc;
 
    if (mongoc_client_command_simple(client, "admin", cmd, NULL, &reply, &error)) {
-      char *json = bson_as_relaxed_extended_json(&reply, NULL);
-      rc = print_ok(json);
-      bson_free(json);
+      rc = print_reply(&reply);
    } else {
       rc = print_error(&error);
    }
@@ -74,17 +94,23 @@ op_find(mongoc_client_t *client)
    const bson_t *doc;
    bson_error_t error;
    opmsg_strbuf_t *out = opmsg_strbuf_new("[");
-   int n = 0;
+   int n = 0, unprintable = -1;
    int rc;
 
    while (mongoc_cursor_next(cursor, &doc)) {
       char *json = bson_as_relaxed_extended_json(doc, NULL);
-      opmsg_strbuf_append_printf(out, "%s%s", n++ ? ", " : "", json);
+      if (!json && unprintable < 0) {
+         unprintable = n;
+      }
+      opmsg_strbuf_append_printf(out, "%s%s", n++ ? ", " : "", json ? json : "null");
       bson_free(json);
    }
    opmsg_strbuf_append(out, "]");
    if (mongoc_cursor_error(cursor, &error)) {
       rc = print_error(&error);
+   } else if (unprintable >= 0) {
+      printf("RESULT unprintable document %d\n", unprintable);
+      rc = EXIT_UNPRINTABLE;
    } else {
       rc = print_ok(out->str);
    }
@@ -109,9 +135,7 @@ op_insert(mongoc_client_t *client)
    }
    if (mongoc_collection_insert_many(coll, (const bson_t **) docs, 3, NULL,
                                      &reply, &error)) {
-      char *json = bson_as_relaxed_extended_json(&reply, NULL);
-      rc = print_ok(json);
-      bson_free(json);
+      rc = print_reply(&reply);
    } else {
       rc = print_error(&error);
    }
@@ -152,7 +176,7 @@ pool_worker(void *arg)
 
       if (mongoc_client_command_simple(client, "admin", ping, NULL, &reply, &w->error)) {
          char *json = bson_as_relaxed_extended_json(&reply, NULL);
-         snprintf(w->last_ping, sizeof w->last_ping, "%s", json);
+         snprintf(w->last_ping, sizeof w->last_ping, "%s", json ? json : "null");
          bson_free(json);
          w->good++;
       }

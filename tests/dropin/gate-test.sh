@@ -2,7 +2,8 @@
 # gate-test.sh GATE_TEST DROPIN: the drop-in is active for the libmongoc
 # series it is tested with (1.23.x on the rpc path; 1.30.x and 2.5.x on the
 # mcd-rpc path, which also needs libmongoc's mcd_rpc_* functions), decided at the first call when libmongoc is dlopen()ed after start-up
-# (globally or privately), says why with OPMSG_MONGOC_DEBUG=1, once, and stays
+# (globally or privately), says why with OPMSG_MONGOC_DEBUG=1, once, names
+# its OPMSG_MONGOC_CHECK level (warning once about an unknown one), and stays
 # silent in processes without libmongoc.
 set -u
 test_bin=$1
@@ -40,8 +41,23 @@ if ! OPMSG_MONGOC_DISABLE=1 FAKE_MONGOC_VERSION=1.23.1 OPMSG_MONGOC_DEBUG=1 \
   echo "FAIL: OPMSG_MONGOC_DISABLE=1 did not turn the drop-in off"; cat "$err"; fail=1
 fi
 
-# A process without libmongoc (a shell inheriting LD_PRELOAD) is untouched.
-out=$(OPMSG_MONGOC_DEBUG=1 LD_PRELOAD=$dropin sh -c 'echo fine' 2>&1)
+# OPMSG_MONGOC_CHECK is read once and named in the activation line; an
+# unknown value warns once (also without OPMSG_MONGOC_DEBUG) and the default
+# applies.
+if ! OPMSG_MONGOC_CHECK=frames FAKE_MONGOC_VERSION=1.23.1 OPMSG_MONGOC_DEBUG=1 \
+     LD_PRELOAD=$dropin "$test_bin" global active 2>"$err" ||
+   [ "$(grep -c 'opmsg-mongoc: active: libmongoc 1.23.1 (rpc path), .*, check frames$' "$err")" -ne 1 ]; then
+  echo "FAIL: OPMSG_MONGOC_CHECK=frames is not in the activation line"; cat "$err"; fail=1
+fi
+if ! OPMSG_MONGOC_CHECK=strict FAKE_MONGOC_VERSION=1.23.1 \
+     LD_PRELOAD=$dropin "$test_bin" local active 2>"$err" ||
+   [ "$(cat "$err")" != "opmsg-mongoc: OPMSG_MONGOC_CHECK=strict is not a check level (frames, top-level or full); checking at top-level" ]; then
+  echo "FAIL: OPMSG_MONGOC_CHECK=strict: expected one warning line"; cat "$err"; fail=1
+fi
+
+# A process without libmongoc (a shell inheriting LD_PRELOAD) is untouched,
+# whatever the variables say.
+out=$(OPMSG_MONGOC_DEBUG=1 OPMSG_MONGOC_CHECK=strict LD_PRELOAD=$dropin sh -c 'echo fine' 2>&1)
 if [ "$out" != "fine" ]; then
   echo "FAIL: a shell with the drop-in preloaded printed: $out"; fail=1
 fi

@@ -211,6 +211,22 @@ def _body_no_terminator(doc):
     return b"\x00" + bytes(raw)
 
 
+def _bad_element_doc():
+    """{"x": 1, "y": 2} with y's type byte replaced by 0x42, which no BSON
+    type has: the frame (length, terminating 0) is sound, the second
+    top-level element is not."""
+    raw = bytearray(encode({"x": 1, "y": 2}))
+    raw[raw.index(b"y\x00") - 1] = 0x42
+    return bytes(raw)
+
+
+def _bad_utf8_doc():
+    """{"x": {"s": "ab\xff"}}: invalid UTF-8 one level down."""
+    raw = bytearray(encode({"x": {"s": "abc"}}))
+    raw[raw.index(b"abc") + 2] = 0xFF
+    return bytes(raw)
+
+
 def _find_without_batch(command, n_docs):
     doc = base_body(command, n_docs)
     if command == "find":
@@ -261,6 +277,14 @@ def craft(mode, command, n_docs, rid):
         "find_seq_clash": lambda: op_msg([body(_find_with_empty_batch(command, n_docs)),
                                           seq("cursor.firstBatch", FIND_DOCS)], rid),
     }
+    # The check-level probes (PROBES): a sequence document of "extra" whose
+    # frame is sound but whose top-level element is not (also inside
+    # OP_COMPRESSED), or whose nested string is not UTF-8.
+    modes["seq_bad_element"] = lambda: op_msg(
+        [body(b), seq("extra", None, encode({"x": 0}) + _bad_element_doc())], rid)
+    modes["seq_bad_utf8"] = lambda: op_msg(
+        [body(b), seq("extra", None, _bad_utf8_doc())], rid)
+    modes["zlib_seq_bad_element"] = lambda: op_compressed(modes["seq_bad_element"](), 2)
     # A request opcode where the reply belongs, plain and inside OP_COMPRESSED
     # (noop): stock libmongoc 1.24+ aborts on them, 1.23 reads garbage.
     for name, opcode in REQUEST_OPCODES.items():
@@ -289,6 +313,11 @@ MODES = {
 }
 MODES.update({"reply_" + name: False for name in REQUEST_OPCODES})
 MODES.update({"compressed_op_query": False, "compressed_op_insert": False})
+
+# Replies whose verdict depends on the drop-in's check level
+# (OPMSG_MONGOC_CHECK; check_level.py): not in MODES, so the stock vs
+# drop-in table keeps its cases.
+PROBES = ("seq_bad_element", "seq_bad_utf8", "zlib_seq_bad_element")
 
 HANDSHAKE = {"hello", "ismaster", "isMaster"}
 
@@ -362,7 +391,7 @@ class Server:
     """A listening socket on 127.0.0.1 with one thread per connection."""
 
     def __init__(self, mode):
-        if mode not in MODES:
+        if mode not in MODES and mode not in PROBES:
             raise ValueError("unknown mode %r" % mode)
         self.mode = mode
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -393,8 +422,9 @@ class Server:
 
 
 def main(argv):
-    if len(argv) != 2 or argv[1] not in MODES:
-        sys.stderr.write("usage: hostile_server.py MODE\nmodes: %s\n" % " ".join(MODES))
+    if len(argv) != 2 or (argv[1] not in MODES and argv[1] not in PROBES):
+        sys.stderr.write("usage: hostile_server.py MODE\nmodes: %s\n"
+                         % " ".join(list(MODES) + list(PROBES)))
         return 64
     server = Server(argv[1]).start()
     print(server.port, flush=True)

@@ -38,14 +38,21 @@ def uri(port):
             "&connectTimeoutMS=5000&socketTimeoutMS=20000" % port)
 
 
-def run_op(client, port, op, dropin=None, valgrind=False):
+def run_op(client, port, op, dropin=None, valgrind=False, env_extra=None, debug=True):
     """Runs one operation; returns (kind, detail, stderr) where kind is
-    ok / error / crash / hang / valgrind."""
+    ok / error / unprintable (libmongoc accepted a reply libbson cannot
+    print) / crash / hang / valgrind. env_extra: more environment (the
+    drop-in's OPMSG_MONGOC_* variables); debug: OPMSG_MONGOC_DEBUG=1 with
+    the drop-in."""
     env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
+    for name in list(env):
+        if name == "LD_PRELOAD" or name.startswith("OPMSG_MONGOC_"):
+            del env[name]
     if dropin:
         env["LD_PRELOAD"] = dropin
-        env["OPMSG_MONGOC_DEBUG"] = "1"
+        if debug:
+            env["OPMSG_MONGOC_DEBUG"] = "1"
+    env.update(env_extra or {})
     cmd = [client, uri(port), op]
     if valgrind:
         cmd = ["valgrind", "--quiet", "--error-exitcode=1", "--leak-check=full",
@@ -65,6 +72,8 @@ def run_op(client, port, op, dropin=None, valgrind=False):
         return "ok", line[len("RESULT ok "):], p.stderr
     if p.returncode == 2 and line.startswith("RESULT error "):
         return "error", line[len("RESULT error "):], p.stderr
+    if p.returncode == 3 and line.startswith("RESULT unprintable "):
+        return "unprintable", line[len("RESULT unprintable "):], p.stderr
     return "crash", "exit %d: %s" % (p.returncode, (line or p.stderr[-300:]).strip()), p.stderr
 
 
@@ -88,8 +97,8 @@ def judge(mode, op, kind, detail):
         return False, "%s (%s)" % (kind.upper(), detail)
     if not legal:
         return (kind == "error"), ("error" if kind == "error" else "accepted")
-    if kind == "error":
-        return False, "error: " + detail
+    if kind in ("error", "unprintable"):
+        return False, kind + ": " + detail
     try:
         value = json.loads(detail)
     except ValueError:

@@ -6,8 +6,9 @@
  *
  * The one place that knows the log's format, so the live proxy and the
  * capture reader cannot drift apart: both hand framed messages and events to
- * these functions. A message is parsed with full validation; one that breaks
- * a rule is still logged (header, the rule's name, its detail). Long arrays
+ * these functions. A message is parsed at the run's check level (full
+ * validation unless --check says otherwise); one that breaks a rule is still
+ * logged (header, the rule's name, its detail). Long arrays
  * are elided for the log (--max-array), never in what is forwarded.
  */
 #include "tap-private.h"
@@ -217,6 +218,13 @@ tap_append_doc(tap_t *tap, opmsg_strbuf_t *s, const bson_t *doc)
    const bson_t *shown = doc;
    char *json;
 
+   /* Below full validation, an element libbson cannot read stops its
+    * iterator: the eliding copy would lose the rest silently, and JSON
+    * cannot carry it. Such a document is logged without "doc". */
+   if (tap->parse.check != OPMSG_CHECK_FULL &&
+       !bson_validate(doc, BSON_VALIDATE_UTF8, NULL)) {
+      return;
+   }
    if (tap->o.max_array && tap_has_long_array(doc, tap->o.max_array, 0)) {
       bson_init(&elided);
       tap_copy_elided(doc, &elided, tap->o.max_array, false, 0);

@@ -38,12 +38,15 @@ tap_usage(FILE *f)
       "                 [--raw DIR] [--max-array N]\n"
       "       opmsg tap --pcap FILE [--port N] [--out FILE] [--raw DIR]\n"
       "                 [--max-array N]\n"
+      "  both also take [--check frames|top-level|full] [--full-validate]\n"
       "Forwards MongoDB wire traffic unchanged and logs one JSON line per\n"
       "message (docs/tap.md). --out FILE: the log (default stdout).\n"
       "--raw DIR: also save each message as DIR/<seq>-conn<id>-<c2s|s2c>.bin.\n"
       "--pcap FILE: read a capture instead, the server being on port --port\n"
       "(default 27017). --max-array N: show at most N elements of an array\n"
-      "(default 100, 0 = all). Stop with Ctrl-C or SIGTERM.\n",
+      "(default 100, 0 = all). --check: how far inside the documents each\n"
+      "message is checked (default full; --full-validate is --check full).\n"
+      "Stop with Ctrl-C or SIGTERM.\n",
       f);
 }
 
@@ -55,10 +58,18 @@ tap_parse_args(int argc, char **argv, tap_opts_t *o)
    memset(o, 0, sizeof *o);
    o->port = 27017;
    o->max_array = TAP_DEFAULT_MAX_ARRAY;
+   o->check = OPMSG_CHECK_FULL;
    for (int i = 1; i < argc; i++) {
       const char *a = argv[i];
       const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+      int level = cli_check_option("tap", argc, argv, &i, &o->check);
 
+      if (level < 0) {
+         return 2;
+      }
+      if (level > 0) {
+         continue;
+      }
       if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
          tap_usage(stdout);
          return 0;
@@ -110,7 +121,7 @@ cli_tap_main(int argc, char **argv)
       return rc;
    }
    opmsg_options_init(&tap.parse);
-   tap.parse.flags = OPMSG_PARSE_FULL_VALIDATE;
+   tap.parse.check = tap.o.check;
    if (tap.o.raw_dir) {
       struct stat st;
 

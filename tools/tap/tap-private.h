@@ -56,6 +56,7 @@ typedef struct {
    const char *pcap_path;
    uint16_t port;
    uint32_t max_array; /* 0: no elision */
+   opmsg_check_t check; /* --check; OPMSG_CHECK_FULL unless given */
 } tap_opts_t;
 
 typedef struct {
