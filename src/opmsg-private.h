@@ -90,6 +90,11 @@ typedef struct {
     * sub-document it goes at the end of (merge.c splices it in), else NULL. */
    const uint8_t *splice;
    uint32_t n_dotted;       /* sequences whose identifier has a dot */
+   /* The last sequence's document count, which the scan found, so that
+    * iterating a message's only sequence (most have one) need not count
+    * again; seq_off is its kind byte's offset. */
+   uint32_t seq_count;
+   uint32_t seq_off;
    bool body_walked;        /* the body's top level was walked (db is known) */
 } opmsg_msg_priv_t;
 
@@ -570,6 +575,10 @@ typedef struct {
    opmsg_keyslot_t *slots;
    size_t nslots;
    opmsg_keyslot_t *local; /* the caller's table */
+   /* A set of a body's keys: false when duplicates were let in (the
+    * frames level), so a name may have a second place the set does not
+    * show. */
+   bool unique;
 } opmsg_keyset_t;
 
 /* Slots of a local table that holds n names without allocating. */
@@ -590,6 +599,7 @@ opmsg_keyset_init(opmsg_keyset_t *s, const uint8_t *base, const uint8_t *limit,
    s->limit = limit;
    s->local = local;
    s->slots = local;
+   s->unique = true;
    s->nslots = OPMSG_KEYSET_LOCAL(n);
    if (OPMSG_UNLIKELY(s->nslots > n_local) && !opmsg_keyset_alloc(s, n, error)) {
       return false;
@@ -682,6 +692,9 @@ opmsg_keyset_find(opmsg_keyset_t *s, const char *name, size_t len,
 bool opmsg_rule_unique_keys(opmsg_keyset_t *keys, const uint8_t *body,
                             uint32_t len, size_t off, opmsg_error_code_t body_code,
                             bson_error_t *error);
+/* The body's keys into keys, the first of each name only (the frames
+ * level, which lets a key twice through); the body's top level is checked. */
+void opmsg_keys_add_all(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len);
 /* The report of that rule, for a caller that adds the keys itself (the
  * parser hashes them during its walk): key is the second one, off the
  * offset of its element. */
@@ -875,8 +888,10 @@ const char *opmsg_path_rest(const char *id, size_t id_len, const char *path,
  * component key, or NULL (always NULL for a key holding a dot). */
 const char *opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len,
                                const char *key, size_t key_len);
-/* The first element named key at the top level of the checked document
- * doc, or NULL. */
+/* The first element named key at the top level of the framed document
+ * doc, or NULL. Each element is checked on the way (opmsg_skip_element()),
+ * so on a document whose elements were not, the walk stops with NULL at
+ * the first unsound one; a match is a sound element. */
 const uint8_t *opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len);
 /* Whether a sequence before the one at offset seq_off goes through path's
  * component comp: the sub-document the merge creates for it exists. */

@@ -15,6 +15,10 @@
  * keys are hashed by the walk that checks them. */
 #define SCAN_KEYS 256
 #define LOCAL_SLOTS OPMSG_KEYSET_LOCAL(SCAN_KEYS)
+/* At the frames level, up to this many identifiers are looked for in the
+ * body one by one, each with a walk of its top level: cheaper than hashing
+ * every key for the few a message has, and bounded. */
+#define FRAMES_LINEAR_IDS 4
 
 /* ---------------------------------------------------------------------------
  * Checksum
@@ -111,7 +115,7 @@ sequence_doc_fault(const opmsg_msg_t *msg, const opmsg_limits_t *limits, const u
 /* Checks one kind-1 section starting after its kind byte at p (offset off of
  * the kind byte). Returns the section's size (after the kind byte) in *size. */
 static bool
-scan_sequence(const opmsg_msg_t *msg, const opmsg_limits_t *limits,
+scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits,
               const uint8_t *p, const uint8_t *end, scan_t *scan,
               size_t *size, bson_error_t *error)
 {
@@ -151,6 +155,13 @@ scan_sequence(const opmsg_msg_t *msg, const opmsg_limits_t *limits,
       /* The common case inline: a sound frame and sound top-level elements.
        * Anything else takes sequence_doc_fault(), which says what is wrong. */
       size_t flen;
+      if (!top) {
+         /* The frames level reads one or two lines of each document, a
+          * chain of loads the hardware prefetcher does not run ahead of
+          * (the top-level walk reads every line in order, which it does):
+          * ask for the lines ahead. */
+         opmsg_prefetch_ahead(q, opmsg_read_u32(q) & 0xffffu);
+      }
       if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size,
                                            top, full, &flen))) {
          uint32_t dlen;
@@ -170,6 +181,8 @@ scan_sequence(const opmsg_msg_t *msg, const opmsg_limits_t *limits,
                     opmsg_array_keys_size(count);
    scan->n_seq++;
    scan->n_dotted += dotted;
+   opmsg_priv(msg)->seq_count = count;
+   opmsg_priv(msg)->seq_off = (uint32_t) off;
    *size = (size_t) n;
    return true;
 }
@@ -294,10 +307,12 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan,
  * parser feeds them what its scan recorded.
  * ------------------------------------------------------------------------- */
 
-/* No body key twice. The scan hashed the body's first SCAN_KEYS keys; the
- * rule walks a larger body again itself. */
+/* No body key twice: the body's keys into a key set, refusing a second
+ * one (unique), or only noting the first of each (the frames level). The
+ * scan hashed the body's first SCAN_KEYS keys; the rule walks a larger
+ * body again itself. */
 static bool
-check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, opmsg_keyset_t *keys,
+check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_keyset_t *keys,
                 opmsg_keyslot_t *local, bson_error_t *error)
 {
    uint32_t nkeys = scan->body_keys;
@@ -306,14 +321,20 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, opmsg_keyset_t *keys
                           LOCAL_SLOTS, error)) {
       return false;
    }
-   if (nkeys > SCAN_KEYS) {
+   keys->unique = unique;
+   if (nkeys > SCAN_KEYS && unique) {
       return opmsg_rule_unique_keys(keys, msg->body, msg->body_len,
                                     (size_t) (msg->body - msg->data), OPMSG_OK, error);
+   }
+   if (nkeys > SCAN_KEYS) {
+      opmsg_keys_add_all(keys, msg->body, msg->body_len);
+      return true;
    }
    for (uint32_t i = 0; i < nkeys; i++) {
       const char *k = scan->key[i];
       if (opmsg_keyset_find_hashed(keys, scan->key_hash[i], k, scan->key_len[i],
-                                   (uint32_t) ((const uint8_t *) k - msg->data), true) >= 0) {
+                                   (uint32_t) ((const uint8_t *) k - msg->data), true) >= 0 &&
+          unique) {
          /* The element starts at the type byte before its key. */
          return opmsg_duplicate_key_fail(k, (size_t) ((const uint8_t *) k - msg->data) - 1,
                                          OPMSG_OK, error);
@@ -395,54 +416,51 @@ check_db(const opmsg_msg_t *msg, bson_error_t *error)
    return true;
 }
 
-bool
-opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
+/* The sections in full: the scan, then the rules across sections. Its
+ * frame holds the key tables (some 8 KB of stack), which a body alone at
+ * the frames level never needs: opmsg_parse_msg() calls it otherwise. */
+static OPMSG_NOINLINE bool
+parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
 {
    scan_t scan;
    opmsg_keyslot_t local[LOCAL_SLOTS];
    opmsg_keyset_t keys;
+   opmsg_msg_priv_t *priv = opmsg_priv(msg);
    bool ok;
 
    scan.n_seq = scan.n_dotted = scan.body_keys = 0;
    scan.seq_out = 0;
-   msg->flags = opmsg_read_u32(msg->data + 16);
-   if (!opmsg_rule_flags(msg->flags, false, error)) {
-      return false;
-   }
-   opmsg_msg_priv_t *priv = opmsg_priv(msg);
-   priv->sections = msg->data + 20;
-   priv->sections_len = msg->len - 20;
-   if (msg->flags & OPMSG_FLAG_CHECKSUM_PRESENT) {
-      if (!check_checksum(msg, limits, error)) {
-         return false;
-      }
-      priv->sections_len -= 4;
-   }
    if (!scan_sections(msg, limits, &scan, error)) {
       return false;
    }
    msg->n_sequences = scan.n_seq;
    priv->n_dotted = scan.n_dotted;
 
+   opmsg_keyset_t *body_keys = &keys;
+   keys.slots = keys.local = NULL;
    if (!priv->body_walked) {
-      /* The frames level: a body alone is only framed. With sequences, its
-       * keys are needed after all (the clash check, the placement of dotted
-       * paths), and a key twice would make the placement ambiguous, so the
-       * body is walked and its keys checked as at the top-level level. */
+      /* The frames level: a body alone is only framed. With sequences, the
+       * body's top level is walked, and checked, to find the identifiers'
+       * fields; duplicate keys are not looked for. A few identifiers are
+       * looked for one by one in the walk (rules.c); many go through a key
+       * set of the body's keys, as at the other levels. */
       if (scan.n_seq == 0) {
          priv->merged_size = msg->body_len;
          return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(msg, error);
       }
-      if (!walk_body(msg, &scan, error)) {
+      if (scan.n_seq <= FRAMES_LINEAR_IDS) {
+         body_keys = NULL;
+      } else if (!walk_body(msg, &scan, error) ||
+                 !check_body_keys(msg, &scan, false, &keys, local, error)) {
+         opmsg_keyset_destroy(&keys);
          return false;
       }
-   }
-   if (!check_body_keys(msg, &scan, &keys, local, error)) {
+   } else if (!check_body_keys(msg, &scan, true, &keys, local, error)) {
       opmsg_keyset_destroy(&keys);
       return false;
    }
    const uint8_t *place = NULL;
-   ok = scan.n_seq == 0 || check_identifiers(msg, &keys, &scan, &place, error);
+   ok = scan.n_seq == 0 || check_identifiers(msg, body_keys, &scan, &place, error);
    opmsg_keyset_destroy(&keys);
    if (!ok || ((limits->flags & OPMSG_PARSE_REQUEST) && !check_db(msg, error))) {
       return false;
@@ -460,4 +478,36 @@ opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *er
       priv->merged_size = opmsg_merge_paths_size(msg, scan.seq_out);
    }
    return opmsg_rule_merged_size(priv->merged_size, true, error);
+}
+
+bool
+opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
+{
+   msg->flags = opmsg_read_u32(msg->data + 16);
+   if (!opmsg_rule_flags(msg->flags, false, error)) {
+      return false;
+   }
+   opmsg_msg_priv_t *priv = opmsg_priv(msg);
+   priv->sections = msg->data + 20;
+   priv->sections_len = msg->len - 20;
+   if (msg->flags & OPMSG_FLAG_CHECKSUM_PRESENT) {
+      if (!check_checksum(msg, limits, error)) {
+         return false;
+      }
+      priv->sections_len -= 4;
+   }
+   /* A body alone at the frames level (most replies a driver reads): its
+    * frame, filling the sections, is all there is to check. Anything else,
+    * or a fault, goes the whole way, which says what is wrong. */
+   size_t flen;
+   const uint8_t *p = priv->sections;
+   if (!opmsg_checks_top(limits) && p[0] == 0 &&
+       opmsg_doc_frame_ok(p + 1, priv->sections_len - 1, opmsg_body_limit(limits), &flen) &&
+       flen == priv->sections_len - 1) {
+      msg->body = p + 1;
+      msg->body_len = (uint32_t) flen;
+      priv->merged_size = flen;
+      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(msg, error);
+   }
+   return parse_sections(msg, limits, error);
 }

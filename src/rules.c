@@ -111,7 +111,7 @@ opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits)
 bool
 opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error)
 {
-   if (opts && !opmsg_check_name(opts->check)) {
+   if (opts && (unsigned) opts->check > (unsigned) OPMSG_CHECK_FULL) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
                         "opmsg_options_t.check is %d, not a check level (0 top-level, 1 frames, 2 full)",
                         (int) opts->check);
@@ -247,9 +247,11 @@ opmsg_duplicate_key_fail(const char *key, size_t off, opmsg_error_code_t body_co
                      opmsg_printable(name, key, strlen(key)), off);
 }
 
-bool
-opmsg_rule_unique_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
-                       size_t off, opmsg_error_code_t body_code, bson_error_t *error)
+/* Every key of the body into keys; with refuse, a second one is the
+ * error, without it only the first of each is kept. */
+static bool
+add_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off, bool refuse,
+         opmsg_error_code_t body_code, bson_error_t *error)
 {
    const uint8_t *p = body + 4;
    const uint8_t *end = body + len - 1;
@@ -261,11 +263,24 @@ opmsg_rule_unique_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
          return true; /* the caller checked the body: not reached */
       }
       uint32_t key_off = (uint32_t) ((const uint8_t *) e.key - keys->base);
-      if (opmsg_keyset_find(keys, e.key, e.key_len, key_off, true) >= 0) {
+      if (opmsg_keyset_find(keys, e.key, e.key_len, key_off, true) >= 0 && refuse) {
          return opmsg_duplicate_key_fail(e.key, off + (size_t) (at - body), body_code, error);
       }
    }
    return true;
+}
+
+bool
+opmsg_rule_unique_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
+                       size_t off, opmsg_error_code_t body_code, bson_error_t *error)
+{
+   return add_keys(keys, body, len, off, true, body_code, error);
+}
+
+void
+opmsg_keys_add_all(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len)
+{
+   (void) add_keys(keys, body, len, 0, false, OPMSG_OK, NULL);
 }
 
 /* ---------------------------------------------------------------------------
@@ -375,6 +390,28 @@ find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, const char *ke
    return false;
 }
 
+/* find_key_from() on a document whose elements nobody checked yet: each
+ * element from p on is checked on the way, to the end when key is not
+ * there. 1 found (in *found), 0 not there, -1 an unsound element (its
+ * rule in *error, the document called the body, see top_ok()). */
+static int
+find_key_checked(const uint8_t *doc, uint32_t len, const uint8_t *p, size_t off,
+                 const char *key, size_t key_len, opmsg_error_code_t body_code,
+                 opmsg_element_t *found, bson_error_t *error)
+{
+   const uint8_t *end = doc + len - 1;
+   while (p < end) {
+      if (!opmsg_next_element_inline(&p, end, found, 0, NULL)) {
+         (void) top_ok(doc, len, off, body_noun(body_code), body_code, NULL, error);
+         return -1;
+      }
+      if (found->key_len == key_len && memcmp(found->key, key, key_len) == 0) {
+         return 1;
+      }
+   }
+   return 0;
+}
+
 /* The first element called key[0..key_len) at the top level of a checked
  * document, if there is one. */
 static bool
@@ -400,16 +437,49 @@ opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t 
    char where[SEQ_NAME_BUF], field[NAME_BUF], what[64];
    opmsg_element_t e;
 
-   /* The identifier's NUL follows it, in the message or the C string:
-    * the hash may read up to there. */
-   int64_t key_off = opmsg_keyset_find_hashed(
-      keys, opmsg_key_hash(id, first, (const uint8_t *) id_end + 1), id, first, 0, false);
-   if (key_off < 0) {
-      return true; /* the merge adds the field, or creates the path */
+   if (keys) {
+      /* The identifier's NUL follows it, in the message or the C string:
+       * the hash may read up to there. */
+      int64_t key_off = opmsg_keyset_find_hashed(
+         keys, opmsg_key_hash(id, first, (const uint8_t *) id_end + 1), id, first, 0, false);
+      if (key_off < 0) {
+         return true; /* the merge adds the field, or creates the path */
+      }
+      /* The stored offset is the key's; its element starts one byte earlier. */
+      const uint8_t *p = keys->base + key_off - 1;
+      (void) opmsg_next_element_inline(&p, body + len - 1, &e, 0, NULL); /* checked */
+      opmsg_element_t again;
+      if (dot && !keys->unique &&
+          find_key_from(body, len, e.value + e.value_len, id, first, &again)) {
+         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
+                           "%s: the %s holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place",
+                           seq_name(where, at, id, id_len), body_noun(body_code),
+                           opmsg_printable(field, id, first), off + (size_t) (e.start - body),
+                           off + (size_t) (again.start - body));
+      }
+   } else {
+      /* No key table (the frames level): the body's top level, walked and
+       * checked here. A key may be there twice (nothing else looked), so a
+       * path's first component is looked for past its first place too. */
+      int found = find_key_checked(body, len, body + 4, off, id, first, body_code, &e, error);
+      if (found <= 0) {
+         return found == 0;
+      }
+      opmsg_element_t again;
+      found = dot ? find_key_checked(body, len, e.value + e.value_len, off, id, first,
+                                     body_code, &again, error)
+                  : 0;
+      if (found < 0) {
+         return false;
+      }
+      if (found > 0) {
+         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
+                           "%s: the %s holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place",
+                           seq_name(where, at, id, id_len), body_noun(body_code),
+                           opmsg_printable(field, id, first), off + (size_t) (e.start - body),
+                           off + (size_t) (again.start - body));
+      }
    }
-   /* The stored offset is the key's; its element starts one byte earlier. */
-   const uint8_t *p = keys->base + key_off - 1;
-   (void) opmsg_next_element_inline(&p, body + len - 1, &e, 0, NULL); /* checked */
 
    for (;;) {
       if (!dot) {

@@ -36,6 +36,18 @@ opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
       }
       return (const char *) db + 9;
    }
+   if (msg->opcode == OPMSG_OP_MSG) {
+      /* A body only framed: opmsg's own walk, which stops at a bad element
+       * (the first "$db" is the one, as for libbson's iterator). */
+      const uint8_t *e = msg->body ? opmsg_field_named(msg->body, "$db", 3) : NULL;
+      if (!e || *e != BSON_TYPE_UTF8) {
+         return NULL;
+      }
+      if (len) {
+         *len = opmsg_read_u32(e + 5) - 1;
+      }
+      return (const char *) e + 9;
+   }
    if (!opmsg_body(msg, &body) || !bson_iter_init_find(&it, &body, "$db") ||
        !BSON_ITER_HOLDS_UTF8(&it)) {
       return NULL;
@@ -57,6 +69,7 @@ void
 opmsg_sequence_iter_init(opmsg_sequence_iter_t *it, const opmsg_msg_t *msg)
 {
    it->base = msg->data;
+   it->msg = msg;
    it->p = msg->opcode == OPMSG_OP_MSG ? opmsg_cpriv(msg)->sections : NULL;
    it->end = it->p ? it->p + opmsg_cpriv(msg)->sections_len : NULL;
 }
@@ -90,7 +103,11 @@ opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count
       seq->documents = s.documents;
       seq->documents_len = s.documents_len;
       seq->offset = (uint32_t) (s.start - it->base);
-      seq->count = count ? count_documents(seq) : 0;
+      seq->count = 0;
+      if (count) {
+         const opmsg_msg_priv_t *priv = opmsg_cpriv(it->msg);
+         seq->count = seq->offset == priv->seq_off ? priv->seq_count : count_documents(seq);
+      }
       return true;
    }
    return false;
@@ -201,7 +218,7 @@ opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len)
       const uint8_t *k = p;
       const uint8_t *next = opmsg_skip_element(p, end, &k);
       if (!next) {
-         return NULL; /* not reached: the parser checked doc */
+         return NULL; /* an unsound element: the walk stops here */
       }
       if ((size_t) (k - p - 1) == key_len && memcmp(p + 1, key, key_len) == 0) {
          return p;
@@ -315,7 +332,8 @@ next_sequence_field(opmsg_view_t *v, opmsg_field_t *f)
          f->key = rest;
          f->key_len = (uint32_t) rest_len;
          f->seq = seq;
-         f->seq.count = count_documents(&seq);
+         f->seq.count = seq.offset == opmsg_cpriv(v->msg)->seq_off ? opmsg_cpriv(v->msg)->seq_count
+                                                                   : count_documents(&seq);
          return true;
       }
       size_t comp_len = (size_t) (dot - rest);

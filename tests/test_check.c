@@ -10,6 +10,7 @@
  */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL,
@@ -271,30 +272,93 @@ test_body_alone(void **state)
    tu_buf_free(&b);
 }
 
-/* With sequences, the body's keys are needed: it is walked and its keys
- * checked at the frames level too. */
+/* With sequences, the frames level walks the body's top level (checked) to
+ * find the identifiers' fields, but does not look for duplicate keys except
+ * on a dotted path, where a key twice would leave two places. With a few
+ * identifiers the walk looks for each; with many, a key set holds the
+ * body's keys: the answers are the same. */
+static void
+add_sequences(tu_buf_t *b, const char *first, int n)
+{
+   size_t mark = tu_msg_seq_begin(b, first);
+   tu_put_json_doc(b, "{\"_id\": 1}");
+   tu_msg_seq_end(b, mark);
+   for (int i = 1; i < n; i++) {
+      char id[16];
+      snprintf(id, sizeof id, "extra%d", i);
+      mark = tu_msg_seq_begin(b, id);
+      tu_msg_seq_end(b, mark);
+   }
+}
+
 static void
 test_body_with_sequences(void **state)
 {
    (void) state;
    tu_buf_t b;
+   opmsg_msg_t msg;
 
-   tu_buf_init(&b);
-   tu_msg_begin(&b, 0);
-   tu_msg_body(&b, "{\"insert\": \"c\", \"insert\": \"d\", \"$db\": \"x\"}");
-   size_t mark = tu_msg_seq_begin(&b, "documents");
-   tu_put_json_doc(&b, "{\"_id\": 1}");
-   tu_msg_seq_end(&b, mark);
-   tu_msg_end(&b);
-   for (size_t i = 0; i < 3; i++) {
-      assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
+   for (int n = 1; n <= 12; n += 11) {
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_msg_body(&b, "{\"insert\": \"c\", \"insert\": \"d\", \"$db\": \"x\"}");
+      add_sequences(&b, "documents", n);
+      tu_msg_end(&b);
+      assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
+      assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
+      assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, &msg), OPMSG_OK);
+      assert_string_equal(opmsg_db(&msg, NULL), "x");
+      assert_merges_framed(&msg);
+      tu_buf_free(&b);
+
+      /* The clash is found past a duplicate too. */
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_msg_body(&b, "{\"a\": 1, \"a\": 2, \"documents\": 0}");
+      add_sequences(&b, "documents", n);
+      tu_msg_end(&b);
+      assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_ERR_IDENTIFIER_CLASH);
+      tu_buf_free(&b);
+
+      /* A dotted path's first component twice: no single place. */
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_msg_body(&b, "{\"cursor\": {\"id\": 0}, \"ok\": 1, \"cursor\": {\"id\": 1}}");
+      add_sequences(&b, "cursor.firstBatch", n);
+      tu_msg_end(&b);
+      assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
+      assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_ERR_IDENTIFIER_CLASH);
+      tu_buf_free(&b);
+
+      /* Two faults, a clash on the first key and a bad element after it:
+       * refused for one of them (the walk for one identifier stops at the
+       * clash, the key set's walk at the element). */
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_put_u8(&b, 0);
+      put_bad_element_doc(&b);
+      add_sequences(&b, "a", n);
+      tu_msg_end(&b);
+      uint32_t code = parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL);
+      assert_true(code == OPMSG_ERR_IDENTIFIER_CLASH || code == OPMSG_ERR_DOCUMENT_ELEMENT);
+      tu_buf_free(&b);
+      /* A bad element with no clash before it is found. */
+      tu_buf_init(&b);
+      tu_msg_begin(&b, 0);
+      tu_put_u8(&b, 0);
+      put_bad_element_doc(&b);
+      add_sequences(&b, "z.y", n);
+      tu_msg_end(&b);
+      for (size_t i = 0; i < 3; i++) {
+         assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
+      }
+      tu_buf_free(&b);
    }
-   tu_buf_free(&b);
 
    /* The sequence before the body, so the walk waits for the body. */
    tu_buf_init(&b);
    tu_msg_begin(&b, 0);
-   mark = tu_msg_seq_begin(&b, "cursor.firstBatch");
+   size_t mark = tu_msg_seq_begin(&b, "cursor.firstBatch");
    tu_put_json_doc(&b, "{\"_id\": 1}");
    tu_msg_seq_end(&b, mark);
    tu_put_u8(&b, 0);

@@ -228,14 +228,13 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  *    identifiers: syntax, unique, none a path prefix of another, none
  *    naming a body field, also as a dotted path), trailing bytes, and every
  *    document's frame: its length inside its section and under the size
- *    limit, and its terminating 0. The body's top-level elements are read
- *    as far as the sequences need them (for the clash check and the dotted
- *    placement); sequence documents are opaque, as nested
- *    documents are at every level. A body alone is only framed (no walk,
- *    no duplicate-key check); a body with sequences is walked and its keys
- *    checked for duplicates as at the top level, since the identifiers'
- *    clash check and placement need every key and a key twice would make
- *    the placement ambiguous.
+ *    limit, and its terminating 0. Sequence documents are opaque, as
+ *    nested documents are at every level. A body alone is only framed.
+ *    With sequences, the body's top level is walked, and its elements
+ *    checked, to find the fields the identifiers name (the clash check
+ *    and the dotted placement). Duplicate body keys are not looked for,
+ *    except a dotted path's component: twice, it leaves the sequence two
+ *    places, and that is refused as a clash.
  *    For callers that read the result through bson_iter, which checks each
  *    element it reads, or that only forward it.
  *  - OPMSG_CHECK_TOP_LEVEL (the default, 0): also every top-level element of
@@ -486,11 +485,13 @@ typedef struct {
    uint32_t offset;          /* byte offset of the section's kind byte */
 } opmsg_sequence_t;
 
-/* Iterates the sequences in wire order. */
+/* Iterates the sequences in wire order. Read its fields only through the
+ * functions below. */
 typedef struct {
    const uint8_t *p;
    const uint8_t *end;
    const uint8_t *base;
+   const opmsg_msg_t *msg;
 } opmsg_sequence_iter_t;
 
 OPMSG_EXPORT void opmsg_sequence_iter_init(opmsg_sequence_iter_t *it,
