@@ -240,7 +240,8 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys,
          }
       }
       if (!opmsg_rule_path(keys, body, plan->body_len, HEAD_SIZE, id, id_len,
-                           opmsg_seq_at_index(i), OPMSG_ERR_BAD_COMMAND, NULL, error) ||
+                           opmsg_seq_at_index(i), OPMSG_ERR_BAD_COMMAND, NULL, NULL,
+                           error) ||
           !sequence_docs(seq, i, l.max_bson_size, b->priv_checked != 0,
                          b->trust_documents, &bytes, &count, error)) {
          return false;

@@ -96,6 +96,7 @@ typedef struct {
    uint32_t seq_count;
    uint32_t seq_off;
    bool body_walked;        /* the body's top level was walked (db is known) */
+   bool db_seen;            /* db is known all the same (a walk met "$db") */
 } opmsg_msg_priv_t;
 
 _Static_assert(sizeof(opmsg_msg_priv_t) <= sizeof(((opmsg_msg_t *) 0)->priv_),
@@ -409,6 +410,36 @@ opmsg_doc_top_ok(const uint8_t *doc, size_t len)
    while (p < end) {
       p = opmsg_skip_element(p, end, &k);
       if (OPMSG_UNLIKELY(!p)) {
+         return false;
+      }
+   }
+   return true;
+}
+
+/* opmsg_doc_top_ok() of two framed documents, their walks interleaved:
+ * two independent chains of loads, which the processor overlaps. */
+static inline bool
+opmsg_doc_top_ok2(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len)
+{
+   const uint8_t *pa = a + 4, *ea = a + a_len - 1;
+   const uint8_t *pb = b + 4, *eb = b + b_len - 1;
+   const uint8_t *k;
+   while (pa < ea && pb < eb) {
+      pa = opmsg_skip_element(pa, ea, &k);
+      pb = opmsg_skip_element(pb, eb, &k);
+      if (OPMSG_UNLIKELY(!pa || !pb)) {
+         return false;
+      }
+   }
+   while (pa < ea) {
+      pa = opmsg_skip_element(pa, ea, &k);
+      if (OPMSG_UNLIKELY(!pa)) {
+         return false;
+      }
+   }
+   while (pb < eb) {
+      pb = opmsg_skip_element(pb, eb, &k);
+      if (OPMSG_UNLIKELY(!pb)) {
          return false;
       }
    }
@@ -732,11 +763,13 @@ bool opmsg_rule_dotted_count(size_t n_seq, size_t n_dotted, bson_error_t *error)
  * (the sequence would have two places). OPMSG_ERR_IDENTIFIER_CLASH.
  * When place is not NULL it receives, for a dotted identifier whose path
  * the body holds whole, the sub-document the sequence goes at the end of;
- * NULL when the merge creates part of the path, or for a plain one. */
+ * NULL when the merge creates part of the path, or for a plain one.
+ * Without keys the body's top level is walked here; db (if not NULL)
+ * receives the first "$db" string element the walk passes, if any. */
 bool opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
                      size_t off, const char *id, size_t id_len, opmsg_seq_at_t at,
                      opmsg_error_code_t body_code, const uint8_t **place,
-                     bson_error_t *error);
+                     const uint8_t **db, bson_error_t *error);
 
 /* The report of opmsg_rule_merged_size(). */
 bool opmsg_merged_size_fail(size_t size, bool exact, bson_error_t *error) OPMSG_COLD;

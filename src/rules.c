@@ -397,17 +397,24 @@ find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, const char *ke
 static int
 find_key_checked(const uint8_t *doc, uint32_t len, const uint8_t *p, size_t off,
                  const char *key, size_t key_len, opmsg_error_code_t body_code,
-                 opmsg_element_t *found, bson_error_t *error)
+                 opmsg_element_t *found, const uint8_t **db, bson_error_t *error)
 {
    const uint8_t *end = doc + len - 1;
    while (p < end) {
-      if (!opmsg_next_element_inline(&p, end, found, 0, NULL)) {
+      const uint8_t *k = p;
+      const uint8_t *next = opmsg_skip_element(p, end, &k);
+      if (OPMSG_UNLIKELY(!next)) {
          (void) top_ok(doc, len, off, body_noun(body_code), body_code, NULL, error);
          return -1;
       }
-      if (found->key_len == key_len && memcmp(found->key, key, key_len) == 0) {
+      if ((size_t) (k - p - 1) == key_len && memcmp(p + 1, key, key_len) == 0) {
+         (void) opmsg_next_element_inline(&p, end, found, 0, NULL); /* sound */
          return 1;
       }
+      if (db && !*db && k - p == 4 && *p == BSON_TYPE_UTF8 && memcmp(p + 1, "$db", 3) == 0) {
+         *db = p;
+      }
+      p = next;
    }
    return 0;
 }
@@ -424,7 +431,8 @@ find_key(const uint8_t *doc, uint32_t len, const char *key, size_t key_len,
 bool
 opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off,
                 const char *id, size_t id_len, opmsg_seq_at_t at,
-                opmsg_error_code_t body_code, const uint8_t **place, bson_error_t *error)
+                opmsg_error_code_t body_code, const uint8_t **place, const uint8_t **db,
+                bson_error_t *error)
 {
    const char *id_end = id + id_len;
    const uint8_t *unused;
@@ -461,13 +469,14 @@ opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t 
       /* No key table (the frames level): the body's top level, walked and
        * checked here. A key may be there twice (nothing else looked), so a
        * path's first component is looked for past its first place too. */
-      int found = find_key_checked(body, len, body + 4, off, id, first, body_code, &e, error);
+      int found =
+         find_key_checked(body, len, body + 4, off, id, first, body_code, &e, db, error);
       if (found <= 0) {
          return found == 0;
       }
       opmsg_element_t again;
       found = dot ? find_key_checked(body, len, e.value + e.value_len, off, id, first,
-                                     body_code, &again, error)
+                                     body_code, &again, db, error)
                   : 0;
       if (found < 0) {
          return false;

@@ -26,7 +26,8 @@ opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
     * when it walked the body, as it does except for a body alone at the
     * frames level. libbson's iterator checks each element it reads, so the
     * walk below is safe on a body only framed. */
-   if (msg->opcode == OPMSG_OP_MSG && opmsg_cpriv(msg)->body_walked) {
+   if (msg->opcode == OPMSG_OP_MSG &&
+       (opmsg_cpriv(msg)->body_walked || opmsg_cpriv(msg)->db_seen)) {
       const uint8_t *db = opmsg_cpriv(msg)->db;
       if (!db) {
          return NULL;
