@@ -11,14 +11,16 @@
 #include "opmsg-private.h"
 
 /* The body's keys and the identifiers go into key sets (rules.c) that live
- * on the stack for up to SCAN_KEYS names, and the body's first SCAN_KEYS
- * keys are hashed by the walk that checks them. */
+ * on the stack for up to SCAN_KEYS names, and the walk that checks the
+ * body records its first SCAN_KEYS keys so they need no second walk. */
 #define SCAN_KEYS 256
 #define LOCAL_SLOTS OPMSG_KEYSET_LOCAL(SCAN_KEYS)
 /* At the frames level, up to this many identifiers are looked for in the
  * body one by one, each with a walk of its top level: cheaper than hashing
  * every key for the few a message has, and bounded. */
 #define FRAMES_LINEAR_IDS 4
+/* A body alone with up to this many keys has them compared pairwise. */
+#define PAIRWISE_KEYS 8
 
 /* ---------------------------------------------------------------------------
  * Checksum
@@ -82,7 +84,6 @@ typedef struct {
     * so the duplicate check needs no second walk. */
    const char *key[SCAN_KEYS];
    uint32_t key_len[SCAN_KEYS];
-   uint32_t key_hash[SCAN_KEYS]; /* hashed while the key is in hand */
 } scan_t;
 
 /* The document at q of a sequence that the fast check refused: either it
@@ -204,8 +205,8 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits,
 }
 
 /* Walks the framed body's top level: checks each element, records the
- * first SCAN_KEYS keys (hashed while in hand) for the duplicate and clash
- * checks, and notes where "$db" is. */
+ * first SCAN_KEYS keys for the duplicate and clash checks, and notes where
+ * "$db" is. */
 static bool
 walk_body(opmsg_msg_t *msg, scan_t *scan, bson_error_t *error)
 {
@@ -213,7 +214,6 @@ walk_body(opmsg_msg_t *msg, scan_t *scan, bson_error_t *error)
    uint32_t len = msg->body_len;
    const uint8_t *q = p + 4;
    const uint8_t *last = p + len - 1;
-   const uint8_t *limit = msg->data + msg->len;
    uint32_t n = 0;
    while (q < last) {
       const uint8_t *k;
@@ -227,7 +227,6 @@ walk_body(opmsg_msg_t *msg, scan_t *scan, bson_error_t *error)
       if (n < SCAN_KEYS) {
          scan->key[n] = key;
          scan->key_len[n] = (uint32_t) key_len;
-         scan->key_hash[n] = opmsg_key_hash(key, key_len, limit);
       }
       /* Remembered so opmsg_db() need not walk the body again. */
       if (key_len == 3 && *q == BSON_TYPE_UTF8 && memcmp(key, "$db", 3) == 0) {
@@ -325,7 +324,7 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan,
 
 /* No body key twice: the body's keys into a key set, refusing a second
  * one (unique), or only noting the first of each (the frames level). The
- * scan hashed the body's first SCAN_KEYS keys; the rule walks a larger
+ * scan recorded the body's first SCAN_KEYS keys; the rule walks a larger
  * body again itself. */
 static bool
 check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_keyset_t *keys,
@@ -333,6 +332,21 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
 {
    uint32_t nkeys = scan->body_keys;
 
+   if (nkeys <= PAIRWISE_KEYS && msg->n_sequences == 0 && unique) {
+      /* A small body alone: compared pair by pair, which costs less than
+       * hashing every key, and no set is needed afterwards. */
+      for (uint32_t i = 1; i < nkeys; i++) {
+         for (uint32_t j = 0; j < i; j++) {
+            if (scan->key_len[i] == scan->key_len[j] &&
+                memcmp(scan->key[i], scan->key[j], scan->key_len[i]) == 0) {
+               return opmsg_duplicate_key_fail(
+                  scan->key[i], (size_t) ((const uint8_t *) scan->key[i] - msg->data) - 1,
+                  OPMSG_OK, error);
+            }
+         }
+      }
+      return true;
+   }
    if (!opmsg_keyset_init(keys, msg->data, msg->data + msg->len, nkeys, local,
                           LOCAL_SLOTS, error)) {
       return false;
@@ -346,9 +360,11 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
       opmsg_keys_add_all(keys, msg->body, msg->body_len);
       return true;
    }
+   const uint8_t *limit = msg->data + msg->len;
    for (uint32_t i = 0; i < nkeys; i++) {
       const char *k = scan->key[i];
-      if (opmsg_keyset_find_hashed(keys, scan->key_hash[i], k, scan->key_len[i],
+      uint32_t h = opmsg_key_hash(k, scan->key_len[i], limit);
+      if (opmsg_keyset_find_hashed(keys, h, k, scan->key_len[i],
                                    (uint32_t) ((const uint8_t *) k - msg->data), true) >= 0 &&
           unique) {
          /* The element starts at the type byte before its key. */
