@@ -204,6 +204,9 @@ bool opmsg_next_element(const uint8_t **p, const uint8_t *end,
  * keeps the chain in cache. A prefetch never faults, so running past the
  * buffer is harmless. */
 #define OPMSG_PREFETCH_DISTANCE 4096
+/* Below this many bytes a sequence is taken to be in cache already (it was
+ * just received): no prefetching. */
+#define OPMSG_PREFETCH_ABOVE (4u << 20)
 
 static inline void
 opmsg_prefetch_ahead(const uint8_t *doc, size_t len)
