@@ -319,10 +319,12 @@ codec_decode(int id, const uint8_t *src, size_t src_len, uint8_t *dst,
 }
 
 /* Compresses src into dst[0..*dst_len); *dst_len becomes the size written.
- * Running out of room is OPMSG_ERR_BUFFER_TOO_SMALL. */
+ * Running out of room is OPMSG_ERR_BUFFER_TOO_SMALL, or with capped (the
+ * room was cut to what messageLength can describe, not the caller's
+ * buffer) OPMSG_ERR_OUTPUT_TOO_LARGE. */
 static bool
 codec_encode(int id, int level, const uint8_t *src, size_t src_len,
-             uint8_t *dst, size_t *dst_len, bson_error_t *error)
+             uint8_t *dst, size_t *dst_len, bool capped, bson_error_t *error)
 {
    switch (id) {
    case OPMSG_COMPRESSOR_NOOP:
@@ -384,6 +386,11 @@ codec_encode(int id, int level, const uint8_t *src, size_t src_len,
    default:
       return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
                         "compressorId %d is reserved", id);
+   }
+   if (capped) {
+      return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE,
+                        "the %s payload does not fit the %zu bytes an OP_COMPRESSED message can hold",
+                        compressor_names[id], *dst_len);
    }
    return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
                      "%zu bytes are not enough for the %s payload",
@@ -846,12 +853,8 @@ opmsg_compress_into(const uint8_t *msg, size_t msg_len, int compressor_id,
    /* Never let the codec write a message messageLength cannot describe. */
    room = BSON_MIN(out_cap, OPMSG_INT32_MAX_SIZE) - OPMSG_COMPRESSED_OVERHEAD;
    if (!codec_encode(compressor_id, level, msg + OPMSG_HEADER_SIZE,
-                     msg_len - OPMSG_HEADER_SIZE,
-                     out + OPMSG_COMPRESSED_OVERHEAD, &room, error)) {
-      if (error && error->code == OPMSG_ERR_BUFFER_TOO_SMALL &&
-          out_cap > OPMSG_INT32_MAX_SIZE) {
-         error->code = OPMSG_ERR_OUTPUT_TOO_LARGE;
-      }
+                     msg_len - OPMSG_HEADER_SIZE, out + OPMSG_COMPRESSED_OVERHEAD, &room,
+                     out_cap > OPMSG_INT32_MAX_SIZE, error)) {
       return false;
    }
    opmsg_write_u32(out, (uint32_t) (OPMSG_COMPRESSED_OVERHEAD + room));

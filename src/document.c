@@ -139,37 +139,43 @@ opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail)
    }
 }
 
-/* The error paths, kept out of the loop. */
+/* The error paths, kept out of the loop. what names the document the
+ * element is in ("body", "document 3 of sequence \"documents\"") and
+ * starts the message when given: the element's offset alone does not tell
+ * a body from the 90,000th document of a sequence. */
 bool
-opmsg_element_error(const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t *error)
+opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end, size_t offset,
+                    bson_error_t *error)
 {
+   const char *in = what ? what : "";
+   const char *sep = what ? ": " : "";
    uint8_t type = *p;
    if (type == 0) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
-                        "element at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
-                        offset, (size_t) (end - p));
+                        "%s%selement at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
+                        in, sep, offset, (size_t) (end - p));
    }
    if (opmsg_type_sizes[type] == OPMSG_SZ_UNKNOWN) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                        "element at offset %zu: unknown type 0x%02x", offset, type);
+                        "%s%selement at offset %zu: unknown type 0x%02x", in, sep, offset, type);
    }
    const char *key = (const char *) p + 1;
    const uint8_t *nul = memchr(key, 0, (size_t) (end - p) - 1);
    if (!nul) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                        "element at offset %zu: key has no terminating NUL inside the document",
-                        offset);
+                        "%s%selement at offset %zu: key has no terminating NUL inside the document",
+                        in, sep, offset);
    }
    char name[200];
    opmsg_printable(name, key, (size_t) ((const char *) nul - key));
    if (type == BSON_TYPE_BOOL && nul + 1 < end) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_BOOLEAN,
-                        "element \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
-                        name, offset, nul[1]);
+                        "%s%selement \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
+                        in, sep, name, offset, nul[1]);
    }
    return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                     "element \"%s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end",
-                     name, offset, type);
+                     "%s%selement \"%s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end",
+                     in, sep, name, offset, type);
 }
 
 bool
@@ -197,19 +203,9 @@ opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
       return true;
    }
    while (p < end) {
-      if (!opmsg_next_element_inline(&p, end, &e, base + (size_t) (p - doc), error)) {
-         /* Name the document too: the element's offset alone is not enough
-          * to tell a body from the 90,000th document of a sequence. */
-         if (error) {
-            char *m = error->message;
-            size_t wl = strlen(what); /* our own names, under 100 bytes */
-            memmove(m + wl + 2, m, sizeof error->message - wl - 3);
-            memcpy(m, what, wl);
-            m[wl] = ':';
-            m[wl + 1] = ' ';
-            m[sizeof error->message - 1] = '\0';
-         }
-         return false;
+      const uint8_t *at = p;
+      if (!opmsg_next_element_inline(&p, end, &e, 0, NULL)) {
+         return opmsg_element_error(what, at, end, base + (size_t) (at - doc), error);
       }
       n++;
    }

@@ -238,9 +238,10 @@ extern const int8_t opmsg_type_sizes[256];
 /* Size of a value of the rare variable-length types (regex, DBPointer,
  * code with scope); 0 when it is malformed or does not fit. */
 size_t opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail);
-/* Works out which rule the element at p breaks and reports it. */
-bool opmsg_element_error(const uint8_t *p, const uint8_t *end, size_t offset,
-                         bson_error_t *error) OPMSG_COLD;
+/* Works out which rule the element at p breaks and reports it, the
+ * message starting with the name of its document, what (NULL: none). */
+bool opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end,
+                         size_t offset, bson_error_t *error) OPMSG_COLD;
 
 /* The first NUL in [k, end), or end, where *end is 0: the terminator of a
  * framed document, which every caller has checked. Keys are short, so a
@@ -388,7 +389,7 @@ opmsg_next_element_inline(const uint8_t **pp, const uint8_t *end,
    const uint8_t *k;
    const uint8_t *next = opmsg_skip_element(p, end, &k);
    if (OPMSG_UNLIKELY(!next)) {
-      opmsg_element_error(p, end, offset, error);
+      opmsg_element_error(NULL, p, end, offset, error);
       return false;
    }
    e->start = p;

@@ -250,20 +250,6 @@ check_value(const vctx_t *c, const opmsg_element_t *e, const uint8_t **child,
    }
 }
 
-/* opmsg_next_element()'s messages start at the element; name the document
- * first, as opmsg_doc_check_top() does. */
-static void
-name_document(bson_error_t *error, const char *what)
-{
-   if (error) {
-      char inner[sizeof error->message];
-      memcpy(inner, error->message, sizeof inner);
-      inner[sizeof inner - 1] = '\0';
-      bson_snprintf(error->message, sizeof error->message, "%s: %s", what,
-                    inner);
-   }
-}
-
 /* ---------------------------------------------------------------------------
  * The walk
  * ------------------------------------------------------------------------- */
@@ -308,9 +294,9 @@ opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
       }
 
       opmsg_element_t e;
-      if (!opmsg_next_element(&lv->p, lv->end, &e, vpos(&c, lv->p), error)) {
-         name_document(error, what);
-         return false;
+      const uint8_t *at = lv->p;
+      if (!opmsg_next_element(&lv->p, lv->end, &e, 0, NULL)) {
+         return opmsg_element_error(what, at, lv->end, vpos(&c, at), error);
       }
       if (!check_utf8(&c, (const uint8_t *) e.key, e.key_len, "key")) {
          return false;
