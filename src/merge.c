@@ -7,6 +7,7 @@
  * decimal odometer, not printf.
  */
 #include "opmsg-private.h"
+#include "opmsg-bson-compat.h"
 
 size_t
 opmsg_array_keys_size(uint32_t count)
@@ -391,12 +392,6 @@ opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
    return true;
 }
 
-/* libbson's private flag for a bson_t whose struct it must not free
- * (bson-private.h, unchanged since libbson 1.0). bson_init_static() sets it
- * with BSON_FLAG_RDONLY; clearing it makes bson_destroy() free our single
- * block (struct and bytes) while RDONLY keeps it from freeing the bytes. */
-#define OPMSG_BSON_FLAG_STATIC (1u << 1)
-
 bson_t *
 opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
 {
@@ -422,7 +417,13 @@ opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
       opmsg_fail(error, OPMSG_ERR_INVALID_VALUE, "internal error: merged document is malformed");
       return NULL;
    }
-   b->flags &= ~OPMSG_BSON_FLAG_STATIC;
+   if (!opmsg_bson_own_static(b)) {
+      /* A libbson that keeps its flags otherwise: its public way, with a
+       * second allocation, rather than a guess. */
+      bson_t *copy = bson_new_from_data(data, size);
+      bson_free(b);
+      return copy;
+   }
    return b;
 }
 

@@ -1,8 +1,9 @@
 /*
  * opmsg-bson-compat.h - the libbson API opmsg's programs use, the same on
  * every libbson it builds with: Debian 12's 1.23, Debian 13's 1.30 and 2.x
- * (Debian sid). Header only, not installed, not used by the library itself
- * (whose sources use only API all three keep).
+ * (Debian sid). Header only, not installed. The library itself uses only
+ * API all three keep, and from here only opmsg_bson_own_static(): the one
+ * place it touches libbson's internals.
  *
  *  - opmsg_strbuf_t: a small growing string that stands in for libbson's
  *    bson_string_t, which 1.30 deprecates and 2.0 removes. Names and
@@ -127,6 +128,30 @@ opmsg_strbuf_free(opmsg_strbuf_t *b, bool free_str)
       return NULL;
    }
    return str;
+}
+
+/* The one place opmsg touches libbson's internals: a bson_t that
+ * bson_destroy() frees together with its bytes in one block, for
+ * opmsg_merge_bson()'s single allocation, which no public libbson function
+ * makes. bson_init_static() marks a bson_t with two private flags,
+ * BSON_FLAG_STATIC (do not free the struct) and BSON_FLAG_RDONLY (do not
+ * free the bytes, refuse appends), values unchanged from libbson 1.0 to
+ * 2.x (bson-private.h). Clearing STATIC alone makes bson_destroy() free the
+ * struct, and with it the bytes behind it. Returns false, changing
+ * nothing, when b does not carry the flags as that libbson would: the
+ * caller then takes the public way. */
+#define OPMSG_BSON_FLAG_STATIC (1u << 1)
+#define OPMSG_BSON_FLAG_RDONLY (1u << 2)
+
+static inline bool
+opmsg_bson_own_static(bson_t *b)
+{
+   const uint32_t both = OPMSG_BSON_FLAG_STATIC | OPMSG_BSON_FLAG_RDONLY;
+   if ((b->flags & both) != both) {
+      return false;
+   }
+   b->flags &= ~OPMSG_BSON_FLAG_STATIC;
+   return true;
 }
 
 #endif /* OPMSG_BSON_COMPAT_H */
