@@ -92,3 +92,30 @@ bench_json_string(FILE *f, const char *s)
    }
    fputc('"', f);
 }
+
+bool
+bench_in_list(const char *list, const char *name)
+{
+   size_t n = strlen(name);
+   for (const char *p = list; *p;) {
+      const char *comma = strchr(p, ',');
+      size_t len = comma ? (size_t) (comma - p) : strlen(p);
+      if (len == n && memcmp(p, name, n) == 0) {
+         return true;
+      }
+      p += len + (comma ? 1 : 0);
+   }
+   return false;
+}
+
+void
+bench_case_adopt(bench_case_t *c, const char *name, bench_kind_t kind, uint8_t *bytes,
+                 size_t len)
+{
+   c->name = name;
+   c->kind = kind;
+   c->msg = bench_xmalloc(len);
+   memcpy(c->msg, bytes, len);
+   c->msg_len = len;
+   bson_free(bytes);
+}

@@ -291,6 +291,13 @@ void bench_alloc_get(bench_alloc_stats_t *stats);
 _Noreturn void bench_fatal(const char *fmt, ...) BSON_GNUC_PRINTF(1, 2);
 /* Allocates with malloc (not counted: set-up, not measured). */
 void *bench_xmalloc(size_t n);
+/* True when name is one of the comma-separated names in list. */
+bool bench_in_list(const char *list, const char *name);
+/* Makes c the case name of this kind, its message a malloc copy of bytes
+ * (len bytes from libopmsg, bson_free()d here): every case's message lives
+ * in the same kind of memory. */
+void bench_case_adopt(bench_case_t *c, const char *name, bench_kind_t kind, uint8_t *bytes,
+                      size_t len);
 
 /* The helpers of the timed operations are inline: a call into another file
  * would be timed with them. */

@@ -352,12 +352,7 @@ make_message(bench_case_t *c, const char *name, const bson_t *body,
    if (!m) {
       bench_fatal("cannot build %s: %s", name, error.message);
    }
-   c->name = name;
-   c->kind = BENCH_KIND_MSG;
-   c->msg = bench_xmalloc(len);
-   memcpy(c->msg, m, len);
-   c->msg_len = len;
-   bson_free(m);
+   bench_case_adopt(c, name, BENCH_KIND_MSG, m, len);
    bench_case_finish(c);
    if (identifier) {
       /* Where the documents are in the message, from the parse. */

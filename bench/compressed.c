@@ -28,12 +28,7 @@ bench_case_make_compressed(bench_case_t *c, const char *name,
    }
    /* Keep the compressed message in malloc memory like every other case, and
     * the original as the expected result of decompressing. */
-   c->name = name;
-   c->kind = BENCH_KIND_COMPRESSED;
-   c->msg = bench_xmalloc(len);
-   memcpy(c->msg, z, len);
-   c->msg_len = len;
-   bson_free(z);
+   bench_case_adopt(c, name, BENCH_KIND_COMPRESSED, z, len);
    c->plain = plain.msg;
    c->plain_len = plain.msg_len;
    plain.msg = NULL;

@@ -89,20 +89,7 @@ usage(FILE *f)
 static bool
 selected(const char *filter, const char *name)
 {
-   if (!filter) {
-      return true;
-   }
-   size_t n = strlen(name);
-   const char *p = filter;
-   while (*p) {
-      const char *comma = strchr(p, ',');
-      size_t len = comma ? (size_t) (comma - p) : strlen(p);
-      if (len == n && memcmp(p, name, n) == 0) {
-         return true;
-      }
-      p += len + (comma ? 1 : 0);
-   }
-   return false;
+   return !filter || bench_in_list(filter, name);
 }
 
 static bool

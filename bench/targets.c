@@ -117,22 +117,6 @@ static const target_t targets[] = {
     FIG_GBPS, "isa-l", NULL, NULL, AT_LEAST, 40},
 };
 
-/* True when name is one of the comma-separated names in list. */
-static bool
-in_list(const char *list, const char *name)
-{
-   size_t n = strlen(name);
-   for (const char *p = list; *p;) {
-      const char *comma = strchr(p, ',');
-      size_t len = comma ? (size_t) (comma - p) : strlen(p);
-      if (len == n && memcmp(p, name, n) == 0) {
-         return true;
-      }
-      p += len + (comma ? 1 : 0);
-   }
-   return false;
-}
-
 static double
 t_of(const bench_run_t *run, const char *case_name, const char *impl, int level)
 {
@@ -352,7 +336,7 @@ bench_print_targets(const bench_run_t *run, FILE *f, bool json)
       for (size_t k = 0; k < BENCH_N_LEVELS; k++) {
          int level = (int) bench_levels[k];
          if (strcmp(t->levels, "*") != 0 &&
-             !in_list(t->levels, bench_level_name(level))) {
+             !bench_in_list(t->levels, bench_level_name(level))) {
             continue;
          }
          if (!(run->levels & BENCH_LEVEL_BIT(level)) ||
