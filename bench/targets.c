@@ -72,10 +72,12 @@ static const target_t targets[] = {
     FIG_RATIO, "merge_into", "memcpy", NULL, AT_MOST, 2},
 
    /* Body-only messages, at every level. */
-   {"merge_into <= memcpy + 15 ns on body-only messages", "*", BODY_ONLY,
-    FIG_EXCESS_NS, "merge_into", "memcpy", NULL, AT_MOST, 15},
-   {"merge_bson <= alloc_copy + 25 ns on body-only messages", "*", BODY_ONLY,
-    FIG_EXCESS_NS, "merge_bson", "alloc_copy", NULL, AT_MOST, 25},
+   /* Against copies from the body's place in the message (impls.c,
+    * wire_source()): the unaligned copy is the floor of any merge of it. */
+   {"merge_into <= memcpy + 15 ns on body-only messages (memcpy_wire)", "*", BODY_ONLY,
+    FIG_EXCESS_NS, "merge_into", "memcpy_wire", NULL, AT_MOST, 15},
+   {"merge_bson <= alloc_copy + 25 ns on body-only messages (alloc_copy_wire)", "*",
+    BODY_ONLY, FIG_EXCESS_NS, "merge_bson", "alloc_copy_wire", NULL, AT_MOST, 25},
    {"command name and $db of a parsed message (name_db) <= 30 ns on body-only messages",
     "*", BODY_ONLY, FIG_NS, "name_db", NULL, NULL, AT_MOST, 30},
 
