@@ -14,14 +14,16 @@ maint="opmsg maintainers <maintainers@opmsg.invalid>"
 mkdir -p "$out"
 gzip -9n < "$news" > "$out/changelog.gz"
 
-# The date of an entry in RFC 5322 form, at noon UTC (NEWS gives the day).
+# The date of entry number $2 (0 the newest) in RFC 5322 form: noon UTC of
+# the day NEWS gives, less a minute per entry above it, so that releases of
+# one day still come out in order (lintian wants the newest entry newer).
 rfc_date() {
   case $1 in
     [0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]) d=$1 ;;
     *) echo "news-to-changelog: no date in NEWS entry ($1); using 1970-01-01" >&2
        d=1970-01-01 ;;
   esac
-  LC_ALL=C date -u -d "$d 12:00" '+%a, %d %b %Y %H:%M:%S +0000'
+  LC_ALL=C date -u -d "$d 12:00 UTC $2 minutes ago" '+%a, %d %b %Y %H:%M:%S +0000'
 }
 
 newest=$(sed -n 's/^\* opmsg \([^ ]*\).*/\1/p' "$news" | head -n 1)
@@ -36,7 +38,7 @@ fi
     case $line in
       '* opmsg '*)
         if [ $entries -gt 0 ]; then
-          printf '\n -- %s  %s\n\n' "$maint" "$(rfc_date "$date")"
+          printf '\n -- %s  %s\n\n' "$maint" "$(rfc_date "$date" $((entries - 1)))"
         fi
         ver=$(printf '%s\n' "$line" | sed -n 's/^\* opmsg \([^ ]*\).*/\1/p')
         date=$(printf '%s\n' "$line" | sed -n 's/.*(\([0-9-]*\)).*/\1/p')
@@ -56,6 +58,6 @@ fi
     echo "news-to-changelog: no '* opmsg X.Y.Z (date)' entry in $news" >&2
     exit 1
   fi
-  printf '\n -- %s  %s\n' "$maint" "$(rfc_date "$date")"
+  printf '\n -- %s  %s\n' "$maint" "$(rfc_date "$date" $((entries - 1)))"
 } > "$out/changelog.Debian"
 gzip -9nf "$out/changelog.Debian"
