@@ -699,7 +699,7 @@ first_key(const uint8_t *doc, size_t avail, size_t offset, const char *what,
    }
    nul = memchr(doc + 5, 0, (size_t) len - 6);
    if (!nul) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
                         "the first key of the %s at offset %zu is not "
                         "terminated",
                         what, offset);
