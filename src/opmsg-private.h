@@ -95,8 +95,9 @@ typedef struct {
     * again; seq_off is its kind byte's offset. */
    uint32_t seq_count;
    uint32_t seq_off;
-   bool body_walked;        /* the body's top level was walked (db is known) */
-   bool db_seen;            /* db is known all the same (a walk met "$db") */
+   /* db is known: a walk of the body's whole top level, or one that met
+    * "$db", went before (not so at the frames level for a body alone). */
+   bool db_known;
 } opmsg_msg_priv_t;
 
 _Static_assert(sizeof(opmsg_msg_priv_t) <= sizeof(((opmsg_msg_t *) 0)->priv_),
@@ -120,9 +121,9 @@ opmsg_cpriv(const opmsg_msg_t *msg)
 typedef struct {
    size_t max_message_size;
    size_t max_bson_size;
-   /* OPMSG_PARSE_* bits; OPMSG_PARSE_FULL_VALIDATE is set exactly when the
-    * level is OPMSG_CHECK_FULL, so either may be asked. */
-   uint32_t flags;
+   uint32_t flags;      /* OPMSG_PARSE_* bits, as the caller gave them */
+   /* The level (OPMSG_PARSE_FULL_VALIDATE in flags makes it full): ask it
+    * through opmsg_checks_top() and opmsg_checks_deep(). */
    opmsg_check_t check;
 } opmsg_limits_t;
 

@@ -233,14 +233,14 @@ walk_body(opmsg_msg_t *msg, scan_t *scan, bson_error_t *error)
          scan->key_len[n] = (uint32_t) key_len;
       }
       /* Remembered so opmsg_db() need not walk the body again. */
-      if (key_len == 3 && *q == BSON_TYPE_UTF8 && memcmp(key, "$db", 3) == 0) {
+      if (key_len == 3 && memcmp(key, "$db", 3) == 0 && !opmsg_priv(msg)->db) {
          opmsg_priv(msg)->db = q;
       }
       q = next;
       n++;
    }
    scan->body_keys = n;
-   opmsg_priv(msg)->body_walked = true;
+   opmsg_priv(msg)->db_known = true;
    return true;
 }
 
@@ -439,7 +439,7 @@ check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan,
       /* The frames level's walk for an identifier passed "$db": noted, so
        * opmsg_db() need not walk the body again. */
       opmsg_priv(msg)->db = db;
-      opmsg_priv(msg)->db_seen = true;
+      opmsg_priv(msg)->db_known = true;
    }
    ok = true;
 done:
@@ -481,7 +481,7 @@ parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
 
    opmsg_keyset_t *body_keys = &keys;
    keys.slots = keys.local = NULL;
-   if (!priv->body_walked) {
+   if (!opmsg_checks_top(limits)) {
       /* The frames level: a body alone is only framed. With sequences, the
        * body's top level is walked, and checked, to find the identifiers'
        * fields; duplicate keys are not looked for. A few identifiers are

@@ -98,13 +98,9 @@ opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits)
       return;
    }
    opmsg_limits_set(limits, opts->max_message_size, opts->max_bson_size, opts->flags);
-   if (opts->check == OPMSG_CHECK_FULL) {
-      limits->flags |= OPMSG_PARSE_FULL_VALIDATE;
-   }
-   if (limits->flags & OPMSG_PARSE_FULL_VALIDATE) {
-      limits->check = OPMSG_CHECK_FULL;
-   } else if (opts->check == OPMSG_CHECK_FRAMES) {
-      limits->check = OPMSG_CHECK_FRAMES;
+   /* The flag asks for full whatever the level says. */
+   if (!(opts->flags & OPMSG_PARSE_FULL_VALIDATE)) {
+      limits->check = opts->check;
    }
 }
 
@@ -411,12 +407,24 @@ find_key_checked(const uint8_t *doc, uint32_t len, const uint8_t *p, size_t off,
          (void) opmsg_next_element_inline(&p, end, found, 0, NULL); /* sound */
          return 1;
       }
-      if (db && !*db && k - p == 4 && *p == BSON_TYPE_UTF8 && memcmp(p + 1, "$db", 3) == 0) {
+      if (db && !*db && k - p == 4 && memcmp(p + 1, "$db", 3) == 0) {
          *db = p;
       }
       p = next;
    }
    return 0;
+}
+
+/* A path's component name[0..len) found twice in holder (at offsets a and
+ * b): the sequence named in where would have two places. */
+static OPMSG_COLD bool
+path_twice_fail(const char *where, const char *holder, const char *name, size_t len,
+                size_t a, size_t b, bson_error_t *error)
+{
+   char field[NAME_BUF];
+   return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
+                     "%s: the %s holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place",
+                     where, holder, opmsg_printable(field, name, len), a, b);
 }
 
 /* The first element called key[0..key_len) at the top level of a checked
@@ -456,37 +464,26 @@ opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t 
       /* The stored offset is the key's; its element starts one byte earlier. */
       const uint8_t *p = keys->base + key_off - 1;
       (void) opmsg_next_element_inline(&p, body + len - 1, &e, 0, NULL); /* checked */
-      opmsg_element_t again;
-      if (dot && !keys->unique &&
-          find_key_from(body, len, e.value + e.value_len, id, first, &again)) {
-         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                           "%s: the %s holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place",
-                           seq_name(where, at, id, id_len), body_noun(body_code),
-                           opmsg_printable(field, id, first), off + (size_t) (e.start - body),
-                           off + (size_t) (again.start - body));
-      }
    } else {
       /* No key table (the frames level): the body's top level, walked and
-       * checked here. A key may be there twice (nothing else looked), so a
-       * path's first component is looked for past its first place too. */
+       * checked here. */
       int found =
          find_key_checked(body, len, body + 4, off, id, first, body_code, &e, db, error);
       if (found <= 0) {
          return found == 0;
       }
+   }
+   /* Where nothing refused duplicate keys (the frames level), a path's first
+    * component may be in the body twice: looked for past its first place. */
+   if (dot && (!keys || !keys->unique)) {
       opmsg_element_t again;
-      found = dot ? find_key_checked(body, len, e.value + e.value_len, off, id, first,
-                                     body_code, &again, db, error)
-                  : 0;
-      if (found < 0) {
-         return false;
-      }
-      if (found > 0) {
-         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                           "%s: the %s holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place",
-                           seq_name(where, at, id, id_len), body_noun(body_code),
-                           opmsg_printable(field, id, first), off + (size_t) (e.start - body),
-                           off + (size_t) (again.start - body));
+      int twice = find_key_checked(body, len, e.value + e.value_len, off, id, first, body_code,
+                                   &again, db, error);
+      if (twice != 0) {
+         return twice > 0 &&
+                path_twice_fail(seq_name(where, at, id, id_len), body_noun(body_code), id, first,
+                                off + (size_t) (e.start - body),
+                                off + (size_t) (again.start - body), error);
       }
    }
 
@@ -531,11 +528,12 @@ opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t 
        * sequence, and the merge one. */
       opmsg_element_t again;
       if (find_key_from(sub, sub_len, e.value + e.value_len, comp, comp_len, &again)) {
-         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                           "%s: the %s sub-document at offset %zu holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place",
-                           seq_name(where, at, id, id_len), body_noun(body_code), sub_off,
-                           opmsg_printable(field, comp, comp_len),
-                           off + (size_t) (e.start - body), off + (size_t) (again.start - body));
+         char holder[96];
+         snprintf(holder, sizeof holder, "%s sub-document at offset %zu", body_noun(body_code),
+                  sub_off);
+         return path_twice_fail(seq_name(where, at, id, id_len), holder, comp, comp_len,
+                                off + (size_t) (e.start - body),
+                                off + (size_t) (again.start - body), error);
       }
    }
 }

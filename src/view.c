@@ -22,30 +22,19 @@ opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
 {
    bson_t body;
    bson_iter_t it;
-   /* The OP_MSG parser noted where "$db" is (type, "$db", NUL, length)
-    * when it walked the body, as it does except for a body alone at the
-    * frames level. libbson's iterator checks each element it reads, so the
-    * walk below is safe on a body only framed. */
-   if (msg->opcode == OPMSG_OP_MSG &&
-       (opmsg_cpriv(msg)->body_walked || opmsg_cpriv(msg)->db_seen)) {
-      const uint8_t *db = opmsg_cpriv(msg)->db;
-      if (!db) {
-         return NULL;
-      }
-      if (len) {
-         *len = opmsg_read_u32(db + 5) - 1;
-      }
-      return (const char *) db + 9;
-   }
    if (msg->opcode == OPMSG_OP_MSG) {
-      /* A body only framed: opmsg's own walk, which stops at a bad element
-       * (the first "$db" is the one, as for libbson's iterator). */
-      const uint8_t *e = msg->body ? opmsg_field_named(msg->body, "$db", 3) : NULL;
+      /* The parser noted the first "$db" element when a walk of the body
+       * passed it or went to the end; not so at the frames level for a body
+       * alone, where opmsg's own walk looks (it stops at a bad element). */
+      const opmsg_msg_priv_t *priv = opmsg_cpriv(msg);
+      const uint8_t *e = priv->db_known ? priv->db
+                         : msg->body   ? opmsg_field_named(msg->body, "$db", 3)
+                                       : NULL;
       if (!e || *e != BSON_TYPE_UTF8) {
          return NULL;
       }
       if (len) {
-         *len = opmsg_read_u32(e + 5) - 1;
+         *len = opmsg_read_u32(e + 5) - 1; /* type, "$db", NUL, then the length */
       }
       return (const char *) e + 9;
    }

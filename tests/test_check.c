@@ -93,6 +93,17 @@ put_nested_bad_utf8_doc(tu_buf_t *b)
    tu_put(b, doc, sizeof doc);
 }
 
+/* An insert into d.c whose "documents" sequence the caller fills: returns
+ * the mark for tu_msg_seq_end(). */
+static size_t
+insert_begin(tu_buf_t *b)
+{
+   tu_buf_init(b);
+   tu_msg_begin(b, 0);
+   tu_msg_body(b, "{\"insert\": \"c\", \"$db\": \"d\"}");
+   return tu_msg_seq_begin(b, "documents");
+}
+
 static void
 test_names(void **state)
 {
@@ -144,10 +155,7 @@ test_sequence_document_element(void **state)
    (void) state;
    tu_buf_t b;
    opmsg_msg_t msg;
-   tu_buf_init(&b);
-   tu_msg_begin(&b, 0);
-   tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
-   size_t mark = tu_msg_seq_begin(&b, "documents");
+   size_t mark = insert_begin(&b);
    tu_put_json_doc(&b, "{\"_id\": 1}");
    put_bad_element_doc(&b);
    tu_msg_seq_end(&b, mark);
@@ -178,10 +186,7 @@ test_frames_refused_everywhere(void **state)
    (void) state;
    tu_buf_t b;
    /* A sequence document whose length runs past its section. */
-   tu_buf_init(&b);
-   tu_msg_begin(&b, 0);
-   tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
-   size_t mark = tu_msg_seq_begin(&b, "documents");
+   size_t mark = insert_begin(&b);
    tu_put_json_doc(&b, "{\"_id\": 1}");
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
@@ -192,10 +197,7 @@ test_frames_refused_everywhere(void **state)
    tu_buf_free(&b);
 
    /* A sequence document without its terminating 0. */
-   tu_buf_init(&b);
-   tu_msg_begin(&b, 0);
-   tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
-   mark = tu_msg_seq_begin(&b, "documents");
+   mark = insert_begin(&b);
    tu_put_json_doc(&b, "{\"_id\": 1}");
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
@@ -378,10 +380,7 @@ test_nested(void **state)
    tu_buf_t b;
    opmsg_msg_t msg;
 
-   tu_buf_init(&b);
-   tu_msg_begin(&b, 0);
-   tu_msg_body(&b, "{\"insert\": \"c\", \"$db\": \"d\"}");
-   size_t mark = tu_msg_seq_begin(&b, "documents");
+   size_t mark = insert_begin(&b);
    put_nested_bad_utf8_doc(&b);
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
