@@ -41,17 +41,18 @@ bench_xmalloc(size_t n)
 }
 
 const opmsg_check_t bench_levels[BENCH_N_LEVELS] = {
-   OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL,
+   OPMSG_CHECK_FRAMES,
+   OPMSG_CHECK_TOP_LEVEL,
+   OPMSG_CHECK_FULL,
 };
 
 const bench_result_t *
-bench_find_result(const bench_run_t *run, const char *case_name,
-                  const char *impl_name, int level)
+bench_find_result(const bench_run_t *run, const char *case_name, const char *impl_name, int level)
 {
    for (size_t i = 0; i < run->n_results; i++) {
       const bench_result_t *r = &run->results[i];
-      if ((r->level == level || r->level == BENCH_LEVEL_NONE) &&
-          !strcmp(r->case_name, case_name) && !strcmp(r->impl_name, impl_name)) {
+      if ((r->level == level || r->level == BENCH_LEVEL_NONE) && !strcmp(r->case_name, case_name) &&
+          !strcmp(r->impl_name, impl_name)) {
          return r;
       }
    }
@@ -61,8 +62,7 @@ bench_find_result(const bench_run_t *run, const char *case_name,
 const char *
 bench_level_name(int level)
 {
-   const char *name =
-      level == BENCH_LEVEL_NONE ? NULL : opmsg_check_name((opmsg_check_t) level);
+   const char *name = level == BENCH_LEVEL_NONE ? NULL : opmsg_check_name((opmsg_check_t) level);
    return name ? name : "-";
 }
 
@@ -109,8 +109,7 @@ bench_in_list(const char *list, const char *name)
 }
 
 void
-bench_case_adopt(bench_case_t *c, const char *name, bench_kind_t kind, uint8_t *bytes,
-                 size_t len)
+bench_case_adopt(bench_case_t *c, const char *name, bench_kind_t kind, uint8_t *bytes, size_t len)
 {
    c->name = name;
    c->kind = kind;

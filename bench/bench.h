@@ -23,9 +23,9 @@
  * ------------------------------------------------------------------------- */
 
 typedef enum {
-   BENCH_KIND_MSG = 0,  /* a plain OP_MSG */
+   BENCH_KIND_MSG = 0,    /* a plain OP_MSG */
    BENCH_KIND_COMPRESSED, /* an OP_COMPRESSED carrying an OP_MSG */
-   BENCH_KIND_ENCODE     /* encoding documents into split messages */
+   BENCH_KIND_ENCODE      /* encoding documents into split messages */
 } bench_kind_t;
 
 typedef struct {
@@ -99,8 +99,7 @@ extern const size_t bench_n_cases;
 
 /* Loads the seed case `name` ("flat", "deep", "seq") from the first data
  * directory that has it. False (with a message on stderr) when missing. */
-bool bench_case_load_seed(bench_case_t *c, const char *name,
-                          const char *data_dir);
+bool bench_case_load_seed(bench_case_t *c, const char *name, const char *data_dir);
 /* Builds the generated `big` insert (100,000 documents of ~350 bytes). */
 void bench_case_make_big(bench_case_t *c);
 /* Computes c->merged with opmsg, counts the sequences, their documents and
@@ -110,8 +109,7 @@ void bench_case_free(bench_case_t *c);
 /* *at becomes a copy of base that parses at the given check level (and has
  * base's message parsed at it in at->parsed). The copy shares base's
  * buffers: it is never freed, and must not outlive base. */
-void bench_case_at_level(const bench_case_t *base, opmsg_check_t check,
-                         bench_case_t *at);
+void bench_case_at_level(const bench_case_t *base, opmsg_check_t check, bench_case_t *at);
 
 /* The directory the seed messages were found in, for the report. */
 const char *bench_data_dir_used(void);
@@ -134,7 +132,7 @@ typedef size_t (*bench_op_fn)(bench_case_t *c, bench_out_t *keep);
 
 typedef struct {
    const char *name;
-   const char *what;   /* one line for --list and the docs */
+   const char *what; /* one line for --list and the docs */
    bench_op_fn op;
    /* Which case kinds it applies to (bit per bench_kind_t). */
    unsigned kinds;
@@ -178,16 +176,14 @@ typedef struct {
    size_t n_seqs;
 } bench_sections_t;
 
-void bench_split_sections(const uint8_t *msg, size_t len,
-                          bench_sections_t *out);
+void bench_split_sections(const uint8_t *msg, size_t len, bench_sections_t *out);
 /* Reads a little-endian uint32. */
 uint32_t bench_read_u32(const uint8_t *p);
 
 #define BENCH_KIND_BIT(k) (1u << (k))
 
 /* Compressed cases and their implementations (compressed.c). */
-bool bench_case_make_compressed(bench_case_t *c, const char *name,
-                                int compressor_id);
+bool bench_case_make_compressed(bench_case_t *c, const char *name, int compressor_id);
 size_t bench_op_decompress(bench_case_t *c, bench_out_t *keep);
 size_t bench_op_decompress_merge(bench_case_t *c, bench_out_t *keep);
 size_t bench_op_merge_compressed(bench_case_t *c, bench_out_t *keep);
@@ -222,7 +218,7 @@ extern const opmsg_check_t bench_levels[BENCH_N_LEVELS];
 typedef struct {
    const char *case_name;
    const char *impl_name;
-   int level;            /* an opmsg_check_t, or BENCH_LEVEL_NONE */
+   int level; /* an opmsg_check_t, or BENCH_LEVEL_NONE */
    double ns_per_op;
    size_t bytes_out;
    double allocs_per_op;
@@ -250,9 +246,8 @@ typedef struct {
 /* The result of impl on case at level: the cell of that level, or the
  * level-independent one. NULL when it was not measured. level
  * BENCH_LEVEL_NONE finds only level-independent results. */
-const bench_result_t *bench_find_result(const bench_run_t *run,
-                                        const char *case_name,
-                                        const char *impl_name, int level);
+const bench_result_t *bench_find_result(const bench_run_t *run, const char *case_name, const char *impl_name,
+                                        int level);
 /* "frames", "top-level", "full", or "-" for BENCH_LEVEL_NONE. */
 const char *bench_level_name(int level);
 /* An allocation count: "1", or "0.50" when it is not whole. */
@@ -271,10 +266,10 @@ void bench_print_targets(const bench_run_t *run, FILE *f, bool json);
  * ------------------------------------------------------------------------- */
 
 typedef struct {
-   uint64_t calls;      /* malloc + calloc + realloc + aligned_alloc */
-   size_t current;      /* bytes outstanding now */
-   size_t base;         /* bytes outstanding at the last reset */
-   size_t peak;         /* most bytes outstanding since the last reset */
+   uint64_t calls; /* malloc + calloc + realloc + aligned_alloc */
+   size_t current; /* bytes outstanding now */
+   size_t base;    /* bytes outstanding at the last reset */
+   size_t peak;    /* most bytes outstanding since the last reset */
 } bench_alloc_stats_t;
 
 /* Installs the counting bson_mem_vtable. Call first thing in main(). */
@@ -296,8 +291,7 @@ bool bench_in_list(const char *list, const char *name);
 /* Makes c the case name of this kind, its message a malloc copy of bytes
  * (len bytes from libopmsg, bson_free()d here): every case's message lives
  * in the same kind of memory. */
-void bench_case_adopt(bench_case_t *c, const char *name, bench_kind_t kind, uint8_t *bytes,
-                      size_t len);
+void bench_case_adopt(bench_case_t *c, const char *name, bench_kind_t kind, uint8_t *bytes, size_t len);
 
 /* The helpers of the timed operations are inline: a call into another file
  * would be timed with them. */

@@ -65,8 +65,7 @@ read_file(const char *path, size_t *len)
 
 /* Tries dir/seed/<file> then dir/<file>. */
 static uint8_t *
-read_from_dir(const char *dir, const char *file, size_t *len, char *found,
-              size_t found_size)
+read_from_dir(const char *dir, const char *file, size_t *len, char *found, size_t found_size)
 {
    static const char *const subdirs[] = {"/seed/", "/"};
    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
@@ -77,8 +76,7 @@ read_from_dir(const char *dir, const char *file, size_t *len, char *found,
       }
       uint8_t *data = read_file(path, len);
       if (data) {
-         snprintf(found, found_size, "%s%s", dir,
-                  i == 0 ? "/seed" : "");
+         snprintf(found, found_size, "%s%s", dir, i == 0 ? "/seed" : "");
          return data;
       }
    }
@@ -128,8 +126,7 @@ bench_case_load_seed(bench_case_t *c, const char *name, const char *data_dir)
    size_t expected_len;
    uint8_t *expected = read_file(merged_path, &expected_len);
    if (expected) {
-      if (expected_len != c->merged_len ||
-          memcmp(expected, c->merged, expected_len) != 0) {
+      if (expected_len != c->merged_len || memcmp(expected, c->merged, expected_len) != 0) {
          bench_fatal("opmsg's merge of %s differs from %s", file, merged_path);
       }
       free(expected);
@@ -186,8 +183,7 @@ make_document(bson_t *doc, uint32_t i, uint64_t *state)
    snprintf(email, sizeof email, "%s@%s.example", user, host);
    random_word(state, street, 14, 24);
    random_word(state, city, 6, 12);
-   snprintf(zip, sizeof zip, "%05u",
-            (unsigned) (next_random(state) % 100000u));
+   snprintf(zip, sizeof zip, "%05u", (unsigned) (next_random(state) % 100000u));
    for (size_t k = 0; k < 3; k++) {
       random_word(state, tag[k], 4, 8);
    }
@@ -195,30 +191,18 @@ make_document(bson_t *doc, uint32_t i, uint64_t *state)
    bson_oid_t oid;
    bson_oid_init_from_data(&oid, oid_bytes);
    bson_t tags, address;
-   bool ok = BSON_APPEND_OID(doc, "_id", &oid) &&
-             BSON_APPEND_INT32(doc, "i", (int32_t) i) &&
-             BSON_APPEND_UTF8(doc, "name", name) &&
-             BSON_APPEND_UTF8(doc, "email", email) &&
-             BSON_APPEND_DOUBLE(doc, "score",
-                                (double) (next_random(state) % 1000000u) /
-                                   1000.0) &&
+   bool ok = BSON_APPEND_OID(doc, "_id", &oid) && BSON_APPEND_INT32(doc, "i", (int32_t) i) &&
+             BSON_APPEND_UTF8(doc, "name", name) && BSON_APPEND_UTF8(doc, "email", email) &&
+             BSON_APPEND_DOUBLE(doc, "score", (double) (next_random(state) % 1000000u) / 1000.0) &&
              BSON_APPEND_BOOL(doc, "active", (next_random(state) & 1u) != 0) &&
-             BSON_APPEND_DATE_TIME(doc, "created",
-                                   1700000000000 + (int64_t) i * 1000) &&
-             BSON_APPEND_INT64(doc, "version",
-                               (int64_t) (next_random(state) >> 1)) &&
-             opmsg_append_array_begin(doc, "tags", -1, &tags) &&
-             BSON_APPEND_UTF8(&tags, "0", tag[0]) &&
-             BSON_APPEND_UTF8(&tags, "1", tag[1]) &&
-             BSON_APPEND_UTF8(&tags, "2", tag[2]) &&
-             bson_append_array_end(doc, &tags) &&
-             BSON_APPEND_DOCUMENT_BEGIN(doc, "address", &address) &&
-             BSON_APPEND_UTF8(&address, "street", street) &&
-             BSON_APPEND_UTF8(&address, "city", city) &&
-             BSON_APPEND_UTF8(&address, "zip", zip) &&
-             bson_append_document_end(doc, &address) &&
-             BSON_APPEND_BINARY(doc, "payload", BSON_SUBTYPE_BINARY, payload,
-                                (uint32_t) sizeof payload);
+             BSON_APPEND_DATE_TIME(doc, "created", 1700000000000 + (int64_t) i * 1000) &&
+             BSON_APPEND_INT64(doc, "version", (int64_t) (next_random(state) >> 1)) &&
+             opmsg_append_array_begin(doc, "tags", -1, &tags) && BSON_APPEND_UTF8(&tags, "0", tag[0]) &&
+             BSON_APPEND_UTF8(&tags, "1", tag[1]) && BSON_APPEND_UTF8(&tags, "2", tag[2]) &&
+             bson_append_array_end(doc, &tags) && BSON_APPEND_DOCUMENT_BEGIN(doc, "address", &address) &&
+             BSON_APPEND_UTF8(&address, "street", street) && BSON_APPEND_UTF8(&address, "city", city) &&
+             BSON_APPEND_UTF8(&address, "zip", zip) && bson_append_document_end(doc, &address) &&
+             BSON_APPEND_BINARY(doc, "payload", BSON_SUBTYPE_BINARY, payload, (uint32_t) sizeof payload);
    if (!ok) {
       bench_fatal("cannot build generated document %u", i);
    }
@@ -232,8 +216,7 @@ pad_document(bson_t *doc, uint32_t size, uint64_t *state)
 {
    char notes[1024];
    if (doc->len + 12 > size || size - doc->len - 12 >= sizeof notes) {
-      bench_fatal("generated document of %u bytes cannot be padded to %u",
-                  (unsigned) doc->len, (unsigned) size);
+      bench_fatal("generated document of %u bytes cannot be padded to %u", (unsigned) doc->len, (unsigned) size);
    }
    size_t n = size - doc->len - 12;
    for (size_t k = 0; k < n; k++) {
@@ -248,8 +231,7 @@ pad_document(bson_t *doc, uint32_t size, uint64_t *state)
 /* make_document(), then an "items" array of n_items small sub-documents
  * {sku, qty, price}, padded to exactly size bytes. */
 static void
-make_sized_document(bson_t *doc, uint32_t i, uint64_t *state, uint32_t n_items,
-                    uint32_t size)
+make_sized_document(bson_t *doc, uint32_t i, uint64_t *state, uint32_t n_items, uint32_t size)
 {
    make_document(doc, i, state);
    bson_t items, item;
@@ -259,11 +241,9 @@ make_sized_document(bson_t *doc, uint32_t i, uint64_t *state, uint32_t n_items,
       const char *kp;
       size_t klen = bson_uint32_to_string(k, &kp, key, sizeof key);
       random_word(state, sku, 8, 8);
-      ok = bson_append_document_begin(&items, kp, (int) klen, &item) &&
-           BSON_APPEND_UTF8(&item, "sku", sku) &&
+      ok = bson_append_document_begin(&items, kp, (int) klen, &item) && BSON_APPEND_UTF8(&item, "sku", sku) &&
            BSON_APPEND_INT32(&item, "qty", (int32_t) (next_random(state) % 100u)) &&
-           BSON_APPEND_DOUBLE(&item, "price",
-                              (double) (next_random(state) % 100000u) / 100.0) &&
+           BSON_APPEND_DOUBLE(&item, "price", (double) (next_random(state) % 100000u) / 100.0) &&
            bson_append_document_end(&items, &item);
    }
    if (!ok || !bson_append_array_end(doc, &items)) {
@@ -291,12 +271,9 @@ make_small_document(bson_t *doc, uint32_t i, uint64_t *state)
    random_word(state, name, n, n);
    bson_oid_t oid;
    bson_oid_init_from_data(&oid, oid_bytes);
-   if (!BSON_APPEND_OID(doc, "_id", &oid) ||
-       !BSON_APPEND_INT32(doc, "i", (int32_t) i) ||
-       !BSON_APPEND_UTF8(doc, "name", name) ||
-       !BSON_APPEND_UTF8(doc, "email", email) ||
-       !BSON_APPEND_DOUBLE(doc, "score",
-                           (double) (next_random(state) % 1000000u) / 1000.0) ||
+   if (!BSON_APPEND_OID(doc, "_id", &oid) || !BSON_APPEND_INT32(doc, "i", (int32_t) i) ||
+       !BSON_APPEND_UTF8(doc, "name", name) || !BSON_APPEND_UTF8(doc, "email", email) ||
+       !BSON_APPEND_DOUBLE(doc, "score", (double) (next_random(state) % 1000000u) / 1000.0) ||
        doc->len != SMALL_DOC_SIZE) {
       bench_fatal("cannot build small document %u", i);
    }
@@ -304,8 +281,7 @@ make_small_document(bson_t *doc, uint32_t i, uint64_t *state)
 
 /* n documents from make(), back to back in one malloc block (*len bytes). */
 static uint8_t *
-make_documents(uint32_t n, uint64_t seed, size_t per_doc_max,
-               void (*make)(bson_t *doc, uint32_t i, uint64_t *state),
+make_documents(uint32_t n, uint64_t seed, size_t per_doc_max, void (*make)(bson_t *doc, uint32_t i, uint64_t *state),
                size_t *len)
 {
    uint64_t state = seed;
@@ -332,9 +308,8 @@ make_documents(uint32_t n, uint64_t seed, size_t per_doc_max,
  * c->msg (malloc memory, like every case), c->docs and c->n_docs, and
  * finishes the case. */
 static void
-make_message(bench_case_t *c, const char *name, const bson_t *body,
-             const char *identifier, const uint8_t *docs, size_t docs_len,
-             uint32_t n_docs)
+make_message(bench_case_t *c, const char *name, const bson_t *body, const char *identifier, const uint8_t *docs,
+             size_t docs_len, uint32_t n_docs)
 {
    opmsg_sequence_in_t seq;
    memset(&seq, 0, sizeof seq);
@@ -358,8 +333,7 @@ make_message(bench_case_t *c, const char *name, const bson_t *body,
       /* Where the documents are in the message, from the parse. */
       opmsg_msg_t msg;
       opmsg_sequence_t found;
-      if (!opmsg_parse(c->msg, c->msg_len, NULL, &msg, &error) ||
-          !opmsg_sequence_find(&msg, identifier, &found) ||
+      if (!opmsg_parse(c->msg, c->msg_len, NULL, &msg, &error) || !opmsg_sequence_find(&msg, identifier, &found) ||
           found.documents_len != docs_len) {
          bench_fatal("%s: its sequence is not where it was put", name);
       }
@@ -373,14 +347,12 @@ void
 bench_case_make_big(bench_case_t *c)
 {
    bson_t body = BSON_INITIALIZER;
-   if (!BSON_APPEND_UTF8(&body, "insert", "coll") ||
-       !BSON_APPEND_BOOL(&body, "ordered", true) ||
+   if (!BSON_APPEND_UTF8(&body, "insert", "coll") || !BSON_APPEND_BOOL(&body, "ordered", true) ||
        !BSON_APPEND_UTF8(&body, "$db", "test")) {
       bench_fatal("cannot build the body of big");
    }
    size_t docs_len;
-   uint8_t *docs = make_documents(BIG_DOCS, BIG_SEED, 400, make_document,
-                                  &docs_len);
+   uint8_t *docs = make_documents(BIG_DOCS, BIG_SEED, 400, make_document, &docs_len);
    make_message(c, "big", &body, "documents", docs, docs_len, BIG_DOCS);
    free(docs);
    bson_destroy(&body);
@@ -390,11 +362,11 @@ bench_case_make_big(bench_case_t *c)
  * Generated replies and a mid-sized insert (issues 14 and 15)
  * ------------------------------------------------------------------------- */
 
-#define REPLY_DOCS 101u  /* a find's default first batch */
-#define REPLY_SEED 0x7265706c79u  /* "reply" */
+#define REPLY_DOCS 101u          /* a find's default first batch */
+#define REPLY_SEED 0x7265706c79u /* "reply" */
 #define INSERT1K_DOCS 1000u
 #define INSERT1K_SEED 0x696e73657274u /* "insert" */
-#define SMALL_SEED 0x736d616c6cu   /* "small" */
+#define SMALL_SEED 0x736d616c6cu      /* "small" */
 
 static void
 make_reply_document(bson_t *doc, uint32_t i, uint64_t *state)
@@ -429,10 +401,8 @@ make_reply101(bench_case_t *c, const char *data_dir)
          ok = bson_append_document_end(&batch, &doc);
       }
    }
-   ok = ok && bson_append_array_end(&cursor, &batch) &&
-        BSON_APPEND_INT64(&cursor, "id", INT64_C(7238172654231623)) &&
-        BSON_APPEND_UTF8(&cursor, "ns", "db.coll") &&
-        bson_append_document_end(&body, &cursor) &&
+   ok = ok && bson_append_array_end(&cursor, &batch) && BSON_APPEND_INT64(&cursor, "id", INT64_C(7238172654231623)) &&
+        BSON_APPEND_UTF8(&cursor, "ns", "db.coll") && bson_append_document_end(&body, &cursor) &&
         BSON_APPEND_DOUBLE(&body, "ok", 1.0);
    if (!ok) {
       bench_fatal("cannot build the body of reply101");
@@ -454,21 +424,16 @@ make_insert1k(bench_case_t *c, const char *data_dir)
       uuid[k] = (uint8_t) next_random(&state);
    }
    bson_t body = BSON_INITIALIZER, lsid;
-   if (!BSON_APPEND_UTF8(&body, "insert", "coll") ||
-       !BSON_APPEND_BOOL(&body, "ordered", true) ||
+   if (!BSON_APPEND_UTF8(&body, "insert", "coll") || !BSON_APPEND_BOOL(&body, "ordered", true) ||
        !BSON_APPEND_DOCUMENT_BEGIN(&body, "lsid", &lsid) ||
-       !BSON_APPEND_BINARY(&lsid, "id", BSON_SUBTYPE_UUID, uuid,
-                           (uint32_t) sizeof uuid) ||
-       !bson_append_document_end(&body, &lsid) ||
-       !BSON_APPEND_INT64(&body, "txnNumber", 1) ||
+       !BSON_APPEND_BINARY(&lsid, "id", BSON_SUBTYPE_UUID, uuid, (uint32_t) sizeof uuid) ||
+       !bson_append_document_end(&body, &lsid) || !BSON_APPEND_INT64(&body, "txnNumber", 1) ||
        !BSON_APPEND_UTF8(&body, "$db", "db")) {
       bench_fatal("cannot build the body of insert1k");
    }
    size_t docs_len;
-   uint8_t *docs = make_documents(INSERT1K_DOCS, next_random(&state), 1024,
-                                  make_insert1k_document, &docs_len);
-   make_message(c, "insert1k", &body, "documents", docs, docs_len,
-                INSERT1K_DOCS);
+   uint8_t *docs = make_documents(INSERT1K_DOCS, next_random(&state), 1024, make_insert1k_document, &docs_len);
+   make_message(c, "insert1k", &body, "documents", docs, docs_len, INSERT1K_DOCS);
    bson_destroy(&body);
    free(docs);
    return true;
@@ -481,16 +446,13 @@ static void
 make_reply_sequence(bench_case_t *c, const char *name, const char *identifier)
 {
    bson_t body = BSON_INITIALIZER, cursor;
-   if (!BSON_APPEND_DOCUMENT_BEGIN(&body, "cursor", &cursor) ||
-       !BSON_APPEND_INT64(&cursor, "id", 0) ||
-       !BSON_APPEND_UTF8(&cursor, "ns", "db.coll") ||
-       !bson_append_document_end(&body, &cursor) ||
+   if (!BSON_APPEND_DOCUMENT_BEGIN(&body, "cursor", &cursor) || !BSON_APPEND_INT64(&cursor, "id", 0) ||
+       !BSON_APPEND_UTF8(&cursor, "ns", "db.coll") || !bson_append_document_end(&body, &cursor) ||
        !BSON_APPEND_DOUBLE(&body, "ok", 1.0)) {
       bench_fatal("cannot build the body of %s", name);
    }
    size_t docs_len;
-   uint8_t *docs = make_documents(REPLY_DOCS, SMALL_SEED, SMALL_DOC_SIZE,
-                                  make_small_document, &docs_len);
+   uint8_t *docs = make_documents(REPLY_DOCS, SMALL_SEED, SMALL_DOC_SIZE, make_small_document, &docs_len);
    make_message(c, name, &body, identifier, docs, docs_len, REPLY_DOCS);
    bson_destroy(&body);
    free(docs);
@@ -568,30 +530,23 @@ make_encode(bench_case_t *c, const char *data_dir)
 }
 
 const bench_case_def_t bench_cases[] = {
-   {"flat", "seed: a cursor reply, body only, one document of 145 scalar fields (6 KB)",
-    make_flat, "memcpy", NULL},
-   {"deep", "seed: a cursor reply, body only, one binary tree 9 levels deep (2 KB)",
-    make_deep, "memcpy", NULL},
-   {"reply101", "generated: a find reply, body only, firstBatch of 101 documents of 500 bytes (50 KB)",
-    make_reply101, "memcpy", NULL},
-   {"seq", "seed: an insert, 148-field body + 100 documents in a sequence (11 KB)",
-    make_seq, "memcpy", NULL},
-   {"insert1k", "generated: an insert, 5-key body (lsid, txnNumber) + 1,000 documents of 1 KB (1 MB)",
-    make_insert1k, "memcpy", NULL},
-   {"reply_plain", "generated: a find reply, 101 documents of 140 bytes as a \"documents\" sequence",
-    make_reply_plain, "memcpy", "reply"},
-   {"reply_seq", "generated: reply_plain's documents as a \"cursor.firstBatch\" sequence",
-    make_reply_seq, "memcpy", "reply"},
-   {"reply_next", "generated: reply_plain's documents as a \"cursor.nextBatch\" sequence (getMore)",
-    make_reply_next, "memcpy", "reply"},
-   {"big", "generated: an insert of 100,000 documents of ~350 bytes (35 MB)",
-    make_big, "memcpy", NULL},
-   {"big_zstd", "big as OP_COMPRESSED with zstd (default level)",
-    make_big_zstd, "decompress", NULL},
-   {"big_snappy", "big as OP_COMPRESSED with snappy",
-    make_big_snappy, "decompress", NULL},
-   {"encode", "big's documents encoded as inserts split at maxWriteBatchSize 1000",
-    make_encode, "memcpy", NULL},
+   {"flat", "seed: a cursor reply, body only, one document of 145 scalar fields (6 KB)", make_flat, "memcpy", NULL},
+   {"deep", "seed: a cursor reply, body only, one binary tree 9 levels deep (2 KB)", make_deep, "memcpy", NULL},
+   {"reply101", "generated: a find reply, body only, firstBatch of 101 documents of 500 bytes (50 KB)", make_reply101,
+    "memcpy", NULL},
+   {"seq", "seed: an insert, 148-field body + 100 documents in a sequence (11 KB)", make_seq, "memcpy", NULL},
+   {"insert1k", "generated: an insert, 5-key body (lsid, txnNumber) + 1,000 documents of 1 KB (1 MB)", make_insert1k,
+    "memcpy", NULL},
+   {"reply_plain", "generated: a find reply, 101 documents of 140 bytes as a \"documents\" sequence", make_reply_plain,
+    "memcpy", "reply"},
+   {"reply_seq", "generated: reply_plain's documents as a \"cursor.firstBatch\" sequence", make_reply_seq, "memcpy",
+    "reply"},
+   {"reply_next", "generated: reply_plain's documents as a \"cursor.nextBatch\" sequence (getMore)", make_reply_next,
+    "memcpy", "reply"},
+   {"big", "generated: an insert of 100,000 documents of ~350 bytes (35 MB)", make_big, "memcpy", NULL},
+   {"big_zstd", "big as OP_COMPRESSED with zstd (default level)", make_big_zstd, "decompress", NULL},
+   {"big_snappy", "big as OP_COMPRESSED with snappy", make_big_snappy, "decompress", NULL},
+   {"encode", "big's documents encoded as inserts split at maxWriteBatchSize 1000", make_encode, "memcpy", NULL},
 };
 const size_t bench_n_cases = sizeof bench_cases / sizeof bench_cases[0];
 
@@ -616,8 +571,7 @@ count_sequences(bench_case_t *c, const opmsg_msg_t *msg)
          bson_iter_t it;
          c->seq_docs++;
          if (!bson_iter_init(&it, &doc)) {
-            bench_fatal("case %s: sequence document %llu unreadable", c->name,
-                        (unsigned long long) c->seq_docs);
+            bench_fatal("case %s: sequence document %llu unreadable", c->name, (unsigned long long) c->seq_docs);
          }
          while (bson_iter_next(&it)) {
             c->seq_elements++;
@@ -640,8 +594,7 @@ bench_case_finish(bench_case_t *c)
    c->merged_len = opmsg_merged_size(&msg);
    c->merged = bench_xmalloc(c->merged_len);
    size_t written = 0;
-   if (!opmsg_merge_into(&msg, c->merged, c->merged_len, &written, &error) ||
-       written != c->merged_len) {
+   if (!opmsg_merge_into(&msg, c->merged, c->merged_len, &written, &error) || written != c->merged_len) {
       bench_fatal("case %s does not merge: %s", c->name, error.message);
    }
    count_sequences(c, &msg);
@@ -652,8 +605,7 @@ bench_case_finish(bench_case_t *c)
 }
 
 void
-bench_case_at_level(const bench_case_t *base, opmsg_check_t check,
-                    bench_case_t *at)
+bench_case_at_level(const bench_case_t *base, opmsg_check_t check, bench_case_t *at)
 {
    *at = *base;
    at->opts.check = check;

@@ -12,8 +12,7 @@
 #include <string.h>
 
 bool
-bench_case_make_compressed(bench_case_t *c, const char *name,
-                           int compressor_id)
+bench_case_make_compressed(bench_case_t *c, const char *name, int compressor_id)
 {
    bench_case_t plain;
    memset(&plain, 0, sizeof plain);
@@ -21,8 +20,7 @@ bench_case_make_compressed(bench_case_t *c, const char *name,
 
    size_t len = 0;
    bson_error_t error;
-   uint8_t *z = opmsg_compress(plain.msg, plain.msg_len, compressor_id,
-                               OPMSG_COMPRESS_DEFAULT_LEVEL, &len, &error);
+   uint8_t *z = opmsg_compress(plain.msg, plain.msg_len, compressor_id, OPMSG_COMPRESS_DEFAULT_LEVEL, &len, &error);
    if (!z) {
       bench_fatal("%s: opmsg_compress: %s", name, error.message);
    }
@@ -49,8 +47,7 @@ bench_op_decompress(bench_case_t *c, bench_out_t *keep)
    bson_error_t error;
    size_t written = 0;
    bench_parse_or_die(c, &msg);
-   if (!opmsg_decompress_into(&msg, c->scratch, c->scratch_cap, &written,
-                              &error)) {
+   if (!opmsg_decompress_into(&msg, c->scratch, c->scratch_cap, &written, &error)) {
       bench_fatal("%s: opmsg_decompress_into: %s", c->name, error.message);
    }
    bench_keep_bytes(keep, c->scratch, written);
@@ -67,8 +64,7 @@ bench_op_decompress_merge(bench_case_t *c, bench_out_t *keep)
    bson_error_t error;
    size_t plain_len = 0, written = 0;
    bench_parse_or_die(c, &msg);
-   if (!opmsg_decompress_into(&msg, c->scratch, c->scratch_cap, &plain_len,
-                              &error) ||
+   if (!opmsg_decompress_into(&msg, c->scratch, c->scratch_cap, &plain_len, &error) ||
        !opmsg_parse(c->scratch, plain_len, &c->opts, &inner, &error) ||
        !opmsg_merge_into(&inner, c->out, c->out_cap, &written, &error)) {
       bench_fatal("%s: decompress + merge: %s", c->name, error.message);

@@ -112,8 +112,7 @@ round_trips(const char *uri, int find, int n)
       for (int i = 0; i < find; i++) {
          docs[i] = BCON_NEW("_id", BCON_INT32(i), "a", BCON_UTF8("xyzzy"));
       }
-      if (!mongoc_collection_insert_many(coll, (const bson_t **) docs, (size_t) find,
-                                         NULL, NULL, NULL)) {
+      if (!mongoc_collection_insert_many(coll, (const bson_t **) docs, (size_t) find, NULL, NULL, NULL)) {
          fprintf(stderr, "insert_many of %d documents failed\n", find);
          return 1;
       }
@@ -135,8 +134,7 @@ round_trips(const char *uri, int find, int n)
       sum += (double) t[i];
    }
    qsort(t, (size_t) n, sizeof *t, cmp_i64);
-   printf("%lld %lld %.0f\n", (long long) t[n / 2], (long long) t[(n * 99) / 100],
-          sum / n);
+   printf("%lld %lld %.0f\n", (long long) t[n / 2], (long long) t[(n * 99) / 100], sum / n);
    free(t);
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
@@ -227,7 +225,7 @@ time_mcd(const uint8_t *m, size_t len, int n)
 }
 
 /* Object to function pointer: POSIX guarantees dlsym's result converts. */
-#define FN(var, name) memcpy(&(var), &(void *){dlsym(self, name)}, sizeof(var))
+#define FN(var, name) memcpy(&(var), &(void *) {dlsym(self, name)}, sizeof(var))
 
 int
 main(int argc, char **argv)
@@ -253,15 +251,12 @@ main(int argc, char **argv)
       FN(mcd.reset, "mcd_rpc_message_reset");
       FN(mcd.destroy, "mcd_rpc_message_destroy");
       mongoc_init();
-      if (mongoc_get_major_version() == 1 && mongoc_get_minor_version() < 24 &&
-          rpc_scatter) {
+      if (mongoc_get_major_version() == 1 && mongoc_get_minor_version() < 24 && rpc_scatter) {
          time_one = time_scatter;
-      } else if (mcd.parse && mcd.get_body && mcd.message_new && mcd.reset &&
-                 mcd.destroy) {
+      } else if (mcd.parse && mcd.get_body && mcd.message_new && mcd.reset && mcd.destroy) {
          time_one = time_mcd;
       } else {
-         fprintf(stderr, "scatter: libmongoc %s has neither path\n",
-                 mongoc_get_version());
+         fprintf(stderr, "scatter: libmongoc %s has neither path\n", mongoc_get_version());
          return 77;
       }
       time_one(plain, lp, n / 10 + 1); /* warm up */
@@ -269,19 +264,14 @@ main(int argc, char **argv)
       mongoc_cleanup();
       return 0;
    }
-   if (argc < 4 || n <= 0 ||
-       (strcmp(argv[2], "ping") && strcmp(argv[2], "find") && strcmp(argv[2], "find1000"))) {
+   if (argc < 4 || n <= 0 || (strcmp(argv[2], "ping") && strcmp(argv[2], "find") && strcmp(argv[2], "find1000"))) {
       fprintf(stderr, "usage: %s URI ping|find|find1000 N | %s scatter N\n", argv[0], argv[0]);
       return 64;
    }
    mongoc_init();
    /* Quiet: FerretDB's missing endSessions would warn at every exit. */
    mongoc_log_set_handler(NULL, NULL);
-   rc = round_trips(argv[1],
-                    strcmp(argv[2], "find") == 0       ? 2
-                    : strcmp(argv[2], "find1000") == 0 ? FIND_BIG
-                                                       : 0,
-                    n);
+   rc = round_trips(argv[1], strcmp(argv[2], "find") == 0 ? 2 : strcmp(argv[2], "find1000") == 0 ? FIND_BIG : 0, n);
    mongoc_cleanup();
    return rc;
 }

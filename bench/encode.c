@@ -19,8 +19,7 @@ static const char identifier[] = "documents";
 /* Splits c->docs and writes the messages back to back into out (NULL: only
  * adds up their sizes). Returns the bytes written; counts the messages. */
 static size_t
-encode_split(const bench_case_t *c, uint8_t *out, size_t out_cap,
-             uint32_t *n_messages)
+encode_split(const bench_case_t *c, uint8_t *out, size_t out_cap, uint32_t *n_messages)
 {
    opmsg_build_t tmpl;
    opmsg_build_init(&tmpl, c->command);
@@ -44,8 +43,7 @@ encode_split(const bench_case_t *c, uint8_t *out, size_t out_cap,
    opmsg_batch_t batch;
    while (opmsg_splitter_next(&s, &batch)) {
       size_t written = batch.message_size;
-      if (out && !opmsg_build_into(batch.build, out + off, out_cap - off,
-                                   &written, &error)) {
+      if (out && !opmsg_build_into(batch.build, out + off, out_cap - off, &written, &error)) {
          bench_fatal("encode: opmsg_build_into: %s", error.message);
       }
       off += written;
@@ -63,8 +61,7 @@ bench_case_make_encode(bench_case_t *c)
    bench_case_make_big(c);
    c->name = "encode";
    c->kind = BENCH_KIND_ENCODE;
-   c->command = BCON_NEW("insert", BCON_UTF8("coll"), "ordered", BCON_BOOL(true),
-                         "$db", BCON_UTF8("test"));
+   c->command = BCON_NEW("insert", BCON_UTF8("coll"), "ordered", BCON_BOOL(true), "$db", BCON_UTF8("test"));
 
    /* The reference is the documents themselves: what memcpy copies, and what
     * merging the split messages back must give. */
@@ -101,29 +98,22 @@ bench_check_encode(const bench_case_t *c, const bench_out_t *out)
       opmsg_msg_t msg;
       bson_error_t error;
       size_t len = 0;
-      if (!opmsg_frame_length(out->data + off, out->len - off, NULL, &len,
-                              &error) ||
-          len > out->len - off ||
+      if (!opmsg_frame_length(out->data + off, out->len - off, NULL, &len, &error) || len > out->len - off ||
           !opmsg_parse(out->data + off, len, NULL, &msg, &error)) {
          bench_fatal("encode check: message %u: %s", n_messages, error.message);
       }
       opmsg_sequence_t seq;
-      if (msg.body_len != c->command->len ||
-          memcmp(msg.body, bson_get_data(c->command), msg.body_len) != 0 ||
-          msg.n_sequences != 1 ||
-          !opmsg_sequence_find(&msg, identifier, &seq) ||
-          seq.count > ENCODE_MAX_BATCH ||
+      if (msg.body_len != c->command->len || memcmp(msg.body, bson_get_data(c->command), msg.body_len) != 0 ||
+          msg.n_sequences != 1 || !opmsg_sequence_find(&msg, identifier, &seq) || seq.count > ENCODE_MAX_BATCH ||
           seq.documents_len > c->docs_len - docs_off ||
           memcmp(seq.documents, c->docs + docs_off, seq.documents_len) != 0) {
-         bench_fatal("encode check: message %u is not the next batch",
-                     n_messages);
+         bench_fatal("encode check: message %u is not the next batch", n_messages);
       }
       docs_off += seq.documents_len;
       off += len;
       n_messages++;
    }
    if (docs_off != c->docs_len || n_messages != c->n_batches) {
-      bench_fatal("encode check: %u messages carry %zu of %zu bytes",
-                  n_messages, docs_off, c->docs_len);
+      bench_fatal("encode check: %u messages carry %zu of %zu bytes", n_messages, docs_off, c->docs_len);
    }
 }

@@ -196,12 +196,10 @@ op_parse_name_db(bench_case_t *c, bench_out_t *keep)
  * and the flag values have not changed. Level-independent: it does not
  * parse with opmsg; "parse" at the full level is what it is compared with.
  */
-#define LIBBSON_FULL_FLAGS \
-   ((bson_validate_flags_t) (BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL))
+#define LIBBSON_FULL_FLAGS ((bson_validate_flags_t) (BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL))
 
 static void
-libbson_validate_or_die(const bench_case_t *c, const uint8_t *data, size_t len,
-                        const char *what)
+libbson_validate_or_die(const bench_case_t *c, const uint8_t *data, size_t len, const char *what)
 {
    bson_t doc;
    bson_error_t error;
@@ -260,8 +258,7 @@ op_mongoc_append(bench_case_t *c, bench_out_t *keep)
          bench_fatal("mongoc_append: dotted identifiers are not supported");
       }
       bson_t array;
-      if (!opmsg_append_array_begin(out, seq->identifier,
-                                   (int) seq->identifier_len, &array)) {
+      if (!opmsg_append_array_begin(out, seq->identifier, (int) seq->identifier_len, &array)) {
          bench_fatal("mongoc_append: cannot open array");
       }
       const uint8_t *p = seq->docs;
@@ -269,8 +266,7 @@ op_mongoc_append(bench_case_t *c, bench_out_t *keep)
       for (uint32_t n = 0; p < end; n++) {
          uint32_t doc_len = (size_t) (end - p) >= 4 ? bench_read_u32(p) : 0;
          bson_t doc;
-         if (doc_len > (size_t) (end - p) ||
-             !bson_init_static(&doc, p, doc_len)) {
+         if (doc_len > (size_t) (end - p) || !bson_init_static(&doc, p, doc_len)) {
             bench_fatal("mongoc_append: bad document %u", n);
          }
          char buf[16];
@@ -298,61 +294,100 @@ static void check_validated(const bench_case_t *c, const bench_out_t *out);
 const bench_impl_t bench_impls[] = {
    {.name = "memcpy",
     .what = "memcpy of the merged document's size (encode: of the documents) into a reused buffer",
-    .op = op_memcpy, .kinds = KIND_MSG | KIND_COMPRESSED | KIND_ENCODE,
+    .op = op_memcpy,
+    .kinds = KIND_MSG | KIND_COMPRESSED | KIND_ENCODE,
     .writes_output = true},
    {.name = "memcpy_wire",
     .what = "memcpy of the merged size from the body's place in the message (offset 21): a body-only message's floor",
-    .op = op_memcpy_wire, .kinds = KIND_MSG},
+    .op = op_memcpy_wire,
+    .kinds = KIND_MSG},
    {.name = "alloc_copy_wire",
     .what = "alloc_copy, reading from the body's place in the message",
-    .op = op_alloc_copy_wire, .kinds = KIND_MSG},
+    .op = op_alloc_copy_wire,
+    .kinds = KIND_MSG},
    {.name = "alloc_copy",
     .what = "one aligned block of the merged size, memcpy into it, free: merge_bson's floor, nothing checked",
-    .op = op_alloc_copy, .kinds = KIND_MSG, .writes_output = true},
+    .op = op_alloc_copy,
+    .kinds = KIND_MSG,
+    .writes_output = true},
    {.name = "parse",
     .what = "opmsg_parse alone at the level",
-    .op = op_parse, .kinds = KIND_MSG, .per_level = true, .check = check_parse},
+    .op = op_parse,
+    .kinds = KIND_MSG,
+    .per_level = true,
+    .check = check_parse},
    {.name = "merge_bson",
     .what = "opmsg_parse + opmsg_merge_bson + bson_destroy",
-    .op = op_merge_bson, .kinds = KIND_MSG, .per_level = true, .writes_output = true},
+    .op = op_merge_bson,
+    .kinds = KIND_MSG,
+    .per_level = true,
+    .writes_output = true},
    {.name = "merge_into",
     .what = "opmsg_parse + opmsg_merge_into a reused buffer",
-    .op = op_merge_into, .kinds = KIND_MSG, .per_level = true, .writes_output = true},
+    .op = op_merge_into,
+    .kinds = KIND_MSG,
+    .per_level = true,
+    .writes_output = true},
    {.name = "view",
     .what = "opmsg_parse + command name, $db and every sequence document via the view API",
-    .op = op_view, .kinds = KIND_MSG, .per_level = true, .check = bench_check_view},
+    .op = op_view,
+    .kinds = KIND_MSG,
+    .per_level = true,
+    .check = bench_check_view},
    {.name = "name_db",
     .what = "opmsg_command_name + opmsg_db of a message parsed beforehand (the view alone)",
-    .op = op_name_db, .kinds = KIND_MSG, .per_level = true, .check = bench_check_view},
+    .op = op_name_db,
+    .kinds = KIND_MSG,
+    .per_level = true,
+    .check = bench_check_view},
    {.name = "parse_name_db",
     .what = "opmsg_parse + opmsg_command_name + opmsg_db",
-    .op = op_parse_name_db, .kinds = KIND_MSG, .per_level = true, .check = bench_check_view},
+    .op = op_parse_name_db,
+    .kinds = KIND_MSG,
+    .per_level = true,
+    .check = bench_check_view},
    {.name = "libbson_validate",
-    .what = "sections by hand, bson_validate_with_error (UTF8 | UTF8_ALLOW_NULL) of the body and every sequence document",
-    .op = op_libbson_validate, .kinds = KIND_MSG, .check = check_validated},
+    .what =
+       "sections by hand, bson_validate_with_error (UTF8 | UTF8_ALLOW_NULL) of the body and every sequence document",
+    .op = op_libbson_validate,
+    .kinds = KIND_MSG,
+    .check = check_validated},
    {.name = "reencode_libbson",
     .what = "sections by hand, every value decoded with bson_iter and re-encoded with bson_append_*",
-    .op = bench_reencode_libbson, .kinds = KIND_MSG, .plain_identifiers = true,
+    .op = bench_reencode_libbson,
+    .kinds = KIND_MSG,
+    .plain_identifiers = true,
     .writes_output = true},
    {.name = "mongoc_append",
     .what = "libmongoc 1.23's way: bson_copy of the body + bson_append_document per sequence document",
-    .op = op_mongoc_append, .kinds = KIND_MSG, .plain_identifiers = true,
+    .op = op_mongoc_append,
+    .kinds = KIND_MSG,
+    .plain_identifiers = true,
     .writes_output = true},
    {.name = "decompress",
     .what = "opmsg_parse + opmsg_decompress_into a reused buffer (the limit of compressed cases)",
-    .op = bench_op_decompress, .kinds = KIND_COMPRESSED, .per_level = true,
-    .writes_output = true, .expects_plain = true},
+    .op = bench_op_decompress,
+    .kinds = KIND_COMPRESSED,
+    .per_level = true,
+    .writes_output = true,
+    .expects_plain = true},
    {.name = "decompress_merge",
     .what = "opmsg_parse + opmsg_decompress_into + opmsg_parse + opmsg_merge_into, reused buffers",
-    .op = bench_op_decompress_merge, .kinds = KIND_COMPRESSED, .per_level = true,
+    .op = bench_op_decompress_merge,
+    .kinds = KIND_COMPRESSED,
+    .per_level = true,
     .writes_output = true},
    {.name = "merge_compressed",
     .what = "opmsg_parse + opmsg_merge_compressed + bson_destroy",
-    .op = bench_op_merge_compressed, .kinds = KIND_COMPRESSED, .per_level = true,
+    .op = bench_op_merge_compressed,
+    .kinds = KIND_COMPRESSED,
+    .per_level = true,
     .writes_output = true},
    {.name = "encode_split",
     .what = "opmsg_splitter_* + opmsg_build_into every batch back to back into a reused buffer",
-    .op = bench_op_encode_split, .kinds = KIND_ENCODE, .writes_output = true,
+    .op = bench_op_encode_split,
+    .kinds = KIND_ENCODE,
+    .writes_output = true,
     .check = bench_check_encode},
 };
 const size_t bench_n_impls = sizeof bench_impls / sizeof bench_impls[0];
@@ -370,11 +405,9 @@ check_parse(const bench_case_t *c, const bench_out_t *out)
    bson_error_t error;
    size_t written = 0;
    bench_parse_or_die(c, &msg);
-   if (opmsg_merged_size(&msg) != c->merged_len ||
-       !opmsg_merge_into(&msg, c->out, c->out_cap, &written, &error) ||
+   if (opmsg_merged_size(&msg) != c->merged_len || !opmsg_merge_into(&msg, c->out, c->out_cap, &written, &error) ||
        written != c->merged_len || memcmp(c->out, c->merged, written) != 0) {
-      bench_fatal("parse check: %s at %s: the merge differs", c->name,
-                  opmsg_check_name(c->opts.check));
+      bench_fatal("parse check: %s at %s: the merge differs", c->name, opmsg_check_name(c->opts.check));
    }
 }
 
@@ -383,8 +416,8 @@ static void
 check_validated(const bench_case_t *c, const bench_out_t *out)
 {
    if (out->len != 1 + c->seq_docs) {
-      bench_fatal("libbson_validate check: %s: %zu documents validated, the message has %llu",
-                  c->name, out->len, (unsigned long long) (1 + c->seq_docs));
+      bench_fatal("libbson_validate check: %s: %zu documents validated, the message has %llu", c->name, out->len,
+                  (unsigned long long) (1 + c->seq_docs));
    }
 }
 
@@ -405,8 +438,7 @@ bench_check_view(const bench_case_t *c, const bench_out_t *out)
    } else if (st != VIEW_REBUILD_OK) {
       bench_fatal("view check: %s: %s", c->name, why);
    }
-   if (rebuilt.len != c->merged_len ||
-       memcmp(bson_get_data(&rebuilt), c->merged, c->merged_len) != 0) {
+   if (rebuilt.len != c->merged_len || memcmp(bson_get_data(&rebuilt), c->merged, c->merged_len) != 0) {
       bench_fatal("view check: %s: the view differs from the merge", c->name);
    }
    bson_destroy(&rebuilt);
@@ -414,13 +446,11 @@ bench_check_view(const bench_case_t *c, const bench_out_t *out)
    /* What op_view reads must be what the merge says. */
    bson_t merged;
    bson_iter_t it;
-   if (!bson_init_static(&merged, c->merged, c->merged_len) ||
-       !bson_iter_init(&it, &merged)) {
+   if (!bson_init_static(&merged, c->merged, c->merged_len) || !bson_iter_init(&it, &merged)) {
       bench_fatal("view check: %s: bad reference", c->name);
    }
    const char *name = opmsg_command_name(&msg);
-   if (bson_iter_next(&it) != (name != NULL) ||
-       (name && strcmp(name, bson_iter_key(&it)) != 0)) {
+   if (bson_iter_next(&it) != (name != NULL) || (name && strcmp(name, bson_iter_key(&it)) != 0)) {
       bench_fatal("view check: %s: wrong command name", c->name);
    }
    uint32_t db_len = 0;

@@ -52,12 +52,12 @@ now_ns(void)
 
 typedef struct {
    bool json;
-   double seconds;   /* per cell */
+   double seconds; /* per cell */
    int reps;
    const char *data_dir;
    const char *cases; /* comma-separated filter, or NULL */
    const char *impls;
-   unsigned levels;   /* BENCH_LEVEL_BIT of each check level to run */
+   unsigned levels; /* BENCH_LEVEL_BIT of each check level to run */
 } options_t;
 
 static void
@@ -268,13 +268,13 @@ compare_double(const void *a, const void *b)
 /* One implementation being timed on one case at one level. */
 typedef struct {
    bench_op_fn op;
-   bench_case_t *c;      /* the case, as the level parses it */
-   uint64_t iters;       /* operations per repetition */
-   int target;           /* repetitions to run */
+   bench_case_t *c;             /* the case, as the level parses it */
+   uint64_t iters;              /* operations per repetition */
+   int target;                  /* repetitions to run */
    double samples[MAX_SAMPLES]; /* ns per operation, one per repetition */
    int n_samples;
-   uint64_t calls;       /* allocations during the repetitions */
-   size_t peak;          /* most bytes held at once above the start */
+   uint64_t calls; /* allocations during the repetitions */
+   size_t peak;    /* most bytes held at once above the start */
 } cell_t;
 
 /* A repetition lasts about this long, or one operation when that is longer.
@@ -287,8 +287,7 @@ typedef struct {
  * is long enough to time, then sizes it to REP_NS) and how many
  * repetitions fill the cell's time: --seconds, but at least --reps. */
 static void
-cell_calibrate(cell_t *cell, bench_op_fn op, bench_case_t *c,
-               const options_t *o)
+cell_calibrate(cell_t *cell, bench_op_fn op, bench_case_t *c, const options_t *o)
 {
    memset(cell, 0, sizeof *cell);
    cell->op = op;
@@ -345,8 +344,7 @@ cell_finish(cell_t *cell, result_t *r)
    int n = cell->n_samples;
    qsort(cell->samples, (size_t) n, sizeof cell->samples[0], compare_double);
    uint64_t ops = cell->iters * (uint64_t) n;
-   r->ns_per_op = n % 2 ? cell->samples[n / 2]
-                        : (cell->samples[n / 2 - 1] + cell->samples[n / 2]) / 2;
+   r->ns_per_op = n % 2 ? cell->samples[n / 2] : (cell->samples[n / 2 - 1] + cell->samples[n / 2]) / 2;
    r->allocs_per_op = (double) cell->calls / (double) ops;
    r->peak_bytes = cell->peak;
    r->ops = ops;
@@ -367,9 +365,7 @@ check_output(const bench_impl_t *impl, bench_case_t *c)
       if (keep.len != want_len || memcmp(keep.data, want, want_len) != 0) {
          bench_fatal("%s/%s at %s: output (%zu bytes) differs from opmsg's "
                      "merge (%zu bytes)",
-                     c->name, impl->name,
-                     impl->per_level ? opmsg_check_name(c->opts.check) : "-",
-                     keep.len, want_len);
+                     c->name, impl->name, impl->per_level ? opmsg_check_name(c->opts.check) : "-", keep.len, want_len);
       }
    }
    if (keep.owned) {
@@ -421,10 +417,8 @@ measure_crc(const options_t *o, crc_result_t *cr)
       x ^= x << 17;
       crc_buf[i] = (uint8_t) x;
    }
-   if (opmsg_crc32c(0, "123456789", 9) != 0xE3069283u ||
-       opmsg_crc32c_portable(0, "123456789", 9) != 0xE3069283u ||
-       opmsg_crc32c(0, crc_buf, CRC_BYTES) !=
-          opmsg_crc32c_portable(0, crc_buf, CRC_BYTES)) {
+   if (opmsg_crc32c(0, "123456789", 9) != 0xE3069283u || opmsg_crc32c_portable(0, "123456789", 9) != 0xE3069283u ||
+       opmsg_crc32c(0, crc_buf, CRC_BYTES) != opmsg_crc32c_portable(0, crc_buf, CRC_BYTES)) {
       bench_fatal("crc32c: wrong check value");
    }
 
@@ -491,8 +485,8 @@ ratio(const char *case_name, const char *num, const char *den, int level)
 static void
 print_table_header(void)
 {
-   printf("%-11s %-9s %-16s %14s %9s %11s %9s %11s\n", "case", "check",
-          "impl", "ns/op", "x limit", "bytes_out", "allocs/op", "peak bytes");
+   printf("%-11s %-9s %-16s %14s %9s %11s %9s %11s\n", "case", "check", "impl", "ns/op", "x limit", "bytes_out",
+          "allocs/op", "peak bytes");
 }
 
 static void
@@ -501,15 +495,12 @@ print_table_row(const result_t *r)
    char allocs[32];
    char vs[32] = "";
    bench_format_allocs(allocs, sizeof allocs, r->allocs_per_op);
-   double x = r->baseline
-                 ? ratio(r->case_name, r->impl_name, r->baseline, r->level)
-                 : NAN;
+   double x = r->baseline ? ratio(r->case_name, r->impl_name, r->baseline, r->level) : NAN;
    if (!isnan(x)) {
       snprintf(vs, sizeof vs, "%.2f", x);
    }
-   printf("%-11s %-9s %-16s %14.1f %9s %11zu %9s %11zu\n", r->case_name,
-          bench_level_name(r->level), r->impl_name, r->ns_per_op, vs,
-          r->bytes_out, allocs, r->peak_bytes);
+   printf("%-11s %-9s %-16s %14.1f %9s %11zu %9s %11zu\n", r->case_name, bench_level_name(r->level), r->impl_name,
+          r->ns_per_op, vs, r->bytes_out, allocs, r->peak_bytes);
    fflush(stdout);
 }
 
@@ -544,8 +535,7 @@ print_ratios(FILE *f)
             /* At a level, the pairs with a cell of that level; without
              * one, the pairs of level-independent cells only. */
             if (!a || !b ||
-                (level == BENCH_LEVEL_NONE) !=
-                   (a->level == BENCH_LEVEL_NONE && b->level == BENCH_LEVEL_NONE)) {
+                (level == BENCH_LEVEL_NONE) != (a->level == BENCH_LEVEL_NONE && b->level == BENCH_LEVEL_NONE)) {
                continue;
             }
             double x = a->ns_per_op / b->ns_per_op;
@@ -569,12 +559,10 @@ list_everything(void)
    for (size_t i = 0; i < bench_n_cases; i++) {
       printf("  %-12s %s\n", bench_cases[i].name, bench_cases[i].what);
    }
-   printf("  %-12s opmsg_crc32c over 1 MiB in cache, and the portable table\n",
-          "crc32c");
+   printf("  %-12s opmsg_crc32c over 1 MiB in cache, and the portable table\n", "crc32c");
    printf("impls (* once per check level):\n");
    for (size_t i = 0; i < bench_n_impls; i++) {
-      printf("  %-17s %s %s\n", bench_impls[i].name,
-             bench_impls[i].per_level ? "*" : " ", bench_impls[i].what);
+      printf("  %-17s %s %s\n", bench_impls[i].name, bench_impls[i].per_level ? "*" : " ", bench_impls[i].what);
    }
    printf("check levels (--check):\n");
    for (size_t k = 0; k < BENCH_N_LEVELS; k++) {
@@ -588,11 +576,10 @@ list_everything(void)
 
 /* Whether impl runs on case c (kind, --impl, identifiers). */
 static bool
-impl_applies(const bench_impl_t *impl, const bench_case_t *c,
-             const options_t *o)
+impl_applies(const bench_impl_t *impl, const bench_case_t *c, const options_t *o)
 {
-   return (impl->kinds & BENCH_KIND_BIT(c->kind)) &&
-          selected(o->impls, impl->name) && !(impl->plain_identifiers && c->dotted);
+   return (impl->kinds & BENCH_KIND_BIT(c->kind)) && selected(o->impls, impl->name) &&
+          !(impl->plain_identifiers && c->dotted);
 }
 
 #define MAX_CELLS 128
@@ -608,8 +595,7 @@ impl_applies(const bench_impl_t *impl, const bench_case_t *c,
  * same load as the implementations.
  */
 static void
-run_cases(const bench_case_def_t *const *defs, bench_case_t *cs, size_t n_cs,
-          const options_t *o)
+run_cases(const bench_case_def_t *const *defs, bench_case_t *cs, size_t n_cs, const options_t *o)
 {
    /* Each case as each level parses it: copies sharing its buffers. */
    static bench_case_t at[MAX_GROUP][BENCH_N_LEVELS];
@@ -638,8 +624,7 @@ run_cases(const bench_case_def_t *const *defs, bench_case_t *cs, size_t n_cs,
             for (size_t i = 0; i < bench_n_impls; i++) {
                const bench_impl_t *impl = &bench_impls[i];
                bool is_baseline = !strcmp(impl->name, def->baseline);
-               if ((pass == 0) != is_baseline || impl->per_level != (k >= 0) ||
-                   !impl_applies(impl, c, o)) {
+               if ((pass == 0) != is_baseline || impl->per_level != (k >= 0) || !impl_applies(impl, c, o)) {
                   continue;
                }
                if (n == MAX_CELLS) {
@@ -708,8 +693,7 @@ filter_known(const char *filter, bool cases)
          known = strlen(name) == len && !memcmp(name, p, len);
       }
       if (!known) {
-         fprintf(stderr, "opmsg-bench: unknown %s \"%.*s\" (see --list)\n",
-                 cases ? "case" : "impl", (int) len, p);
+         fprintf(stderr, "opmsg-bench: unknown %s \"%.*s\" (see --list)\n", cases ? "case" : "impl", (int) len, p);
          return false;
       }
       p += len + (comma ? 1 : 0);
@@ -738,16 +722,13 @@ main(int argc, char **argv)
       for (size_t k = 0; k < BENCH_N_LEVELS; k++) {
          if (o.levels & BENCH_LEVEL_BIT(bench_levels[k])) {
             size_t used = strlen(levels);
-            snprintf(levels + used, sizeof levels - used, "%s%s",
-                     used ? ", " : "", opmsg_check_name(bench_levels[k]));
+            snprintf(levels + used, sizeof levels - used, "%s%s", used ? ", " : "", opmsg_check_name(bench_levels[k]));
          }
       }
       printf("opmsg-bench %s: libbson %s, CRC-32C %s; %.2f s per cell, "
              "median of >= %d repetitions, %s; check levels %s\n",
-             opmsg_version_string(), bson_get_version(),
-             opmsg_crc32c_implementation(), o.seconds, o.reps,
-             bench_clock == CLOCK_MONOTONIC ? "wall time" : "thread CPU time",
-             levels);
+             opmsg_version_string(), bson_get_version(), opmsg_crc32c_implementation(), o.seconds, o.reps,
+             bench_clock == CLOCK_MONOTONIC ? "wall time" : "thread CPU time", levels);
    }
 
    size_t n_selected = 0;
@@ -755,8 +736,7 @@ main(int argc, char **argv)
       /* The case, or the selected cases of its group. */
       const char *group = bench_cases[i].group;
       size_t end = i + 1;
-      while (group && end < bench_n_cases && bench_cases[end].group &&
-             !strcmp(bench_cases[end].group, group)) {
+      while (group && end < bench_n_cases && bench_cases[end].group && !strcmp(bench_cases[end].group, group)) {
          end++;
       }
       const bench_case_def_t *defs[MAX_GROUP];
@@ -798,8 +778,7 @@ main(int argc, char **argv)
       measure_crc(&o, &crc);
    }
    if (n_selected == 0) {
-      fprintf(stderr, "opmsg-bench: no case matches --case %s (see --list)\n",
-              o.cases);
+      fprintf(stderr, "opmsg-bench: no case matches --case %s (see --list)\n", o.cases);
       return 2;
    }
 
@@ -807,11 +786,11 @@ main(int argc, char **argv)
     * stderr for people and for scripts that keep it. */
    FILE *summary = o.json ? stderr : stdout;
    if (!o.json && crc.measured) {
-      printf("\nCRC-32C over 1 MiB in cache: %s %.2f GB/s, portable %.2f GB/s\n",
-             crc.implementation, crc.gbps, crc.portable_gbps);
+      printf("\nCRC-32C over 1 MiB in cache: %s %.2f GB/s, portable %.2f GB/s\n", crc.implementation, crc.gbps,
+             crc.portable_gbps);
    } else if (crc.measured) {
-      fprintf(stderr, "CRC-32C over 1 MiB in cache: %s %.2f GB/s, portable %.2f GB/s\n",
-              crc.implementation, crc.gbps, crc.portable_gbps);
+      fprintf(stderr, "CRC-32C over 1 MiB in cache: %s %.2f GB/s, portable %.2f GB/s\n", crc.implementation, crc.gbps,
+              crc.portable_gbps);
    }
    print_ratios(summary);
    run.n_results = n_results;

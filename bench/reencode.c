@@ -16,23 +16,19 @@
 static void reencode_fields(bson_iter_t *it, bson_t *out);
 
 static void
-reencode_nested(const bson_iter_t *it, bson_t *out, const char *key, int klen,
-                bool array)
+reencode_nested(const bson_iter_t *it, bson_t *out, const char *key, int klen, bool array)
 {
    bson_iter_t child;
    bson_t sub;
    if (!bson_iter_recurse(it, &child)) {
-      bench_fatal("reencode: corrupt %s \"%s\"", array ? "array" : "document",
-                  key);
+      bench_fatal("reencode: corrupt %s \"%s\"", array ? "array" : "document", key);
    }
-   bool ok = array ? opmsg_append_array_begin(out, key, klen, &sub)
-                   : bson_append_document_begin(out, key, klen, &sub);
+   bool ok = array ? opmsg_append_array_begin(out, key, klen, &sub) : bson_append_document_begin(out, key, klen, &sub);
    if (!ok) {
       bench_fatal("reencode: cannot open \"%s\"", key);
    }
    reencode_fields(&child, &sub);
-   ok = array ? bson_append_array_end(out, &sub)
-              : bson_append_document_end(out, &sub);
+   ok = array ? bson_append_array_end(out, &sub) : bson_append_document_end(out, &sub);
    if (!ok) {
       bench_fatal("reencode: cannot close \"%s\"", key);
    }
@@ -41,13 +37,11 @@ reencode_nested(const bson_iter_t *it, bson_t *out, const char *key, int klen,
 /* Re-encodes a code-with-scope value: the scope is a document too, so it is
  * decoded and rebuilt like any other. */
 static bool
-reencode_codewscope(const bson_iter_t *it, bson_t *out, const char *key,
-                    int klen)
+reencode_codewscope(const bson_iter_t *it, bson_t *out, const char *key, int klen)
 {
    uint32_t code_len, scope_len;
    const uint8_t *scope_data;
-   const char *code = bson_iter_codewscope(it, &code_len, &scope_len,
-                                           &scope_data);
+   const char *code = bson_iter_codewscope(it, &code_len, &scope_len, &scope_data);
    bson_iter_t scope_it;
    if (!bson_iter_init_from_data(&scope_it, scope_data, scope_len)) {
       bench_fatal("reencode: corrupt scope \"%s\"", key);
@@ -155,8 +149,7 @@ reencode_value(const bson_iter_t *it, bson_t *out)
       break;
    case BSON_TYPE_EOD:
    default:
-      bench_fatal("reencode: unknown type 0x%02x at \"%s\"",
-                  (unsigned) bson_iter_type(it), key);
+      bench_fatal("reencode: unknown type 0x%02x at \"%s\"", (unsigned) bson_iter_type(it), key);
    }
    if (!ok) {
       bench_fatal("reencode: cannot append \"%s\"", key);
@@ -172,8 +165,7 @@ reencode_fields(bson_iter_t *it, bson_t *out)
    /* bson_iter_next() also stops on corrupt data; a careful caller tells
     * the two apart. */
    if (it->err_off != 0) {
-      bench_fatal("reencode: corrupt document at offset %u",
-                  (unsigned) it->err_off);
+      bench_fatal("reencode: corrupt document at offset %u", (unsigned) it->err_off);
    }
 }
 
@@ -196,8 +188,7 @@ bench_reencode_libbson(bench_case_t *c, bench_out_t *keep)
          bench_fatal("reencode: dotted identifiers are not supported");
       }
       bson_t array;
-      if (!opmsg_append_array_begin(out, seq->identifier,
-                                   (int) seq->identifier_len, &array)) {
+      if (!opmsg_append_array_begin(out, seq->identifier, (int) seq->identifier_len, &array)) {
          bench_fatal("reencode: cannot open array \"%s\"", seq->identifier);
       }
       const uint8_t *p = seq->docs;
@@ -205,8 +196,7 @@ bench_reencode_libbson(bench_case_t *c, bench_out_t *keep)
       for (uint32_t n = 0; p < end; n++) {
          uint32_t doc_len = (size_t) (end - p) >= 4 ? bench_read_u32(p) : 0;
          bson_iter_t doc_it;
-         if (doc_len < 5 || doc_len > (size_t) (end - p) ||
-             !bson_iter_init_from_data(&doc_it, p, doc_len)) {
+         if (doc_len < 5 || doc_len > (size_t) (end - p) || !bson_iter_init_from_data(&doc_it, p, doc_len)) {
             bench_fatal("reencode: corrupt sequence document %u", n);
          }
          char buf[16];

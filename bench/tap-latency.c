@@ -49,8 +49,7 @@ read_message(int fd, uint8_t *buf, size_t cap)
 {
    size_t len;
 
-   if (!io_all(fd, buf, 16, false) ||
-       !opmsg_frame_length(buf, 16, NULL, &len, NULL) || len > cap ||
+   if (!io_all(fd, buf, 16, false) || !opmsg_frame_length(buf, 16, NULL, &len, NULL) || len > cap ||
        !io_all(fd, buf + 16, len - 16, false)) {
       return 0;
    }
@@ -58,8 +57,7 @@ read_message(int fd, uint8_t *buf, size_t cap)
 }
 
 static uint8_t *
-build_msg(const bson_t *cmd, int32_t request_id, int32_t response_to,
-          size_t *len)
+build_msg(const bson_t *cmd, int32_t request_id, int32_t response_to, size_t *len)
 {
    opmsg_build_t b;
 
@@ -167,22 +165,19 @@ ping(int port, long n)
       struct timespec t0, t1;
 
       clock_gettime(CLOCK_MONOTONIC, &t0);
-      if (!msg || !io_all(fd, msg, len, true) ||
-          read_message(fd, buf, sizeof buf) == 0) {
+      if (!msg || !io_all(fd, msg, len, true) || read_message(fd, buf, sizeof buf) == 0) {
          fprintf(stderr, "tap-latency: ping %ld failed\n", i);
          return 1;
       }
       clock_gettime(CLOCK_MONOTONIC, &t1);
       bson_free(msg);
       if (i >= 0) {
-         rtt[i] = (double) (t1.tv_sec - t0.tv_sec) * 1e6 +
-                  (double) (t1.tv_nsec - t0.tv_nsec) / 1e3;
+         rtt[i] = (double) (t1.tv_sec - t0.tv_sec) * 1e6 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e3;
          sum += rtt[i];
       }
    }
    qsort(rtt, (size_t) n, sizeof *rtt, cmp_double);
-   printf("%.1f %.1f %.1f\n", rtt[n / 2], rtt[(size_t) ((double) n * 0.99)],
-          sum / (double) n);
+   printf("%.1f %.1f %.1f\n", rtt[n / 2], rtt[(size_t) ((double) n * 0.99)], sum / (double) n);
    close(fd);
    free(rtt);
    bson_destroy(cmd);
@@ -195,8 +190,7 @@ main(int argc, char **argv)
    if (argc == 2 && strcmp(argv[1], "serve") == 0) {
       return serve();
    }
-   if (argc == 4 && strcmp(argv[1], "ping") == 0 && atoi(argv[2]) > 0 &&
-       atol(argv[3]) > 0) {
+   if (argc == 4 && strcmp(argv[1], "ping") == 0 && atoi(argv[2]) > 0 && atol(argv[3]) > 0) {
       return ping(atoi(argv[2]), atol(argv[3]));
    }
    fprintf(stderr, "usage: %s serve | %s ping PORT N\n", argv[0], argv[0]);

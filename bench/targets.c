@@ -32,7 +32,7 @@ typedef enum {
 } figure_t;
 
 typedef struct {
-   const char *text;   /* what the target says, for the table */
+   const char *text; /* what the target says, for the table */
    /* The levels it holds at: comma-separated names, "*" for every level,
     * NULL for a target on level-independent cells only (the CRC-32C). */
    const char *levels;
@@ -51,72 +51,60 @@ typedef struct {
 static const target_t targets[] = {
    /* frames: what a caller that reads through bson_iter, or only forwards,
     * needs checked. */
-   {"merge_bson >= 3x faster than mongoc_append on seq", "frames", "seq",
-    FIG_SPEEDUP, "merge_bson", "mongoc_append", NULL, AT_LEAST, 3},
-   {"merge_bson >= 30x faster than reencode_libbson on seq", "frames", "seq",
-    FIG_SPEEDUP, "merge_bson", "reencode_libbson", NULL, AT_LEAST, 30},
-   {"merge_into <= 4x memcpy on seq", "frames", "seq",
-    FIG_RATIO, "merge_into", "memcpy", NULL, AT_MOST, 4},
-   {"merge_into <= 1.3x memcpy on big and insert1k", "frames", "big,insert1k",
-    FIG_RATIO, "merge_into", "memcpy", NULL, AT_MOST, 1.3},
-   {"view <= 0.3x memcpy on big", "frames", "big",
-    FIG_RATIO, "view", "memcpy", NULL, AT_MOST, 0.3},
+   {"merge_bson >= 3x faster than mongoc_append on seq", "frames", "seq", FIG_SPEEDUP, "merge_bson", "mongoc_append",
+    NULL, AT_LEAST, 3},
+   {"merge_bson >= 30x faster than reencode_libbson on seq", "frames", "seq", FIG_SPEEDUP, "merge_bson",
+    "reencode_libbson", NULL, AT_LEAST, 30},
+   {"merge_into <= 4x memcpy on seq", "frames", "seq", FIG_RATIO, "merge_into", "memcpy", NULL, AT_MOST, 4},
+   {"merge_into <= 1.3x memcpy on big and insert1k", "frames", "big,insert1k", FIG_RATIO, "merge_into", "memcpy", NULL,
+    AT_MOST, 1.3},
+   {"view <= 0.3x memcpy on big", "frames", "big", FIG_RATIO, "view", "memcpy", NULL, AT_MOST, 0.3},
 
    /* top-level, the default. */
-   {"merge_bson >= 1.5x faster than mongoc_append on seq", "top-level", "seq",
-    FIG_SPEEDUP, "merge_bson", "mongoc_append", NULL, AT_LEAST, 1.5},
-   {"<= 2 ns per top-level element of a sequence document (parse at top-level - parse at frames)",
-    "top-level", "seq,insert1k,big",
-    FIG_PER_ELEMENT, "parse", NULL, NULL, AT_MOST, 2},
-   {"merge_into <= 2x memcpy on big", "top-level", "big",
-    FIG_RATIO, "merge_into", "memcpy", NULL, AT_MOST, 2},
+   {"merge_bson >= 1.5x faster than mongoc_append on seq", "top-level", "seq", FIG_SPEEDUP, "merge_bson",
+    "mongoc_append", NULL, AT_LEAST, 1.5},
+   {"<= 2 ns per top-level element of a sequence document (parse at top-level - parse at frames)", "top-level",
+    "seq,insert1k,big", FIG_PER_ELEMENT, "parse", NULL, NULL, AT_MOST, 2},
+   {"merge_into <= 2x memcpy on big", "top-level", "big", FIG_RATIO, "merge_into", "memcpy", NULL, AT_MOST, 2},
 
    /* Body-only messages, at every level. */
    /* Against copies from the body's place in the message (impls.c,
     * wire_source()): the unaligned copy is the floor of any merge of it. */
-   {"merge_into <= memcpy + 15 ns on body-only messages (memcpy_wire)", "*", BODY_ONLY,
-    FIG_EXCESS_NS, "merge_into", "memcpy_wire", NULL, AT_MOST, 15},
-   {"merge_bson <= alloc_copy + 25 ns on body-only messages (alloc_copy_wire)", "*",
-    BODY_ONLY, FIG_EXCESS_NS, "merge_bson", "alloc_copy_wire", NULL, AT_MOST, 25},
-   {"command name and $db of a parsed message (name_db) <= 30 ns on body-only messages",
-    "*", BODY_ONLY, FIG_NS, "name_db", NULL, NULL, AT_MOST, 30},
+   {"merge_into <= memcpy + 15 ns on body-only messages (memcpy_wire)", "*", BODY_ONLY, FIG_EXCESS_NS, "merge_into",
+    "memcpy_wire", NULL, AT_MOST, 15},
+   {"merge_bson <= alloc_copy + 25 ns on body-only messages (alloc_copy_wire)", "*", BODY_ONLY, FIG_EXCESS_NS,
+    "merge_bson", "alloc_copy_wire", NULL, AT_MOST, 25},
+   {"command name and $db of a parsed message (name_db) <= 30 ns on body-only messages", "*", BODY_ONLY, FIG_NS,
+    "name_db", NULL, NULL, AT_MOST, 30},
 
    /* full */
-   {"parse >= 2x faster than libbson_validate on every case", "full", "*",
-    FIG_SPEEDUP, "parse", "libbson_validate", NULL, AT_LEAST, 2},
+   {"parse >= 2x faster than libbson_validate on every case", "full", "*", FIG_SPEEDUP, "parse", "libbson_validate",
+    NULL, AT_LEAST, 2},
 
    /* Every level. */
-   {"view never slower than merge_into (view / merge_into <= 1)", "*", "*",
-    FIG_RATIO, "view", "merge_into", NULL, AT_MOST, 1},
+   {"view never slower than merge_into (view / merge_into <= 1)", "*", "*", FIG_RATIO, "view", "merge_into", NULL,
+    AT_MOST, 1},
 
    /* Issue 15: a batch sent as a "cursor.firstBatch" (or nextBatch)
     * sequence merges into the cursor almost as fast as a top-level one. */
-   {"dotted merge_bson <= 1.1x the plain one (vs reply_plain)", "*",
-    "reply_seq,reply_next", FIG_CASE_RATIO, "merge_bson", "reply_plain", NULL,
-    AT_MOST, 1.1},
-   {"dotted merge_into <= 1.1x the plain one (vs reply_plain)", "*",
-    "reply_seq,reply_next", FIG_CASE_RATIO, "merge_into", "reply_plain", NULL,
-    AT_MOST, 1.1},
-   {"dotted view <= 1.1x the plain one (vs reply_plain)", "*",
-    "reply_seq,reply_next", FIG_CASE_RATIO, "view", "reply_plain", NULL,
-    AT_MOST, 1.1},
+   {"dotted merge_bson <= 1.1x the plain one (vs reply_plain)", "*", "reply_seq,reply_next", FIG_CASE_RATIO,
+    "merge_bson", "reply_plain", NULL, AT_MOST, 1.1},
+   {"dotted merge_into <= 1.1x the plain one (vs reply_plain)", "*", "reply_seq,reply_next", FIG_CASE_RATIO,
+    "merge_into", "reply_plain", NULL, AT_MOST, 1.1},
+   {"dotted view <= 1.1x the plain one (vs reply_plain)", "*", "reply_seq,reply_next", FIG_CASE_RATIO, "view",
+    "reply_plain", NULL, AT_MOST, 1.1},
 
    /* Allocations. */
-   {"exactly 1 allocation per merge_bson", "*", "*",
-    FIG_ALLOCS, "merge_bson", NULL, NULL, EXACTLY, 1},
-   {"no allocation in merge_into", "*", "*",
-    FIG_ALLOCS, "merge_into", NULL, NULL, EXACTLY, 0},
-   {"no allocation in the view", "*", "*",
-    FIG_ALLOCS, "view", NULL, NULL, EXACTLY, 0},
+   {"exactly 1 allocation per merge_bson", "*", "*", FIG_ALLOCS, "merge_bson", NULL, NULL, EXACTLY, 1},
+   {"no allocation in merge_into", "*", "*", FIG_ALLOCS, "merge_into", NULL, NULL, EXACTLY, 0},
+   {"no allocation in the view", "*", "*", FIG_ALLOCS, "view", NULL, NULL, EXACTLY, 0},
 
    /* Issue 3: merging a compressed message adds no more than a memcpy of
     * the merged document to decompressing it. */
-   {"merging adds <= a memcpy to decompressing ((decompress_merge - decompress) / memcpy <= 1)",
-    "*", "big_zstd,big_snappy",
-    FIG_ADDED, "decompress_merge", "decompress", "memcpy", AT_MOST, 1},
+   {"merging adds <= a memcpy to decompressing ((decompress_merge - decompress) / memcpy <= 1)", "*",
+    "big_zstd,big_snappy", FIG_ADDED, "decompress_merge", "decompress", "memcpy", AT_MOST, 1},
 
-   {"CRC-32C >= 40 GB/s on 1 MiB with ISA-L", NULL, "crc32c",
-    FIG_GBPS, "isa-l", NULL, NULL, AT_LEAST, 40},
+   {"CRC-32C >= 40 GB/s on 1 MiB with ISA-L", NULL, "crc32c", FIG_GBPS, "isa-l", NULL, NULL, AT_LEAST, 40},
 };
 
 static double
@@ -156,15 +144,12 @@ figure_of(const bench_run_t *run, const target_t *t, const char *cn, int level)
       if (!ci || ci->seq_elements == 0 || level == OPMSG_CHECK_FRAMES) {
          return NAN;
       }
-      return (t_of(run, cn, t->a, level) -
-              t_of(run, cn, t->a, OPMSG_CHECK_FRAMES)) /
-             (double) ci->seq_elements;
+      return (t_of(run, cn, t->a, level) - t_of(run, cn, t->a, OPMSG_CHECK_FRAMES)) / (double) ci->seq_elements;
    }
    case FIG_CASE_RATIO:
       return t_of(run, cn, t->a, level) / t_of(run, t->b, t->a, level);
    case FIG_ADDED:
-      return (t_of(run, cn, t->a, level) - t_of(run, cn, t->b, level)) /
-             t_of(run, cn, t->c, level);
+      return (t_of(run, cn, t->a, level) - t_of(run, cn, t->b, level)) / t_of(run, cn, t->c, level);
    case FIG_ALLOCS: {
       const bench_result_t *r = bench_find_result(run, cn, t->a, level);
       return r ? r->allocs_per_op : NAN;
@@ -236,8 +221,7 @@ static const char *const sense_names[] = {"at_most", "at_least", "exactly"};
 /* One row: target t at level (BENCH_LEVEL_NONE for t->levels NULL), on
  * every case of its list that was measured. False when none was. */
 static bool
-print_row(const bench_run_t *run, const target_t *t, int level, FILE *f,
-          bool json, unsigned *n_pass, unsigned *n_miss)
+print_row(const bench_run_t *run, const target_t *t, int level, FILE *f, bool json, unsigned *n_pass, unsigned *n_miss)
 {
    char figures[2048] = "";
    char first[64] = "";
@@ -282,8 +266,8 @@ print_row(const bench_run_t *run, const target_t *t, int level, FILE *f,
          all_same = false;
       }
       n++;
-      used += (size_t) snprintf(figures + used, sizeof figures - used, "%s%s %s%s",
-                                used ? ", " : "", names[i], one, ok ? "" : " (miss)");
+      used += (size_t) snprintf(figures + used, sizeof figures - used, "%s%s %s%s", used ? ", " : "", names[i], one,
+                                ok ? "" : " (miss)");
       if (used >= sizeof figures) {
          used = sizeof figures - 1;
       }
@@ -300,8 +284,7 @@ print_row(const bench_run_t *run, const target_t *t, int level, FILE *f,
          bench_json_string(stdout, names[i]);
          printf(", \"figure\": %.4g, \"unit\": \"%s\", \"sense\": \"%s\", "
                 "\"bound\": %g, \"result\": \"%s\"}\n",
-                x, unit_of(t), sense_names[t->sense], t->bound,
-                ok ? "PASS" : "MISS");
+                x, unit_of(t), sense_names[t->sense], t->bound, ok ? "PASS" : "MISS");
       }
    }
    if (n == 0) {
@@ -314,8 +297,7 @@ print_row(const bench_run_t *run, const target_t *t, int level, FILE *f,
    } else if (all_same && n > 2) {
       snprintf(figures, sizeof figures, "%s on all %zu cases", first, n);
    }
-   fprintf(f, "| %s | %s | %s | %s |\n", t->text, bench_level_name(level),
-           figures, pass ? "PASS" : "MISS");
+   fprintf(f, "| %s | %s | %s | %s |\n", t->text, bench_level_name(level), figures, pass ? "PASS" : "MISS");
    *(pass ? n_pass : n_miss) += 1;
    return true;
 }
@@ -337,20 +319,17 @@ bench_print_targets(const bench_run_t *run, FILE *f, bool json)
       }
       for (size_t k = 0; k < BENCH_N_LEVELS; k++) {
          int level = (int) bench_levels[k];
-         if (strcmp(t->levels, "*") != 0 &&
-             !bench_in_list(t->levels, bench_level_name(level))) {
+         if (strcmp(t->levels, "*") != 0 && !bench_in_list(t->levels, bench_level_name(level))) {
             continue;
          }
-         if (!(run->levels & BENCH_LEVEL_BIT(level)) ||
-             !print_row(run, t, level, f, json, &n_pass, &n_miss)) {
+         if (!(run->levels & BENCH_LEVEL_BIT(level)) || !print_row(run, t, level, f, json, &n_pass, &n_miss)) {
             n_skipped++;
          }
       }
    }
    fprintf(f, "\n%u PASS, %u MISS", n_pass, n_miss);
    if (n_skipped) {
-      fprintf(f, "; %u not measured in this run (--case, --impl, --check, or no ISA-L)",
-              n_skipped);
+      fprintf(f, "; %u not measured in this run (--case, --impl, --check, or no ISA-L)", n_skipped);
    }
    fprintf(f, "\n");
 }

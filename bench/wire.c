@@ -19,8 +19,7 @@ bench_read_u32(const uint8_t *p)
 void
 bench_split_sections(const uint8_t *msg, size_t len, bench_sections_t *out)
 {
-   if (len < OPMSG_HEADER_SIZE + 5 || bench_read_u32(msg) != len ||
-       bench_read_u32(msg + 12) != OPMSG_OP_MSG) {
+   if (len < OPMSG_HEADER_SIZE + 5 || bench_read_u32(msg) != len || bench_read_u32(msg + 12) != OPMSG_OP_MSG) {
       bench_fatal("baseline: not an OP_MSG");
    }
    uint32_t flags = bench_read_u32(msg + 16);

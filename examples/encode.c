@@ -37,8 +37,7 @@
 static int
 fail(const char *what, const bson_error_t *error)
 {
-   fprintf(stderr, "encode: %s: %s: %s\n", what, opmsg_error_name(error->code),
-           error->message);
+   fprintf(stderr, "encode: %s: %s: %s\n", what, opmsg_error_name(error->code), error->message);
    return 1;
 }
 
@@ -185,8 +184,7 @@ encode_split(void)
           * fails with OPMSG_ERR_BUFFER_TOO_SMALL. A real client sizes its
           * buffer from the server's maxMessageSizeBytes instead. */
          if (batch.message_size > sizeof buf) {
-            fprintf(stderr, "encode: batch %zu needs %zu bytes\n", batch.index,
-                    batch.message_size);
+            fprintf(stderr, "encode: batch %zu needs %zu bytes\n", batch.index, batch.message_size);
             status = 1;
             break;
          }
@@ -194,9 +192,8 @@ encode_split(void)
             status = fail("build batch", &error);
             break;
          }
-         printf("batch %zu: documents %zu-%zu (%zu), %zu bytes\n", batch.index,
-                batch.first_index, batch.first_index + batch.count - 1,
-                batch.count, written);
+         printf("batch %zu: documents %zu-%zu (%zu), %zu bytes\n", batch.index, batch.first_index,
+                batch.first_index + batch.count - 1, batch.count, written);
          /* ... here a client would send buf[0..written) and read the reply ... */
       }
    }

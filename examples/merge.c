@@ -77,8 +77,7 @@ read_file(const char *path, size_t *len)
 static int
 fail(const char *what, const bson_error_t *error)
 {
-   fprintf(stderr, "merge: %s: %s: %s\n", what, opmsg_error_name(error->code),
-           error->message);
+   fprintf(stderr, "merge: %s: %s: %s\n", what, opmsg_error_name(error->code), error->message);
    return 1;
 }
 

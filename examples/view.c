@@ -75,8 +75,7 @@ print_ordered(const opmsg_msg_t *msg)
 {
    bson_t body;
    bson_iter_t it;
-   if (opmsg_body(msg, &body) && bson_iter_init_find(&it, &body, "ordered") &&
-       BSON_ITER_HOLDS_BOOL(&it)) {
+   if (opmsg_body(msg, &body) && bson_iter_init_find(&it, &body, "ordered") && BSON_ITER_HOLDS_BOOL(&it)) {
       printf("ordered: %s\n", bson_iter_bool(&it) ? "true" : "false");
    }
 }
@@ -95,8 +94,8 @@ print_sequences(const opmsg_msg_t *msg)
    opmsg_sequence_t seq;
    opmsg_sequence_iter_init(&seqs, msg);
    while (opmsg_sequence_iter_next(&seqs, &seq)) {
-      printf("sequence %s: %u documents, %u bytes\n", seq.identifier,
-             (unsigned) seq.count, (unsigned) seq.documents_len);
+      printf("sequence %s: %u documents, %u bytes\n", seq.identifier, (unsigned) seq.count,
+             (unsigned) seq.documents_len);
 
       opmsg_document_iter_t docs;
       bson_t doc;
@@ -175,8 +174,7 @@ main(int argc, char **argv)
    opmsg_msg_t msg;
    bson_error_t error;
    if (!opmsg_parse(data, len, NULL, &msg, &error)) {
-      fprintf(stderr, "view: %s: %s: %s\n", argv[1], opmsg_error_name(error.code),
-              error.message);
+      fprintf(stderr, "view: %s: %s: %s\n", argv[1], opmsg_error_name(error.code), error.message);
       free(data);
       return 1;
    }
@@ -202,8 +200,8 @@ main(int argc, char **argv)
    if (opmsg_view_init(&view, &msg)) {
       counts_t c = {0, 0, 0, 0};
       count_fields(&view, &c, 0);
-      printf("merged top level: %u fields (%u from the body, %u sequences, %u paths)\n",
-             c.top, c.body, c.sequences, c.paths);
+      printf("merged top level: %u fields (%u from the body, %u sequences, %u paths)\n", c.top, c.body, c.sequences,
+             c.paths);
    }
 
    free(data);

@@ -48,8 +48,8 @@ opmsg_build_init(opmsg_build_t *b, const bson_t *command)
  * (OPMSG_ERR_DOCUMENT_TOO_LARGE). Fills keys with its keys for the clash
  * checks of the identifiers. */
 static bool
-check_command(const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *keys,
-              opmsg_keyslot_t *local, uint32_t *body_len, bson_error_t *error)
+check_command(const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *keys, opmsg_keyslot_t *local,
+              uint32_t *body_len, bson_error_t *error)
 {
    const uint8_t *data;
    uint32_t len;
@@ -60,17 +60,14 @@ check_command(const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *k
    }
    data = bson_get_data(b->command);
    if (!data || b->command->len < 5) {
-      return opmsg_fail(error, OPMSG_ERR_BAD_COMMAND,
-                        "the command is not a document");
+      return opmsg_fail(error, OPMSG_ERR_BAD_COMMAND, "the command is not a document");
    }
    /* Stricter than the parser, which takes an empty body: a sender has no
     * command to send without a first key, which names it. */
    if (b->command->len == 5) {
-      return opmsg_fail(error, OPMSG_ERR_BAD_COMMAND,
-                        "the command is empty: its first key names the command");
+      return opmsg_fail(error, OPMSG_ERR_BAD_COMMAND, "the command is empty: its first key names the command");
    }
-   if (!opmsg_rule_body_frame(data, b->command->len, l, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND,
-                              &len, error) ||
+   if (!opmsg_rule_body_frame(data, b->command->len, l, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND, &len, error) ||
        !opmsg_rule_body_top(data, len, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND, &n_keys, error)) {
       return false;
    }
@@ -80,8 +77,7 @@ check_command(const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *k
                         "bson_t holds %u",
                         len, b->command->len);
    }
-   if (!opmsg_keyset_init(keys, data, data + len, n_keys, local,
-                          OPMSG_KEYSET_LOCAL(STACK_KEYS), error) ||
+   if (!opmsg_keyset_init(keys, data, data + len, n_keys, local, OPMSG_KEYSET_LOCAL(STACK_KEYS), error) ||
        !opmsg_rule_unique_keys(keys, data, len, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND, error)) {
       return false;
    }
@@ -95,16 +91,15 @@ check_command(const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *k
  * skipped when the caller vouches for it (frame_only). A document of a list
  * must also fill its bson_t: want is its len, 0 for a raw run. */
 static bool
-check_doc(const uint8_t *data, size_t avail, size_t want, size_t max_bson,
-          bool frame_only, const char *id, size_t index, size_t off, uint32_t *len,
-          bson_error_t *error)
+check_doc(const uint8_t *data, size_t avail, size_t want, size_t max_bson, bool frame_only, const char *id,
+          size_t index, size_t off, uint32_t *len, bson_error_t *error)
 {
    size_t flen;
    uint32_t n;
    if (OPMSG_LIKELY(opmsg_seq_doc_ok(data, avail, max_bson, !frame_only, false, &flen))) {
       n = (uint32_t) flen;
-   } else if (!opmsg_rule_seq_doc(data, avail, max_bson, !frame_only, false, off, id,
-                                  strlen(id), index, OPMSG_ERR_DOCUMENT_OVER_LIMIT, &n, error)) {
+   } else if (!opmsg_rule_seq_doc(data, avail, max_bson, !frame_only, false, off, id, strlen(id), index,
+                                  OPMSG_ERR_DOCUMENT_OVER_LIMIT, &n, error)) {
       return false;
    }
    if (want && n != want) {
@@ -123,15 +118,13 @@ check_doc(const uint8_t *data, size_t avail, size_t want, size_t max_bson,
 static bool
 seq_form_ok(const opmsg_sequence_in_t *seq)
 {
-   return !(seq->n_docs && seq->raw_len) && !(seq->n_docs && !seq->docs) &&
-          !(seq->raw_len && !seq->raw);
+   return !(seq->n_docs && seq->raw_len) && !(seq->n_docs && !seq->docs) && !(seq->raw_len && !seq->raw);
 }
 
 /* The bytes of one sequence's documents; checks them unless trusted. */
 static bool
-sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index,
-              size_t max_bson, bool trusted, bool frame_only, size_t *bytes,
-              size_t *count, bson_error_t *error)
+sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index, size_t max_bson, bool trusted, bool frame_only,
+              size_t *bytes, size_t *count, bson_error_t *error)
 {
    size_t total = 0;
    uint32_t len;
@@ -150,8 +143,8 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index,
       if (!trusted) {
          size_t off = 0, i;
          for (i = 0; off < seq->raw_len; i++) {
-            if (!check_doc(seq->raw + off, seq->raw_len - off, 0, max_bson, frame_only,
-                           seq->identifier, i, off, &len, error)) {
+            if (!check_doc(seq->raw + off, seq->raw_len - off, 0, max_bson, frame_only, seq->identifier, i, off, &len,
+                           error)) {
                return false;
             }
             off += len;
@@ -164,12 +157,11 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index,
    for (size_t i = 0; i < seq->n_docs; i++) {
       const bson_t *doc = seq->docs[i];
       if (!doc) {
-         return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                           "document %zu of sequence \"%s\" is NULL", i,
+         return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "document %zu of sequence \"%s\" is NULL", i,
                            printable(nm, seq->identifier));
       }
-      if (!trusted && !check_doc(bson_get_data(doc), doc->len, doc->len, max_bson,
-                                 frame_only, seq->identifier, i, total, &len, error)) {
+      if (!trusted && !check_doc(bson_get_data(doc), doc->len, doc->len, max_bson, frame_only, seq->identifier, i,
+                                 total, &len, error)) {
          return false;
       }
       total += doc->len;
@@ -198,8 +190,7 @@ too_large(size_t size, const opmsg_limits_t *l, bson_error_t *error)
 /* The checks and sizes of plan_message(); keys receives the command's keys
  * (the caller destroys it). */
 static bool
-plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys,
-             opmsg_keyslot_t *local, bson_error_t *error)
+plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_keyslot_t *local, bson_error_t *error)
 {
    opmsg_limits_t l;
    size_t size;
@@ -207,8 +198,7 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys,
    size_t n_dotted = 0;
 
    opmsg_limits_set(&l, b->max_message_size, b->max_bson_size, 0);
-   if (!opmsg_rule_flags(b->flags, true, error) ||
-       !check_command(b, &l, keys, local, &plan->body_len, error)) {
+   if (!opmsg_rule_flags(b->flags, true, error) || !check_command(b, &l, keys, local, &plan->body_len, error)) {
       return false;
    }
    const uint8_t *body = bson_get_data(b->command);
@@ -222,8 +212,7 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys,
       bool dotted;
 
       if (!id) {
-         return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                           "sequence %zu has no identifier", i);
+         return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "sequence %zu has no identifier", i);
       }
       id_len = strlen(id);
       if (!opmsg_rule_identifier(id, id_len, opmsg_seq_at_index(i), &dotted, error)) {
@@ -234,16 +223,14 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys,
        * in one buffer a key set could hold. */
       for (size_t j = 0; j < i; j++) {
          const char *other = b->sequences[j].identifier;
-         if (!opmsg_rule_identifier_pair(other, strlen(other), opmsg_seq_at_index(j), id,
-                                         id_len, opmsg_seq_at_index(i), error)) {
+         if (!opmsg_rule_identifier_pair(other, strlen(other), opmsg_seq_at_index(j), id, id_len, opmsg_seq_at_index(i),
+                                         error)) {
             return false;
          }
       }
-      if (!opmsg_rule_path(keys, body, plan->body_len, HEAD_SIZE, id, id_len,
-                           opmsg_seq_at_index(i), OPMSG_ERR_BAD_COMMAND, NULL, NULL,
-                           error) ||
-          !sequence_docs(seq, i, l.max_bson_size, b->priv_checked != 0,
-                         b->trust_documents, &bytes, &count, error)) {
+      if (!opmsg_rule_path(keys, body, plan->body_len, HEAD_SIZE, id, id_len, opmsg_seq_at_index(i),
+                           OPMSG_ERR_BAD_COMMAND, NULL, NULL, error) ||
+          !sequence_docs(seq, i, l.max_bson_size, b->priv_checked != 0, b->trust_documents, &bytes, &count, error)) {
          return false;
       }
       /* Checked one by one so that no sum can wrap around. */
@@ -260,8 +247,7 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys,
       merged += 7 + id_len * 8 + bytes + count * 12;
       n_dotted += dotted;
    }
-   if (!opmsg_rule_dotted_count(b->n_sequences, n_dotted, error) ||
-       !opmsg_rule_merged_size(merged, false, error)) {
+   if (!opmsg_rule_dotted_count(b->n_sequences, n_dotted, error) || !opmsg_rule_merged_size(merged, false, error)) {
       return false;
    }
    plan->checksum = (b->flags & OPMSG_FLAG_CHECKSUM_PRESENT) != 0;
@@ -286,9 +272,7 @@ plan_message(const opmsg_build_t *b, plan_t *plan, bson_error_t *error)
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "no message given");
    }
    if (b->n_sequences && !b->sequences) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "n_sequences is %zu but sequences is NULL",
-                        b->n_sequences);
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "n_sequences is %zu but sequences is NULL", b->n_sequences);
    }
    ok = plan_checked(b, plan, &keys, local, error);
    opmsg_keyset_destroy(&keys);
@@ -351,8 +335,7 @@ put(uint8_t **p, const void *src, size_t n)
 }
 
 bool
-opmsg_build_into(const opmsg_build_t *b, uint8_t *buf, size_t buf_len,
-                 size_t *written, bson_error_t *error)
+opmsg_build_into(const opmsg_build_t *b, uint8_t *buf, size_t buf_len, size_t *written, bson_error_t *error)
 {
    plan_t plan;
    uint8_t *p;
@@ -361,8 +344,7 @@ opmsg_build_into(const opmsg_build_t *b, uint8_t *buf, size_t buf_len,
       return false;
    }
    if (!buf || buf_len < plan.total) {
-      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
-                        "the message takes %zu bytes, the buffer has %zu",
+      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL, "the message takes %zu bytes, the buffer has %zu",
                         plan.total, buf ? buf_len : (size_t) 0);
    }
    write_head(b, plan.total, buf);
@@ -438,9 +420,8 @@ add_iov(struct iovec *iov, size_t *n, const void *base, size_t len)
 }
 
 bool
-opmsg_build_iovec(const opmsg_build_t *b, uint8_t *scratch, size_t scratch_len,
-                  struct iovec *iov, size_t iov_cap, size_t *iov_count,
-                  size_t *total, bson_error_t *error)
+opmsg_build_iovec(const opmsg_build_t *b, uint8_t *scratch, size_t scratch_len, struct iovec *iov, size_t iov_cap,
+                  size_t *iov_count, size_t *total, bson_error_t *error)
 {
    plan_t plan;
    size_t n = 0;
@@ -456,15 +437,12 @@ opmsg_build_iovec(const opmsg_build_t *b, uint8_t *scratch, size_t scratch_len,
    }
    need_iov = opmsg_build_iovec_count(b);
    if (!iov || iov_cap < need_iov) {
-      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
-                        "the message takes %zu iovec entries, %zu given",
-                        need_iov, iov ? iov_cap : (size_t) 0);
+      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL, "the message takes %zu iovec entries, %zu given", need_iov,
+                        iov ? iov_cap : (size_t) 0);
    }
    if (!scratch || scratch_len < OPMSG_BUILD_SCRATCH_SIZE(b->n_sequences)) {
-      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
-                        "the framing takes %zu scratch bytes, %zu given",
-                        OPMSG_BUILD_SCRATCH_SIZE(b->n_sequences),
-                        scratch ? scratch_len : (size_t) 0);
+      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL, "the framing takes %zu scratch bytes, %zu given",
+                        OPMSG_BUILD_SCRATCH_SIZE(b->n_sequences), scratch ? scratch_len : (size_t) 0);
    }
 
    write_head(b, plan.total, scratch);
@@ -528,8 +506,7 @@ total_docs_left(const opmsg_splitter_t *s)
 
 /* Every document within max_bson and small enough to travel alone. */
 static bool
-check_split_docs(const opmsg_splitter_t *s, size_t max_bson, bool frame_only,
-                 bson_error_t *error)
+check_split_docs(const opmsg_splitter_t *s, size_t max_bson, bool frame_only, bson_error_t *error)
 {
    const opmsg_sequence_in_t *seq = &s->priv_all;
    size_t off = 0;
@@ -548,15 +525,14 @@ check_split_docs(const opmsg_splitter_t *s, size_t max_bson, bool frame_only,
          avail = seq->raw_len - off;
       } else {
          if (!seq->docs[i]) {
-            return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                              "document %zu of sequence \"%s\" is NULL", i,
+            return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "document %zu of sequence \"%s\" is NULL", i,
                               printable(nm, seq->identifier));
          }
          data = bson_get_data(seq->docs[i]);
          avail = seq->docs[i]->len;
       }
-      if (!check_doc(data, avail, seq->raw_len ? 0 : avail, max_bson, frame_only,
-                     seq->identifier, i, off, &len, error)) {
+      if (!check_doc(data, avail, seq->raw_len ? 0 : avail, max_bson, frame_only, seq->identifier, i, off, &len,
+                     error)) {
          return false;
       }
       if (len > s->priv_room) {
@@ -564,8 +540,7 @@ check_split_docs(const opmsg_splitter_t *s, size_t max_bson, bool frame_only,
                            "document %zu of sequence \"%s\" is %u bytes: with "
                            "the %zu bytes of the command and framing it "
                            "exceeds maxMessageSizeBytes %zu even alone",
-                           i, printable(nm, seq->identifier), len, s->priv_fixed,
-                           s->priv_fixed + s->priv_room);
+                           i, printable(nm, seq->identifier), len, s->priv_fixed, s->priv_fixed + s->priv_room);
       }
       off += len;
    }
@@ -573,8 +548,7 @@ check_split_docs(const opmsg_splitter_t *s, size_t max_bson, bool frame_only,
 }
 
 bool
-opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg,
-                    const opmsg_sequence_in_t *seq,
+opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg, const opmsg_sequence_in_t *seq,
                     const opmsg_split_limits_t *limits, bson_error_t *error)
 {
    opmsg_split_limits_t l = {0, 0, 0};
@@ -582,8 +556,7 @@ opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg,
    size_t fixed;
 
    if (!s || !msg || !seq) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "splitter, message and sequence must not be NULL");
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "splitter, message and sequence must not be NULL");
    }
    if (msg->n_sequences) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
@@ -672,8 +645,7 @@ opmsg_splitter_next(opmsg_splitter_t *s, opmsg_batch_t *batch)
       s->priv_seq.docs = s->priv_all.docs + first;
       s->priv_seq.n_docs = count;
    }
-   s->priv_build.request_id =
-      (int32_t) ((uint32_t) s->priv_request_id + (uint32_t) s->priv_batches);
+   s->priv_build.request_id = (int32_t) ((uint32_t) s->priv_request_id + (uint32_t) s->priv_batches);
 
    batch->index = s->priv_batches;
    batch->first_index = first;

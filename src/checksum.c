@@ -30,8 +30,7 @@ crc_table_build(void)
    }
    for (uint32_t i = 0; i < 256; i++) {
       for (int t = 1; t < 8; t++) {
-         crc_table[t][i] =
-            (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+         crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
       }
    }
 }
@@ -48,9 +47,8 @@ opmsg_crc32c_portable(uint32_t crc, const void *data, size_t len)
    while (len >= 8) {
       uint32_t lo = crc ^ opmsg_read_u32(p);
       uint32_t hi = opmsg_read_u32(p + 4);
-      crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^
-            crc_table[5][(lo >> 16) & 0xFF] ^ crc_table[4][lo >> 24] ^
-            crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
+      crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
             crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
       p += 8;
       len -= 8;

@@ -31,8 +31,7 @@
  * rebuilt message, so it is bounded by the message size limit.
  */
 bool
-opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
-                       bson_error_t *error)
+opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
 {
    int32_t orig = opmsg_read_i32(msg->data + OFF_ORIGINAL_OPCODE);
    int32_t usize = opmsg_read_i32(msg->data + OFF_UNCOMPRESSED_SIZE);
@@ -48,11 +47,9 @@ opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
                         "OP_COMPRESSED again",
                         OFF_ORIGINAL_OPCODE);
    }
-   if (orig != OPMSG_OP_MSG && orig != OPMSG_OP_QUERY &&
-       orig != OPMSG_OP_REPLY) {
+   if (orig != OPMSG_OP_MSG && orig != OPMSG_OP_QUERY && orig != OPMSG_OP_REPLY) {
       return opmsg_fail(error, OPMSG_ERR_BAD_ORIGINAL_OPCODE,
-                        "OP_COMPRESSED originalOpcode %" PRId32
-                        " at offset %d is not OP_MSG, OP_QUERY or OP_REPLY",
+                        "OP_COMPRESSED originalOpcode %" PRId32 " at offset %d is not OP_MSG, OP_QUERY or OP_REPLY",
                         orig, OFF_ORIGINAL_OPCODE);
    }
    if ((limits->flags & OPMSG_PARSE_REPLY) && !opmsg_is_reply_opcode(orig)) {
@@ -70,18 +67,15 @@ opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
    min_body = opmsg_min_length(orig) - OPMSG_HEADER_SIZE;
    if (usize < 0 || (size_t) usize < min_body) {
       return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "OP_COMPRESSED uncompressedSize %" PRId32
-                        " at offset %d is below the %zu bytes the original "
+                        "OP_COMPRESSED uncompressedSize %" PRId32 " at offset %d is below the %zu bytes the original "
                         "opcode needs",
                         usize, OFF_UNCOMPRESSED_SIZE, min_body);
    }
    if ((size_t) usize + OPMSG_HEADER_SIZE > limits->max_message_size) {
       return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "OP_COMPRESSED uncompressedSize %" PRId32
-                        " at offset %d makes a message larger than the "
+                        "OP_COMPRESSED uncompressedSize %" PRId32 " at offset %d makes a message larger than the "
                         "limit of %zu bytes",
-                        usize, OFF_UNCOMPRESSED_SIZE,
-                        limits->max_message_size);
+                        usize, OFF_UNCOMPRESSED_SIZE, limits->max_message_size);
    }
    msg->original_opcode = orig;
    msg->uncompressed_size = usize;
@@ -95,8 +89,7 @@ opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
  * Names
  * ------------------------------------------------------------------------- */
 
-static const char *const compressor_names[] = {"noop", "snappy", "zlib",
-                                               "zstd"};
+static const char *const compressor_names[] = {"noop", "snappy", "zlib", "zstd"};
 
 const char *
 opmsg_compressor_name(int compressor_id)
@@ -158,8 +151,7 @@ zlib_stream_init(z_stream *zs)
 }
 
 static bool
-fail_size(bson_error_t *error, const char *codec, const char *what,
-          size_t usize)
+fail_size(bson_error_t *error, const char *codec, const char *what, size_t usize)
 {
    return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
                      "%s payload at offset %d decompresses to %s than "
@@ -168,13 +160,10 @@ fail_size(bson_error_t *error, const char *codec, const char *what,
 }
 
 static bool
-noop_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
-            bson_error_t *error)
+noop_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
 {
    if (src_len != dst_len) {
-      return fail_size(error, "noop",
-                       src_len > dst_len ? "more bytes" : "fewer bytes",
-                       dst_len);
+      return fail_size(error, "noop", src_len > dst_len ? "more bytes" : "fewer bytes", dst_len);
    }
    memcpy(dst, src, dst_len);
    return true;
@@ -185,13 +174,11 @@ noop_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
  * declared length was compared with uncompressedSize before the output was
  * allocated (check_declared_size). */
 static bool
-snappy_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
-              size_t dst_len, bson_error_t *error)
+snappy_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
 {
    size_t out = dst_len;
 
-   if (snappy_uncompress((const char *) src, src_len, (char *) dst, &out) !=
-       SNAPPY_OK) {
+   if (snappy_uncompress((const char *) src, src_len, (char *) dst, &out) != SNAPPY_OK) {
       return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
                         "snappy payload at offset %d is corrupt or "
                         "truncated",
@@ -219,8 +206,7 @@ zlib_drain(z_stream *zs, bool *longer)
 }
 
 static bool
-zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
-            bson_error_t *error)
+zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
 {
    z_stream zs;
    bool longer = false;
@@ -229,8 +215,7 @@ zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
 
    zlib_stream_init(&zs);
    if (inflateInit(&zs) != Z_OK) {
-      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY,
-                        "zlib: cannot initialise the inflater");
+      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zlib: cannot initialise the inflater");
    }
    /* Both sizes are below 2 GiB: they come from int32 fields. */
    zs.next_in = src;
@@ -249,8 +234,7 @@ zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
       opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
                  "zlib payload has %u bytes after the end of its stream "
                  "at offset %zu",
-                 (unsigned) zs.avail_in,
-                 OPMSG_COMPRESSED_OVERHEAD + src_len - zs.avail_in);
+                 (unsigned) zs.avail_in, OPMSG_COMPRESSED_OVERHEAD + src_len - zs.avail_in);
    } else if (rc == Z_STREAM_END) {
       ok = true;
    } else if (rc == Z_MEM_ERROR) {
@@ -261,18 +245,15 @@ zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
                  "%lu of %zu bytes",
                  OPMSG_COMPRESSED_OVERHEAD, zs.total_out, dst_len);
    } else {
-      opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                 "zlib payload is corrupt near offset %zu: %s",
-                 OPMSG_COMPRESSED_OVERHEAD + src_len - zs.avail_in,
-                 zs.msg ? zs.msg : "bad data");
+      opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "zlib payload is corrupt near offset %zu: %s",
+                 OPMSG_COMPRESSED_OVERHEAD + src_len - zs.avail_in, zs.msg ? zs.msg : "bad data");
    }
    inflateEnd(&zs);
    return ok;
 }
 
 static bool
-zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
-            bson_error_t *error)
+zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
 {
    /* The frame header was checked against uncompressedSize before the
     * output was allocated (check_declared_size). */
@@ -300,8 +281,7 @@ zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
 }
 
 static bool
-codec_decode(int id, const uint8_t *src, size_t src_len, uint8_t *dst,
-             size_t dst_len, bson_error_t *error)
+codec_decode(int id, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
 {
    switch (id) {
    case OPMSG_COMPRESSOR_NOOP:
@@ -313,8 +293,7 @@ codec_decode(int id, const uint8_t *src, size_t src_len, uint8_t *dst,
    case OPMSG_COMPRESSOR_ZSTD:
       return zstd_decode(src, src_len, dst, dst_len, error);
    default:
-      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
-                        "compressorId %d is reserved", id);
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR, "compressorId %d is reserved", id);
    }
 }
 
@@ -323,8 +302,8 @@ codec_decode(int id, const uint8_t *src, size_t src_len, uint8_t *dst,
  * room was cut to what messageLength can describe, not the caller's
  * buffer) OPMSG_ERR_OUTPUT_TOO_LARGE. */
 static bool
-codec_encode(int id, int level, const uint8_t *src, size_t src_len,
-             uint8_t *dst, size_t *dst_len, bool capped, bson_error_t *error)
+codec_encode(int id, int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bool capped,
+             bson_error_t *error)
 {
    switch (id) {
    case OPMSG_COMPRESSOR_NOOP:
@@ -339,8 +318,7 @@ codec_encode(int id, int level, const uint8_t *src, size_t src_len,
       if (*dst_len < snappy_max_compressed_length(src_len)) {
          break;
       }
-      if (snappy_compress((const char *) src, src_len, (char *) dst,
-                          dst_len) != SNAPPY_OK) {
+      if (snappy_compress((const char *) src, src_len, (char *) dst, dst_len) != SNAPPY_OK) {
          return opmsg_fail(error, OPMSG_ERR_COMPRESS, "snappy failed");
       }
       return true;
@@ -350,8 +328,7 @@ codec_encode(int id, int level, const uint8_t *src, size_t src_len,
 
       zlib_stream_init(&zs);
       if (deflateInit(&zs, level) != Z_OK) {
-         return opmsg_fail(error, OPMSG_ERR_NO_MEMORY,
-                           "zlib: cannot initialise the deflater");
+         return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zlib: cannot initialise the deflater");
       }
       zs.next_in = src;
       zs.avail_in = (uInt) src_len;
@@ -366,13 +343,10 @@ codec_encode(int id, int level, const uint8_t *src, size_t src_len,
       if (rc == Z_OK || rc == Z_BUF_ERROR) {
          break;
       }
-      return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib deflate failed (%d)",
-                        rc);
+      return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib deflate failed (%d)", rc);
    }
    case OPMSG_COMPRESSOR_ZSTD: {
-      size_t n = ZSTD_compress(dst, *dst_len, src, src_len,
-                               level == OPMSG_COMPRESS_DEFAULT_LEVEL ? 0
-                                                                     : level);
+      size_t n = ZSTD_compress(dst, *dst_len, src, src_len, level == OPMSG_COMPRESS_DEFAULT_LEVEL ? 0 : level);
       if (!ZSTD_isError(n)) {
          *dst_len = n;
          return true;
@@ -380,21 +354,18 @@ codec_encode(int id, int level, const uint8_t *src, size_t src_len,
       if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall) {
          break;
       }
-      return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zstd failed: %s",
-                        ZSTD_getErrorName(n));
+      return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zstd failed: %s", ZSTD_getErrorName(n));
    }
    default:
-      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
-                        "compressorId %d is reserved", id);
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR, "compressorId %d is reserved", id);
    }
    if (capped) {
       return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE,
                         "the %s payload does not fit the %zu bytes an OP_COMPRESSED message can hold",
                         compressor_names[id], *dst_len);
    }
-   return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
-                     "%zu bytes are not enough for the %s payload",
-                     *dst_len, compressor_names[id]);
+   return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL, "%zu bytes are not enough for the %s payload", *dst_len,
+                     compressor_names[id]);
 }
 
 /* ---------------------------------------------------------------------------
@@ -408,31 +379,24 @@ check_compressed(const opmsg_msg_t *msg, bson_error_t *error)
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg is NULL");
    }
    if (msg->opcode != OPMSG_OP_COMPRESSED) {
-      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
-                        "opcode %" PRId32 " is not OP_COMPRESSED",
-                        msg->opcode);
+      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE, "opcode %" PRId32 " is not OP_COMPRESSED", msg->opcode);
    }
    if (msg->uncompressed_size < 0) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "uncompressedSize %" PRId32 " is negative",
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE, "uncompressedSize %" PRId32 " is negative",
                         msg->uncompressed_size);
    }
    if (msg->compressor_id > OPMSG_COMPRESSOR_ZSTD) {
-      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
-                        "compressorId %u is reserved",
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR, "compressorId %u is reserved",
                         (unsigned) msg->compressor_id);
    }
    /* opmsg_parse() checked this; a hand-filled msg must not smuggle an
     * OP_COMPRESSED into the rebuilt header. */
    if (msg->original_opcode == OPMSG_OP_COMPRESSED) {
-      return opmsg_fail(error, OPMSG_ERR_NESTED_COMPRESSION,
-                        "originalOpcode is OP_COMPRESSED again");
+      return opmsg_fail(error, OPMSG_ERR_NESTED_COMPRESSION, "originalOpcode is OP_COMPRESSED again");
    }
-   if (msg->original_opcode != OPMSG_OP_MSG &&
-       msg->original_opcode != OPMSG_OP_QUERY &&
+   if (msg->original_opcode != OPMSG_OP_MSG && msg->original_opcode != OPMSG_OP_QUERY &&
        msg->original_opcode != OPMSG_OP_REPLY) {
-      return opmsg_fail(error, OPMSG_ERR_BAD_ORIGINAL_OPCODE,
-                        "originalOpcode %" PRId32 " cannot be rebuilt",
+      return opmsg_fail(error, OPMSG_ERR_BAD_ORIGINAL_OPCODE, "originalOpcode %" PRId32 " cannot be rebuilt",
                         msg->original_opcode);
    }
    return true;
@@ -441,8 +405,7 @@ check_compressed(const opmsg_msg_t *msg, bson_error_t *error)
 size_t
 opmsg_decompressed_size(const opmsg_msg_t *msg)
 {
-   if (!msg || msg->opcode != OPMSG_OP_COMPRESSED ||
-       msg->uncompressed_size < 0) {
+   if (!msg || msg->opcode != OPMSG_OP_COMPRESSED || msg->uncompressed_size < 0) {
       return 0;
    }
    return OPMSG_HEADER_SIZE + (size_t) msg->uncompressed_size;
@@ -451,8 +414,7 @@ opmsg_decompressed_size(const opmsg_msg_t *msg)
 static bool check_declared_size(const opmsg_msg_t *msg, bson_error_t *error);
 
 bool
-opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
-                      size_t *written, bson_error_t *error)
+opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *written, bson_error_t *error)
 {
    size_t total;
 
@@ -473,9 +435,8 @@ opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
    opmsg_write_u32(buf + 4, (uint32_t) msg->request_id);
    opmsg_write_u32(buf + 8, (uint32_t) msg->response_to);
    opmsg_write_u32(buf + 12, (uint32_t) msg->original_opcode);
-   if (!codec_decode(msg->compressor_id, msg->compressed, msg->compressed_len,
-                     buf + OPMSG_HEADER_SIZE, total - OPMSG_HEADER_SIZE,
-                     error)) {
+   if (!codec_decode(msg->compressor_id, msg->compressed, msg->compressed_len, buf + OPMSG_HEADER_SIZE,
+                     total - OPMSG_HEADER_SIZE, error)) {
       return false;
    }
    if (written) {
@@ -503,15 +464,12 @@ check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
    switch (msg->compressor_id) {
    case OPMSG_COMPRESSOR_NOOP:
       if (msg->compressed_len != usize) {
-         return fail_size(error, "noop", msg->compressed_len > usize ? "more bytes" : "fewer bytes",
-                          usize);
+         return fail_size(error, "noop", msg->compressed_len > usize ? "more bytes" : "fewer bytes", usize);
       }
       return true;
    case OPMSG_COMPRESSOR_SNAPPY:
-      if (snappy_uncompressed_length((const char *) msg->compressed, msg->compressed_len,
-                                     &declared) != SNAPPY_OK) {
-         return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                           "snappy payload at offset %d has no valid length preamble",
+      if (snappy_uncompressed_length((const char *) msg->compressed, msg->compressed_len, &declared) != SNAPPY_OK) {
+         return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "snappy payload at offset %d has no valid length preamble",
                            OPMSG_COMPRESSED_OVERHEAD);
       }
       if (declared != usize) {
@@ -523,8 +481,7 @@ check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
    case OPMSG_COMPRESSOR_ZSTD:
       frame = ZSTD_getFrameContentSize(msg->compressed, msg->compressed_len);
       if (frame == ZSTD_CONTENTSIZE_ERROR) {
-         return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                           "zstd payload at offset %d is not a zstd frame",
+         return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "zstd payload at offset %d is not a zstd frame",
                            OPMSG_COMPRESSED_OVERHEAD);
       }
       if (frame != ZSTD_CONTENTSIZE_UNKNOWN && frame != usize) {
@@ -535,9 +492,10 @@ check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
       return true;
    default: /* zlib */
       if (usize / ZLIB_MAX_RATIO > msg->compressed_len) {
-         return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                           "uncompressedSize %zu at offset 20 is more than %u times the %zu-byte zlib payload: no deflate stream expands that far",
-                           usize, ZLIB_MAX_RATIO, msg->compressed_len);
+         return opmsg_fail(
+            error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+            "uncompressedSize %zu at offset 20 is more than %u times the %zu-byte zlib payload: no deflate stream expands that far",
+            usize, ZLIB_MAX_RATIO, msg->compressed_len);
       }
       return true;
    }
@@ -555,9 +513,7 @@ opmsg_decompress(const opmsg_msg_t *msg, size_t *len, bson_error_t *error)
    total = opmsg_decompressed_size(msg);
    buf = bson_malloc(total);
    if (!buf) {
-      opmsg_fail(error, OPMSG_ERR_NO_MEMORY,
-                 "cannot allocate %zu bytes for the decompressed message",
-                 total);
+      opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "cannot allocate %zu bytes for the decompressed message", total);
       return NULL;
    }
    if (!opmsg_decompress_into(msg, buf, total, len, error)) {
@@ -568,8 +524,8 @@ opmsg_decompress(const opmsg_msg_t *msg, size_t *len, bson_error_t *error)
 }
 
 bool
-opmsg_decompress_parse(const opmsg_msg_t *msg, const opmsg_options_t *opts,
-                       opmsg_decompressed_t *out, bson_error_t *error)
+opmsg_decompress_parse(const opmsg_msg_t *msg, const opmsg_options_t *opts, opmsg_decompressed_t *out,
+                       bson_error_t *error)
 {
    opmsg_limits_t limits;
 
@@ -609,8 +565,7 @@ opmsg_decompressed_destroy(opmsg_decompressed_t *d)
 }
 
 bson_t *
-opmsg_merge_compressed(const opmsg_msg_t *msg, const opmsg_options_t *opts,
-                       bson_error_t *error)
+opmsg_merge_compressed(const opmsg_msg_t *msg, const opmsg_options_t *opts, bson_error_t *error)
 {
    opmsg_decompressed_t d;
    bson_t *merged;
@@ -629,9 +584,8 @@ opmsg_merge_compressed(const opmsg_msg_t *msg, const opmsg_options_t *opts,
 
 /* Sorted only for reading; compared case-insensitively. */
 static const char *const forbidden_commands[] = {
-   "authenticate", "copydb",       "copydbgetnonce", "copydbSaslStart",
-   "createUser",   "getnonce",     "hello",          "isMaster",
-   "saslContinue", "saslStart",    "updateUser",
+   "authenticate", "copydb",   "copydbgetnonce", "copydbSaslStart", "createUser", "getnonce",
+   "hello",        "isMaster", "saslContinue",   "saslStart",       "updateUser",
 };
 
 bool
@@ -642,8 +596,7 @@ opmsg_compression_allowed(const char *command_name)
    if (!command_name) {
       return true;
    }
-   for (i = 0; i < sizeof forbidden_commands / sizeof forbidden_commands[0];
-        i++) {
+   for (i = 0; i < sizeof forbidden_commands / sizeof forbidden_commands[0]; i++) {
       if (bson_strcasecmp(command_name, forbidden_commands[i]) == 0) {
          return false;
       }
@@ -683,15 +636,13 @@ opmsg_compress_bound(size_t msg_len, int compressor_id)
 /* The first key of the document at doc (avail bytes there), or NULL when it
  * is empty. False when the document or its first key is not whole. */
 static bool
-first_key(const uint8_t *doc, size_t avail, size_t offset, const char *what,
-          const char **key, bson_error_t *error)
+first_key(const uint8_t *doc, size_t avail, size_t offset, const char *what, const char **key, bson_error_t *error)
 {
    int32_t len;
    const uint8_t *nul;
 
    if (avail < 5 || (len = opmsg_read_i32(doc)) < 5 || (size_t) len > avail) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                        "the %s at offset %zu has a bad length", what, offset);
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH, "the %s at offset %zu has a bad length", what, offset);
    }
    *key = NULL;
    if (len == 5) {
@@ -710,15 +661,12 @@ first_key(const uint8_t *doc, size_t avail, size_t offset, const char *what,
 
 /* Finds the OP_MSG body wherever its section is, skipping sequences. */
 static bool
-msg_command(const uint8_t *msg, size_t len, const char **name,
-            bson_error_t *error)
+msg_command(const uint8_t *msg, size_t len, const char **name, bson_error_t *error)
 {
    size_t off = OPMSG_HEADER_SIZE + 4;
    size_t end = len;
 
-   if (len >= off &&
-       (opmsg_read_u32(msg + OPMSG_HEADER_SIZE) & OPMSG_FLAG_CHECKSUM_PRESENT) &&
-       len >= off + 4) {
+   if (len >= off && (opmsg_read_u32(msg + OPMSG_HEADER_SIZE) & OPMSG_FLAG_CHECKSUM_PRESENT) && len >= off + 4) {
       end -= 4;
    }
    /* The message is not parsed yet: the bounded step over its sections. */
@@ -726,8 +674,7 @@ msg_command(const uint8_t *msg, size_t len, const char **name,
       size_t size;
 
       if (msg[off] == 0) {
-         return first_key(msg + off + 1, end - off - 1, off + 1, "OP_MSG body",
-                          name, error);
+         return first_key(msg + off + 1, end - off - 1, off + 1, "OP_MSG body", name, error);
       }
       if ((size = opmsg_section_frame(msg + off, end - off)) == 0) {
          break;
@@ -741,16 +688,14 @@ msg_command(const uint8_t *msg, size_t len, const char **name,
 }
 
 static bool
-query_command(const uint8_t *msg, size_t len, const char **name,
-              bson_error_t *error)
+query_command(const uint8_t *msg, size_t len, const char **name, bson_error_t *error)
 {
    size_t ns = OPMSG_HEADER_SIZE + 4;
    const uint8_t *nul = len > ns ? memchr(msg + ns, 0, len - ns) : NULL;
    size_t off;
 
    if (!nul || (size_t) (msg + len - nul) < 1 + 8) {
-      return opmsg_fail(error, OPMSG_ERR_NO_BODY,
-                        "cannot find the OP_QUERY query to compress");
+      return opmsg_fail(error, OPMSG_ERR_NO_BODY, "cannot find the OP_QUERY query to compress");
    }
    off = (size_t) (nul - msg) + 1 + 8;
    return first_key(msg + off, len - off, off, "OP_QUERY query", name, error);
@@ -765,8 +710,7 @@ check_compressible(const uint8_t *msg, size_t msg_len, bson_error_t *error)
    bool ok = true;
 
    if (msg_len < OPMSG_HEADER_SIZE) {
-      return opmsg_fail(error, OPMSG_ERR_TRUNCATED,
-                        "%zu bytes are less than a message header", msg_len);
+      return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "%zu bytes are less than a message header", msg_len);
    }
    if (opmsg_read_i32(msg) < 0 || (size_t) opmsg_read_i32(msg) != msg_len) {
       return opmsg_fail(error, OPMSG_ERR_LENGTH_MISMATCH,
@@ -785,8 +729,7 @@ check_compressible(const uint8_t *msg, size_t msg_len, bson_error_t *error)
    case OPMSG_OP_REPLY:
       break;
    case OPMSG_OP_COMPRESSED:
-      return opmsg_fail(error, OPMSG_ERR_NESTED_COMPRESSION,
-                        "the message is already OP_COMPRESSED");
+      return opmsg_fail(error, OPMSG_ERR_NESTED_COMPRESSION, "the message is already OP_COMPRESSED");
    default:
       return opmsg_fail(error, OPMSG_ERR_BAD_ORIGINAL_OPCODE,
                         "opcode %" PRId32 " at offset 12 cannot be "
@@ -794,8 +737,7 @@ check_compressible(const uint8_t *msg, size_t msg_len, bson_error_t *error)
                         opcode);
    }
    if (ok && !opmsg_compression_allowed(name)) {
-      return opmsg_fail(error, OPMSG_ERR_COMPRESSION_FORBIDDEN,
-                        "the command \"%s\" must never be compressed", name);
+      return opmsg_fail(error, OPMSG_ERR_COMPRESSION_FORBIDDEN, "the command \"%s\" must never be compressed", name);
    }
    return ok;
 }
@@ -808,12 +750,10 @@ check_level(int compressor_id, int level, bson_error_t *error)
    if (compressor_id == OPMSG_COMPRESSOR_ZLIB) {
       ok = level >= -1 && level <= 9;
    } else if (compressor_id == OPMSG_COMPRESSOR_ZSTD) {
-      ok = level == OPMSG_COMPRESS_DEFAULT_LEVEL ||
-           (level >= ZSTD_minCLevel() && level <= ZSTD_maxCLevel());
+      ok = level == OPMSG_COMPRESS_DEFAULT_LEVEL || (level >= ZSTD_minCLevel() && level <= ZSTD_maxCLevel());
    }
    if (!ok) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "level %d is out of range for %s", level,
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "level %d is out of range for %s", level,
                         compressor_names[compressor_id]);
    }
    return true;
@@ -821,24 +761,20 @@ check_level(int compressor_id, int level, bson_error_t *error)
 
 /* The checks both compressing entry points make before touching output. */
 static bool
-check_args(const uint8_t *msg, size_t msg_len, int compressor_id, int level,
-           bson_error_t *error)
+check_args(const uint8_t *msg, size_t msg_len, int compressor_id, int level, bson_error_t *error)
 {
    if (!msg) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg is NULL");
    }
    if (!opmsg_compressor_available(compressor_id)) {
-      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
-                        "compressorId %d is reserved", compressor_id);
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR, "compressorId %d is reserved", compressor_id);
    }
-   return check_level(compressor_id, level, error) &&
-          check_compressible(msg, msg_len, error);
+   return check_level(compressor_id, level, error) && check_compressible(msg, msg_len, error);
 }
 
 bool
-opmsg_compress_into(const uint8_t *msg, size_t msg_len, int compressor_id,
-                    int level, uint8_t *out, size_t out_cap, size_t *out_len,
-                    bson_error_t *error)
+opmsg_compress_into(const uint8_t *msg, size_t msg_len, int compressor_id, int level, uint8_t *out, size_t out_cap,
+                    size_t *out_len, bson_error_t *error)
 {
    size_t room;
 
@@ -846,23 +782,20 @@ opmsg_compress_into(const uint8_t *msg, size_t msg_len, int compressor_id,
       return false;
    }
    if (!out || out_cap < OPMSG_COMPRESSED_OVERHEAD) {
-      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
-                        "%zu bytes are less than the OP_COMPRESSED header",
+      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL, "%zu bytes are less than the OP_COMPRESSED header",
                         out ? out_cap : 0);
    }
    /* Never let the codec write a message messageLength cannot describe. */
    room = BSON_MIN(out_cap, OPMSG_INT32_MAX_SIZE) - OPMSG_COMPRESSED_OVERHEAD;
-   if (!codec_encode(compressor_id, level, msg + OPMSG_HEADER_SIZE,
-                     msg_len - OPMSG_HEADER_SIZE, out + OPMSG_COMPRESSED_OVERHEAD, &room,
-                     out_cap > OPMSG_INT32_MAX_SIZE, error)) {
+   if (!codec_encode(compressor_id, level, msg + OPMSG_HEADER_SIZE, msg_len - OPMSG_HEADER_SIZE,
+                     out + OPMSG_COMPRESSED_OVERHEAD, &room, out_cap > OPMSG_INT32_MAX_SIZE, error)) {
       return false;
    }
    opmsg_write_u32(out, (uint32_t) (OPMSG_COMPRESSED_OVERHEAD + room));
    memcpy(out + 4, msg + 4, 8); /* requestID, responseTo */
    opmsg_write_u32(out + 12, OPMSG_OP_COMPRESSED);
    memcpy(out + OFF_ORIGINAL_OPCODE, msg + 12, 4);
-   opmsg_write_u32(out + OFF_UNCOMPRESSED_SIZE,
-                   (uint32_t) (msg_len - OPMSG_HEADER_SIZE));
+   opmsg_write_u32(out + OFF_UNCOMPRESSED_SIZE, (uint32_t) (msg_len - OPMSG_HEADER_SIZE));
    out[OFF_COMPRESSOR_ID] = (uint8_t) compressor_id;
    if (out_len) {
       *out_len = OPMSG_COMPRESSED_OVERHEAD + room;
@@ -871,8 +804,7 @@ opmsg_compress_into(const uint8_t *msg, size_t msg_len, int compressor_id,
 }
 
 uint8_t *
-opmsg_compress(const uint8_t *msg, size_t msg_len, int compressor_id,
-               int level, size_t *out_len, bson_error_t *error)
+opmsg_compress(const uint8_t *msg, size_t msg_len, int compressor_id, int level, size_t *out_len, bson_error_t *error)
 {
    size_t cap;
    uint8_t *out;
@@ -887,8 +819,7 @@ opmsg_compress(const uint8_t *msg, size_t msg_len, int compressor_id,
       opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "cannot allocate %zu bytes", cap);
       return NULL;
    }
-   if (!opmsg_compress_into(msg, msg_len, compressor_id, level, out, cap,
-                            out_len, error)) {
+   if (!opmsg_compress_into(msg, msg_len, compressor_id, level, out, cap, out_len, error)) {
       bson_free(out);
       return NULL;
    }

@@ -10,43 +10,38 @@
 
 
 bool
-opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len, size_t base,
-                const char *what, uint32_t *len, bson_error_t *error)
+opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len, size_t base, const char *what, uint32_t *len,
+                bson_error_t *error)
 {
    if (avail < 5) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                        "%s at offset %zu: %zu bytes left, a document needs at least 5",
-                        what, base, avail);
+                        "%s at offset %zu: %zu bytes left, a document needs at least 5", what, base, avail);
    }
    int32_t n = opmsg_read_i32(doc);
    if (n < 5) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                        "%s at offset %zu: length %d is below the minimum of 5",
-                        what, base, n);
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH, "%s at offset %zu: length %d is below the minimum of 5", what,
+                        base, n);
    }
    if ((size_t) n > avail) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                        "%s at offset %zu: length %d runs past the %zu bytes available",
-                        what, base, n, avail);
+                        "%s at offset %zu: length %d runs past the %zu bytes available", what, base, n, avail);
    }
    if ((size_t) n > max_len) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TOO_LARGE,
-                        "%s at offset %zu: length %d is above the limit of %zu",
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TOO_LARGE, "%s at offset %zu: length %d is above the limit of %zu",
                         what, base, n, max_len);
    }
    if (doc[n - 1] != 0) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
-                        "%s at offset %zu: last byte (offset %zu) is 0x%02x, not 0",
-                        what, base, base + (size_t) n - 1, doc[n - 1]);
+                        "%s at offset %zu: last byte (offset %zu) is 0x%02x, not 0", what, base, base + (size_t) n - 1,
+                        doc[n - 1]);
    }
    *len = (uint32_t) n;
    return true;
 }
 
 bool
-opmsg_doc_check(const uint8_t *doc, size_t avail, size_t max_len, size_t off,
-                const char *what, bool top, bool deep, uint32_t *len,
-                bson_error_t *error)
+opmsg_doc_check(const uint8_t *doc, size_t avail, size_t max_len, size_t off, const char *what, bool top, bool deep,
+                uint32_t *len, bson_error_t *error)
 {
    return opmsg_doc_frame(doc, avail, max_len, off, what, len, error) &&
           (!top || opmsg_doc_check_top(doc, *len, off, what, NULL, error)) &&
@@ -85,22 +80,22 @@ code_w_scope_size(const uint8_t *v, size_t avail)
 #define W OPMSG_SZ_CODEWSCOPE
 #define L OPMSG_SZ_BOOL
 const int8_t opmsg_type_sizes[256] = {
-   U, 8, S, D, D, B, 0, 12, L, 8, 0, R, P, S, S, W,  /* 0x00 */
-   4, 8, 8, 16, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x10 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x20 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x30 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x40 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x50 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x60 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, 0,  /* 0x70 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x80 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0x90 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xA0 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xB0 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xC0 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xD0 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  /* 0xE0 */
-   U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, 0,  /* 0xF0 */
+   U, 8, S, D,  D, B, 0, 12, L, 8, 0, R, P, S, S, W, /* 0x00 */
+   4, 8, 8, 16, U, U, U, U,  U, U, U, U, U, U, U, U, /* 0x10 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0x20 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0x30 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0x40 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0x50 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0x60 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, 0, /* 0x70 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0x80 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0x90 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0xA0 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0xB0 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0xC0 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0xD0 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, U, /* 0xE0 */
+   U, U, U, U,  U, U, U, U,  U, U, U, U, U, U, U, 0, /* 0xF0 */
 };
 #undef U
 #undef S
@@ -144,8 +139,7 @@ opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail)
  * starts the message when given: the element's offset alone does not tell
  * a body from the 90,000th document of a sequence. */
 bool
-opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end, size_t offset,
-                    bson_error_t *error)
+opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t *error)
 {
    const char *in = what ? what : "";
    const char *sep = what ? ": " : "";
@@ -156,38 +150,37 @@ opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end, size
                         in, sep, offset, (size_t) (end - p));
    }
    if (opmsg_type_sizes[type] == OPMSG_SZ_UNKNOWN) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                        "%s%selement at offset %zu: unknown type 0x%02x", in, sep, offset, type);
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT, "%s%selement at offset %zu: unknown type 0x%02x", in, sep,
+                        offset, type);
    }
    const char *key = (const char *) p + 1;
    const uint8_t *nul = memchr(key, 0, (size_t) (end - p) - 1);
    if (!nul) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                        "%s%selement at offset %zu: key has no terminating NUL inside the document",
-                        in, sep, offset);
+                        "%s%selement at offset %zu: key has no terminating NUL inside the document", in, sep, offset);
    }
    char name[200];
    opmsg_printable(name, key, (size_t) ((const char *) nul - key));
    if (type == BSON_TYPE_BOOL && nul + 1 < end) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_BOOLEAN,
-                        "%s%selement \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
-                        in, sep, name, offset, nul[1]);
+                        "%s%selement \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1", in, sep, name,
+                        offset, nul[1]);
    }
-   return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                     "%s%selement \"%s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end",
-                     in, sep, name, offset, type);
+   return opmsg_fail(
+      error, OPMSG_ERR_DOCUMENT_ELEMENT,
+      "%s%selement \"%s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end", in,
+      sep, name, offset, type);
 }
 
 bool
-opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e,
-                   size_t offset, bson_error_t *error)
+opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e, size_t offset, bson_error_t *error)
 {
    return opmsg_next_element_inline(pp, end, e, offset, error);
 }
 
 bool
-opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
-                    const char *what, uint32_t *count, bson_error_t *error)
+opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base, const char *what, uint32_t *count,
+                    bson_error_t *error)
 {
    const uint8_t *p = doc + 4;
    const uint8_t *end = doc + len - 1;
@@ -196,8 +189,7 @@ opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
 
    /* Callers frame the document first; the walk relies on the terminator. */
    if (len < 5 || doc[len - 1] != 0) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
-                        "%s at offset %zu: not a framed document", what, base);
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR, "%s at offset %zu: not a framed document", what, base);
    }
    if (!count && OPMSG_LIKELY(opmsg_doc_top_ok(doc, len))) {
       return true;

@@ -34,58 +34,50 @@ opmsg_min_length(int32_t opcode)
 /* Checks messageLength and the opcode; used on a whole message and on the
  * first bytes of a stream alike. */
 static bool
-check_header(const uint8_t *data, const opmsg_limits_t *limits,
-             size_t *message_length, bson_error_t *error)
+check_header(const uint8_t *data, const opmsg_limits_t *limits, size_t *message_length, bson_error_t *error)
 {
    int32_t length = opmsg_read_i32(data);
    int32_t opcode = opmsg_read_i32(data + 12);
    size_t min = opmsg_min_length(opcode);
 
    if (min == 0) {
-      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_OPCODE,
-                        "opCode %d at offset 12 is not one MongoDB defines",
-                        opcode);
+      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_OPCODE, "opCode %d at offset 12 is not one MongoDB defines", opcode);
    }
-   if ((limits->flags & OPMSG_PARSE_REPLY) && !opmsg_is_reply_opcode(opcode) &&
-       opcode != OPMSG_OP_COMPRESSED) {
+   if ((limits->flags & OPMSG_PARSE_REPLY) && !opmsg_is_reply_opcode(opcode) && opcode != OPMSG_OP_COMPRESSED) {
       return opmsg_fail(error, OPMSG_ERR_NOT_A_REPLY,
-                        "opCode %d at offset 12 is a request: a server never replies with it",
-                        opcode);
+                        "opCode %d at offset 12 is a request: a server never replies with it", opcode);
    }
    /* Signed first: a negative length must not pass a size_t comparison. */
    if (length < 0 || (size_t) length < min) {
       return opmsg_fail(error, OPMSG_ERR_LENGTH_TOO_SMALL,
-                        "messageLength %d at offset 0 is below the %zu bytes opCode %d needs",
-                        length, min, opcode);
+                        "messageLength %d at offset 0 is below the %zu bytes opCode %d needs", length, min, opcode);
    }
    if ((size_t) length > limits->max_message_size) {
       return opmsg_fail(error, OPMSG_ERR_LENGTH_TOO_LARGE,
-                        "messageLength %d at offset 0 is above the limit of %zu bytes",
-                        length, limits->max_message_size);
+                        "messageLength %d at offset 0 is above the limit of %zu bytes", length,
+                        limits->max_message_size);
    }
    *message_length = (size_t) length;
    return true;
 }
 
 bool
-opmsg_frame_length(const uint8_t *data, size_t len, const opmsg_options_t *opts,
-                   size_t *message_length, bson_error_t *error)
+opmsg_frame_length(const uint8_t *data, size_t len, const opmsg_options_t *opts, size_t *message_length,
+                   bson_error_t *error)
 {
    opmsg_limits_t limits;
    if (!data || !message_length) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and message_length must not be NULL");
    }
    if (len < OPMSG_HEADER_SIZE) {
-      return opmsg_fail(error, OPMSG_ERR_TRUNCATED,
-                        "%zu bytes are fewer than the 16-byte header", len);
+      return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "%zu bytes are fewer than the 16-byte header", len);
    }
    opmsg_limits_from(opts, &limits);
    return check_header(data, &limits, message_length, error);
 }
 
 bool
-opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts,
-            opmsg_msg_t *msg, bson_error_t *error)
+opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, bson_error_t *error)
 {
    opmsg_limits_t limits;
    size_t length;
@@ -94,8 +86,7 @@ opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts,
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");
    }
    if (len < OPMSG_HEADER_SIZE) {
-      return opmsg_fail(error, OPMSG_ERR_TRUNCATED,
-                        "%zu bytes are fewer than the 16-byte header", len);
+      return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "%zu bytes are fewer than the 16-byte header", len);
    }
    if (!opmsg_options_valid(opts, error)) {
       return false;

@@ -13,12 +13,18 @@ size_t
 opmsg_removed_min_length(int32_t opcode)
 {
    switch (opcode) {
-   case OPMSG_OP_UPDATE: return OPMSG_HEADER_SIZE + 4 + 2 + 4 + 5 + 5;
-   case OPMSG_OP_INSERT: return OPMSG_HEADER_SIZE + 4 + 2 + 5;
-   case OPMSG_OP_GET_MORE: return OPMSG_HEADER_SIZE + 4 + 2 + 4 + 8;
-   case OPMSG_OP_DELETE: return OPMSG_HEADER_SIZE + 4 + 2 + 4 + 5;
-   case OPMSG_OP_KILL_CURSORS: return OPMSG_HEADER_SIZE + 4 + 4;
-   default: return 0;
+   case OPMSG_OP_UPDATE:
+      return OPMSG_HEADER_SIZE + 4 + 2 + 4 + 5 + 5;
+   case OPMSG_OP_INSERT:
+      return OPMSG_HEADER_SIZE + 4 + 2 + 5;
+   case OPMSG_OP_GET_MORE:
+      return OPMSG_HEADER_SIZE + 4 + 2 + 4 + 8;
+   case OPMSG_OP_DELETE:
+      return OPMSG_HEADER_SIZE + 4 + 2 + 4 + 5;
+   case OPMSG_OP_KILL_CURSORS:
+      return OPMSG_HEADER_SIZE + 4 + 4;
+   default:
+      return 0;
    }
 }
 
@@ -34,8 +40,8 @@ static bool
 rd_i32(rd_t *r, int32_t *v, const char *what, bson_error_t *error)
 {
    if (r->end - r->p < 4) {
-      return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "%s at offset %zu: message ends first",
-                        what, (size_t) (r->p - r->msg->data));
+      return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "%s at offset %zu: message ends first", what,
+                        (size_t) (r->p - r->msg->data));
    }
    *v = opmsg_read_i32(r->p);
    r->p += 4;
@@ -47,8 +53,7 @@ rd_ns(rd_t *r, opmsg_msg_t *msg, bson_error_t *error)
 {
    const uint8_t *nul = memchr(r->p, 0, (size_t) (r->end - r->p));
    if (!nul || nul == r->p) {
-      return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE,
-                        "fullCollectionName at offset %zu is %s",
+      return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE, "fullCollectionName at offset %zu is %s",
                         (size_t) (r->p - msg->data), nul ? "empty" : "not terminated");
    }
    msg->full_collection_name = (const char *) r->p;
@@ -57,13 +62,11 @@ rd_ns(rd_t *r, opmsg_msg_t *msg, bson_error_t *error)
 }
 
 static bool
-rd_doc(rd_t *r, const char *what, const uint8_t **doc, uint32_t *len,
-       bson_error_t *error)
+rd_doc(rd_t *r, const char *what, const uint8_t **doc, uint32_t *len, bson_error_t *error)
 {
    size_t off = (size_t) (r->p - r->msg->data);
-   if (!opmsg_doc_check(r->p, (size_t) (r->end - r->p), opmsg_body_limit(r->limits), off,
-                        what, opmsg_checks_top(r->limits), opmsg_checks_deep(r->limits), len,
-                        error)) {
+   if (!opmsg_doc_check(r->p, (size_t) (r->end - r->p), opmsg_body_limit(r->limits), off, what,
+                        opmsg_checks_top(r->limits), opmsg_checks_deep(r->limits), len, error)) {
       return false;
    }
    *doc = r->p;
@@ -75,8 +78,7 @@ static bool
 rd_done(rd_t *r, bson_error_t *error)
 {
    if (r->p != r->end) {
-      return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES,
-                        "%zu stray bytes after the last field at offset %zu",
+      return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES, "%zu stray bytes after the last field at offset %zu",
                         (size_t) (r->end - r->p), (size_t) (r->p - r->msg->data));
    }
    return true;
@@ -138,8 +140,8 @@ opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t
       }
       if (count < 0 || (size_t) (r.end - r.p) != (size_t) count * 8) {
          return opmsg_fail(error, OPMSG_ERR_REPLY_COUNT,
-                           "numberOfCursorIDs %d at offset 20 but %zu bytes of cursor IDs follow",
-                           count, (size_t) (r.end - r.p));
+                           "numberOfCursorIDs %d at offset 20 but %zu bytes of cursor IDs follow", count,
+                           (size_t) (r.end - r.p));
       }
       msg->number_returned = count;
       msg->cursor_id = count ? opmsg_read_i64(r.p) : 0;

@@ -13,11 +13,11 @@
  * may exceed maxBsonObjectSize by the body allowance, as an OP_MSG body may:
  * their max_len is opmsg_body_limit(). */
 static bool
-legacy_doc(const opmsg_msg_t *msg, const opmsg_limits_t *limits, size_t off,
-           size_t max_len, const char *what, uint32_t *len, bson_error_t *error)
+legacy_doc(const opmsg_msg_t *msg, const opmsg_limits_t *limits, size_t off, size_t max_len, const char *what,
+           uint32_t *len, bson_error_t *error)
 {
-   return opmsg_doc_check(msg->data + off, msg->len - off, max_len, off, what,
-                          opmsg_checks_top(limits), opmsg_checks_deep(limits), len, error);
+   return opmsg_doc_check(msg->data + off, msg->len - off, max_len, off, what, opmsg_checks_top(limits),
+                          opmsg_checks_deep(limits), len, error);
 }
 
 /*
@@ -25,8 +25,7 @@ legacy_doc(const opmsg_msg_t *msg, const opmsg_limits_t *limits, size_t off,
  * int32 numberToReturn | document query | [document returnFieldsSelector]
  */
 bool
-opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits,
-                  bson_error_t *error)
+opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
 {
    const size_t ns_off = OPMSG_HEADER_SIZE + 4;
    /* The namespace must end early enough to leave room for the two int32s
@@ -46,12 +45,9 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits,
                         ns_off);
    }
    if (nul == ns) {
-      return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE,
-                        "OP_QUERY fullCollectionName at offset %zu is empty",
-                        ns_off);
+      return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE, "OP_QUERY fullCollectionName at offset %zu is empty", ns_off);
    }
-   if (opmsg_checks_deep(limits) &&
-       !bson_utf8_validate((const char *) ns, (size_t) (nul - ns), false)) {
+   if (opmsg_checks_deep(limits) && !bson_utf8_validate((const char *) ns, (size_t) (nul - ns), false)) {
       return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE,
                         "OP_QUERY fullCollectionName at offset %zu is not "
                         "valid UTF-8",
@@ -63,8 +59,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits,
    msg->number_to_return = opmsg_read_i32(msg->data + off + 4);
    off += 8;
 
-   if (!legacy_doc(msg, limits, off, opmsg_body_limit(limits), "query", &len,
-                   error)) {
+   if (!legacy_doc(msg, limits, off, opmsg_body_limit(limits), "query", &len, error)) {
       return false;
    }
    msg->body = msg->data + off;
@@ -83,8 +78,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits,
                         "offset %zu",
                         msg->len - off, off);
    }
-   if (!legacy_doc(msg, limits, off, limits->max_bson_size,
-                   "returnFieldsSelector", &len, error)) {
+   if (!legacy_doc(msg, limits, off, limits->max_bson_size, "returnFieldsSelector", &len, error)) {
       return false;
    }
    msg->field_selector = msg->data + off;
@@ -104,8 +98,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits,
  * int32 numberReturned | document*
  */
 bool
-opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits,
-                  bson_error_t *error)
+opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
 {
    const uint8_t *p = msg->data + OPMSG_HEADER_SIZE;
    const size_t docs_off = OPMSG_HEADER_SIZE + 20;
@@ -122,9 +115,7 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits,
    msg->body_len = 0;
 
    if (msg->number_returned < 0) {
-      return opmsg_fail(error, OPMSG_ERR_REPLY_COUNT,
-                        "OP_REPLY numberReturned %" PRId32
-                        " at offset %d is negative",
+      return opmsg_fail(error, OPMSG_ERR_REPLY_COUNT, "OP_REPLY numberReturned %" PRId32 " at offset %d is negative",
                         msg->number_returned, OPMSG_HEADER_SIZE + 16);
    }
    /* The loop is bounded by the bytes too: each document takes >= 5. */
@@ -134,16 +125,12 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits,
 
       if (off == msg->len) {
          return opmsg_fail(error, OPMSG_ERR_REPLY_COUNT,
-                           "OP_REPLY numberReturned is %" PRId32
-                           " but the message ends after %" PRId32
+                           "OP_REPLY numberReturned is %" PRId32 " but the message ends after %" PRId32
                            " documents at offset %zu",
                            msg->number_returned, i, off);
       }
       bson_snprintf(what, sizeof what, "reply document %" PRId32, i);
-      if (!legacy_doc(msg, limits, off,
-                      i == 0 ? opmsg_body_limit(limits)
-                             : limits->max_bson_size,
-                      what, &len, error)) {
+      if (!legacy_doc(msg, limits, off, i == 0 ? opmsg_body_limit(limits) : limits->max_bson_size, what, &len, error)) {
          return false;
       }
       if (i == 0) {
@@ -156,11 +143,9 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits,
       uint32_t len;
 
       /* A whole document more is a count mismatch; anything else is junk. */
-      if (opmsg_doc_frame(msg->data + off, msg->len - off, (size_t) INT32_MAX,
-                          off, "extra document", &len, NULL)) {
+      if (opmsg_doc_frame(msg->data + off, msg->len - off, (size_t) INT32_MAX, off, "extra document", &len, NULL)) {
          return opmsg_fail(error, OPMSG_ERR_REPLY_COUNT,
-                           "OP_REPLY numberReturned is %" PRId32
-                           " but another document follows at offset %zu",
+                           "OP_REPLY numberReturned is %" PRId32 " but another document follows at offset %zu",
                            msg->number_returned, off);
       }
       return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES,
@@ -281,8 +266,7 @@ opmsg_hello_query_size(const opmsg_hello_query_t *q)
 {
    size_t doc;
 
-   if (!q || (doc = hello_doc_size(q)) == 0 ||
-       doc > (size_t) INT32_MAX - HELLO_QUERY_PREFIX) {
+   if (!q || (doc = hello_doc_size(q)) == 0 || doc > (size_t) INT32_MAX - HELLO_QUERY_PREFIX) {
       return 0;
    }
    return HELLO_QUERY_PREFIX + doc;
@@ -298,19 +282,15 @@ check_extra(const opmsg_hello_query_t *q, bson_error_t *error)
       return true;
    }
    if (!bson_iter_init(&it, q->extra)) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "the extra fields are not a valid document");
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "the extra fields are not a valid document");
    }
    while (bson_iter_next(&it)) {
       const char *key = bson_iter_key(&it);
 
-      if (!strcmp(key, "isMaster") || !strcmp(key, "ismaster") ||
-          !strcmp(key, "hello") || (q->hello_ok && !strcmp(key, "helloOk")) ||
-          (q->client && !strcmp(key, "client")) ||
+      if (!strcmp(key, "isMaster") || !strcmp(key, "ismaster") || !strcmp(key, "hello") ||
+          (q->hello_ok && !strcmp(key, "helloOk")) || (q->client && !strcmp(key, "client")) ||
           (q->send_compression && !strcmp(key, "compression"))) {
-         return opmsg_fail(error, OPMSG_ERR_DUPLICATE_KEY,
-                           "the extra field \"%s\" repeats a handshake field",
-                           key);
+         return opmsg_fail(error, OPMSG_ERR_DUPLICATE_KEY, "the extra field \"%s\" repeats a handshake field", key);
       }
    }
    return true;
@@ -369,27 +349,24 @@ put_hello_doc(uint8_t *p, const opmsg_hello_query_t *q)
 }
 
 bool
-opmsg_build_hello_query(const opmsg_hello_query_t *q, uint8_t *buf,
-                        size_t buf_len, size_t *written, bson_error_t *error)
+opmsg_build_hello_query(const opmsg_hello_query_t *q, uint8_t *buf, size_t buf_len, size_t *written,
+                        bson_error_t *error)
 {
    size_t size;
    uint8_t *p;
 
    if (!q || !buf) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "q and buf must not be NULL");
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "q and buf must not be NULL");
    }
    if (q->send_compression && !compression_array_size(q, &size)) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "the compression list has a NULL name or is NULL");
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "the compression list has a NULL name or is NULL");
    }
    if (!check_extra(q, error)) {
       return false;
    }
    size = opmsg_hello_query_size(q);
    if (size == 0) {
-      return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE,
-                        "the handshake query would exceed 2 GiB - 1 bytes");
+      return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE, "the handshake query would exceed 2 GiB - 1 bytes");
    }
    if (buf_len < size) {
       return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
@@ -460,8 +437,7 @@ opmsg_reply_size(const opmsg_reply_t *r)
 }
 
 bool
-opmsg_build_reply(const opmsg_reply_t *r, uint8_t *buf, size_t buf_len,
-                  size_t *written, bson_error_t *error)
+opmsg_build_reply(const opmsg_reply_t *r, uint8_t *buf, size_t buf_len, size_t *written, bson_error_t *error)
 {
    opmsg_error_code_t why;
    size_t size = reply_size(r, &why);
@@ -470,14 +446,12 @@ opmsg_build_reply(const opmsg_reply_t *r, uint8_t *buf, size_t buf_len,
 
    if (size == 0 || !buf) {
       return opmsg_fail(error, size ? OPMSG_ERR_INVALID_ARGUMENT : why,
-                        why == OPMSG_ERR_OUTPUT_TOO_LARGE
-                           ? "the OP_REPLY would exceed 2 GiB - 1 bytes"
-                           : "bad arguments: NULL reply, buffer or document");
+                        why == OPMSG_ERR_OUTPUT_TOO_LARGE ? "the OP_REPLY would exceed 2 GiB - 1 bytes"
+                                                          : "bad arguments: NULL reply, buffer or document");
    }
    if (buf_len < size) {
-      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
-                        "the OP_REPLY needs %zu bytes, the buffer has %zu",
-                        size, buf_len);
+      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL, "the OP_REPLY needs %zu bytes, the buffer has %zu", size,
+                        buf_len);
    }
    p = put_i32(buf, (int32_t) size);
    p = put_i32(p, r->request_id);
@@ -525,8 +499,7 @@ opmsg_reply_iter_next(opmsg_reply_iter_t *it, bson_t *doc)
       return false;
    }
    len = opmsg_read_u32(it->p);
-   if (len < 5 || len > (size_t) (it->end - it->p) ||
-       !bson_init_static(doc, it->p, len)) {
+   if (len < 5 || len > (size_t) (it->end - it->p) || !bson_init_static(doc, it->p, len)) {
       it->p = it->end;
       return false;
    }

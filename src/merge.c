@@ -67,8 +67,7 @@ key_next(uint64_t *key, size_t *klen)
  * written over by what follows). in_end and out_end bound the reads and
  * the writes. */
 static OPMSG_ALWAYS_INLINE void
-copy_doc(uint8_t *o, const uint8_t *d, size_t n, const uint8_t *in_end,
-         const uint8_t *out_end)
+copy_doc(uint8_t *o, const uint8_t *d, size_t n, const uint8_t *in_end, const uint8_t *out_end)
 {
    if (n <= 64 && in_end - d >= 64 && out_end - o >= 64) {
       memcpy(o, d, 64);
@@ -81,8 +80,7 @@ copy_doc(uint8_t *o, const uint8_t *d, size_t n, const uint8_t *in_end,
  * each document keyed "0", "1", ..., the terminator. Returns the end. Reads
  * stay before in_end, writes before out_end (see copy_doc()). */
 static OPMSG_ALWAYS_INLINE uint8_t *
-write_array(uint8_t *o, const uint8_t *out_end, const uint8_t *docs,
-            size_t docs_len, const uint8_t *in_end)
+write_array(uint8_t *o, const uint8_t *out_end, const uint8_t *docs, size_t docs_len, const uint8_t *in_end)
 {
    /* The key's digits live in a register (see key_next()); keys of 8 or
     * more digits, past 10 million documents, are written the slow way. */
@@ -118,9 +116,8 @@ write_array(uint8_t *o, const uint8_t *out_end, const uint8_t *docs,
 /* Writes one sequence as an array field named name: type, name, NUL, the
  * array. Returns the end. */
 static uint8_t *
-write_sequence(uint8_t *o, const uint8_t *out_end, const char *name,
-               size_t name_len, const uint8_t *docs, size_t docs_len,
-               const uint8_t *in_end)
+write_sequence(uint8_t *o, const uint8_t *out_end, const char *name, size_t name_len, const uint8_t *docs,
+               size_t docs_len, const uint8_t *in_end)
 {
    *o++ = BSON_TYPE_ARRAY;
    memcpy(o, name, name_len);
@@ -160,8 +157,8 @@ opmsg_write_array_doc(uint8_t *out, const uint8_t *docs, size_t docs_len)
  * sub-document, which has none), then what the sequences add. o is where
  * the level's length goes; returns the end. */
 static uint8_t *
-write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len,
-                 const uint8_t *doc, uint8_t *o, const uint8_t *out_end)
+write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len, const uint8_t *doc, uint8_t *o,
+                 const uint8_t *out_end)
 {
    uint8_t *start = o;
    const uint8_t *in_end = msg->data + msg->len;
@@ -188,8 +185,7 @@ write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len,
             o += p - run;
             memcpy(o, p, key_len + 2); /* type, key, NUL */
             o += key_len + 2;
-            o = write_path_level(msg, id, path_len + (path_len ? 1 : 0) + key_len, k + 1, o,
-                                 out_end);
+            o = write_path_level(msg, id, path_len + (path_len ? 1 : 0) + key_len, k + 1, o, out_end);
             run = next;
          }
          p = next;
@@ -206,8 +202,7 @@ write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len,
       size_t rest_len = (size_t) (seq.identifier + seq.identifier_len - rest);
       const char *dot = memchr(rest, '.', rest_len);
       if (!dot) {
-         o = write_sequence(o, out_end, rest, rest_len, seq.documents, seq.documents_len,
-                            in_end);
+         o = write_sequence(o, out_end, rest, rest_len, seq.documents, seq.documents_len, in_end);
          continue;
       }
       size_t comp_len = (size_t) (dot - rest);
@@ -219,8 +214,7 @@ write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len,
       memcpy(o, rest, comp_len);
       o += comp_len;
       *o++ = 0;
-      o = write_path_level(msg, seq.identifier, (size_t) (dot - seq.identifier), NULL, o,
-                           out_end);
+      o = write_path_level(msg, seq.identifier, (size_t) (dot - seq.identifier), NULL, o, out_end);
    }
    *o++ = 0;
    opmsg_write_u32(start, (uint32_t) (o - start));
@@ -250,8 +244,7 @@ write_spliced(const opmsg_msg_t *msg, uint8_t *out, size_t size)
    const char *last = strrchr(id, '.') + 1;
 
    memcpy(out, body, head);
-   uint8_t *o = write_sequence(out + head, out + size, last,
-                               (size_t) (id + seq.identifier_len - last), seq.documents,
+   uint8_t *o = write_sequence(out + head, out + size, last, (size_t) (id + seq.identifier_len - last), seq.documents,
                                seq.documents_len, msg->data + msg->len);
    memcpy(o, at, (size_t) (body + msg->body_len - at));
 
@@ -282,8 +275,7 @@ opmsg_merge_paths_size(const opmsg_msg_t *msg, size_t seq_out)
       const char *id = seq.identifier;
       const char *id_end = id + seq.identifier_len;
       const uint8_t *doc = msg->body;
-      for (const char *comp = id, *dot; (dot = memchr(comp, '.', (size_t) (id_end - comp)));
-           comp = dot + 1) {
+      for (const char *comp = id, *dot; (dot = memchr(comp, '.', (size_t) (id_end - comp))); comp = dot + 1) {
          size_t comp_len = (size_t) (dot - comp);
          const uint8_t *f = doc ? opmsg_field_named(doc, comp, comp_len) : NULL;
          if (f) {
@@ -321,14 +313,12 @@ merged_size(const opmsg_msg_t *msg, size_t *size, bson_error_t *error)
          return true;
       }
       return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
-                        "an OP_REPLY with %d documents has no single document to merge to",
-                        msg->number_returned);
+                        "an OP_REPLY with %d documents has no single document to merge to", msg->number_returned);
    case OPMSG_OP_COMPRESSED:
       return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
                         "an OP_COMPRESSED message must be decompressed before it is merged");
    default:
-      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
-                        "opCode %d (removed in MongoDB 5.1) has no document to merge to",
+      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE, "opCode %d (removed in MongoDB 5.1) has no document to merge to",
                         msg->opcode);
    }
 }
@@ -364,15 +354,14 @@ write_merged(const opmsg_msg_t *msg, uint8_t *out, size_t size)
    opmsg_sequence_t seq;
    opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_next(&it, &seq, false)) {
-      o = write_sequence(o, out + size, seq.identifier, seq.identifier_len,
-                         seq.documents, seq.documents_len, msg->data + msg->len);
+      o = write_sequence(o, out + size, seq.identifier, seq.identifier_len, seq.documents, seq.documents_len,
+                         msg->data + msg->len);
    }
    *o = 0;
 }
 
 bool
-opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
-                 size_t *written, bson_error_t *error)
+opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *written, bson_error_t *error)
 {
    size_t size;
    if (!msg || !buf) {
@@ -382,8 +371,8 @@ opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len,
       return false;
    }
    if (buf_len < size) {
-      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL,
-                        "the merged document needs %zu bytes, the buffer has %zu", size, buf_len);
+      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL, "the merged document needs %zu bytes, the buffer has %zu",
+                        size, buf_len);
    }
    write_merged(msg, buf, size);
    if (written) {

@@ -12,29 +12,36 @@ const char *
 opmsg_opcode_name(int32_t opcode)
 {
    switch (opcode) {
-   case OPMSG_OP_REPLY: return "OP_REPLY";
-   case OPMSG_OP_UPDATE: return "OP_UPDATE";
-   case OPMSG_OP_INSERT: return "OP_INSERT";
-   case OPMSG_OP_QUERY: return "OP_QUERY";
-   case OPMSG_OP_GET_MORE: return "OP_GET_MORE";
-   case OPMSG_OP_DELETE: return "OP_DELETE";
-   case OPMSG_OP_KILL_CURSORS: return "OP_KILL_CURSORS";
-   case OPMSG_OP_COMPRESSED: return "OP_COMPRESSED";
-   case OPMSG_OP_MSG: return "OP_MSG";
-   default: return NULL;
+   case OPMSG_OP_REPLY:
+      return "OP_REPLY";
+   case OPMSG_OP_UPDATE:
+      return "OP_UPDATE";
+   case OPMSG_OP_INSERT:
+      return "OP_INSERT";
+   case OPMSG_OP_QUERY:
+      return "OP_QUERY";
+   case OPMSG_OP_GET_MORE:
+      return "OP_GET_MORE";
+   case OPMSG_OP_DELETE:
+      return "OP_DELETE";
+   case OPMSG_OP_KILL_CURSORS:
+      return "OP_KILL_CURSORS";
+   case OPMSG_OP_COMPRESSED:
+      return "OP_COMPRESSED";
+   case OPMSG_OP_MSG:
+      return "OP_MSG";
+   default:
+      return NULL;
    }
 }
 
 /* Indexed by bit; a NULL entry is a bit the protocol does not name. */
-static const char *const msg_flag_names[32] = {
-   [0] = "checksumPresent", [1] = "moreToCome", [16] = "exhaustAllowed"};
+static const char *const msg_flag_names[32] = {[0] = "checksumPresent", [1] = "moreToCome", [16] = "exhaustAllowed"};
 static const char *const query_flag_names[32] = {
-   [1] = "tailableCursor", [2] = "slaveOk", [3] = "oplogReplay",
-   [4] = "noCursorTimeout", [5] = "awaitData", [6] = "exhaust",
-   [7] = "partial"};
+   [1] = "tailableCursor", [2] = "slaveOk", [3] = "oplogReplay", [4] = "noCursorTimeout",
+   [5] = "awaitData",      [6] = "exhaust", [7] = "partial"};
 static const char *const reply_flag_names[32] = {
-   [0] = "cursorNotFound", [1] = "queryFailure", [2] = "shardConfigStale",
-   [3] = "awaitCapable"};
+   [0] = "cursorNotFound", [1] = "queryFailure", [2] = "shardConfigStale", [3] = "awaitCapable"};
 
 const char *
 opmsg_flag_name(int32_t opcode, unsigned bit)
@@ -42,10 +49,17 @@ opmsg_flag_name(int32_t opcode, unsigned bit)
    const char *const *names;
 
    switch (opcode) {
-   case OPMSG_OP_MSG: names = msg_flag_names; break;
-   case OPMSG_OP_QUERY: names = query_flag_names; break;
-   case OPMSG_OP_REPLY: names = reply_flag_names; break;
-   default: return NULL;
+   case OPMSG_OP_MSG:
+      names = msg_flag_names;
+      break;
+   case OPMSG_OP_QUERY:
+      names = query_flag_names;
+      break;
+   case OPMSG_OP_REPLY:
+      names = reply_flag_names;
+      break;
+   default:
+      return NULL;
    }
    return bit < 32 ? names[bit] : NULL;
 }
@@ -61,9 +75,7 @@ static const char *const check_names[] = {
 const char *
 opmsg_check_name(opmsg_check_t check)
 {
-   return (unsigned) check < sizeof check_names / sizeof check_names[0]
-             ? check_names[check]
-             : NULL;
+   return (unsigned) check < sizeof check_names / sizeof check_names[0] ? check_names[check] : NULL;
 }
 
 bool

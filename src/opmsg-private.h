@@ -69,8 +69,7 @@ opmsg_write_i64(uint8_t *p, int64_t v)
 
 /* Fills *error (when not NULL) with OPMSG_ERROR_DOMAIN, code and a message.
  * Always returns false so callers can `return opmsg_fail(...)`. */
-bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt,
-                ...) OPMSG_PRINTF(3, 4);
+bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt, ...) OPMSG_PRINTF(3, 4);
 
 /* Copies at most 48 bytes of a key or identifier into out (at least 200
  * bytes) for an error message, escaping every byte that is not printable
@@ -84,12 +83,12 @@ const char *opmsg_printable(char *out, const char *name, size_t len);
 typedef struct {
    const uint8_t *sections; /* the sections (checksum excluded) */
    size_t sections_len;
-   size_t merged_size;      /* exact size of the merged document */
-   const uint8_t *db;       /* the body's "$db" element, NULL if none */
+   size_t merged_size; /* exact size of the merged document */
+   const uint8_t *db;  /* the body's "$db" element, NULL if none */
    /* One dotted sequence whose path the body holds whole: the body's
     * sub-document it goes at the end of (merge.c splices it in), else NULL. */
    const uint8_t *splice;
-   uint32_t n_dotted;       /* sequences whose identifier has a dot */
+   uint32_t n_dotted; /* sequences whose identifier has a dot */
    /* The last sequence's document count, which the scan found, so that
     * iterating a message's only sequence (most have one) need not count
     * again; seq_off is its kind byte's offset. */
@@ -121,7 +120,7 @@ opmsg_cpriv(const opmsg_msg_t *msg)
 typedef struct {
    size_t max_message_size;
    size_t max_bson_size;
-   uint32_t flags;      /* OPMSG_PARSE_* bits, as the caller gave them */
+   uint32_t flags; /* OPMSG_PARSE_* bits, as the caller gave them */
    /* The level (OPMSG_PARSE_FULL_VALIDATE in flags makes it full): ask it
     * through opmsg_checks_top() and opmsg_checks_deep(). */
    opmsg_check_t check;
@@ -130,8 +129,7 @@ typedef struct {
 /* 0 means the default; messageLength is an int32, and so is the length of
  * a body, which may be OPMSG_BODY_ALLOWANCE above max_bson_size: both are
  * capped to fit. */
-void opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size,
-                      size_t max_bson_size, uint32_t flags);
+void opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size, size_t max_bson_size, uint32_t flags);
 /* opmsg_limits_set() from the caller's options (NULL: the defaults), with
  * the check level (an unknown level counts as the default here; parsing
  * refuses it first through opmsg_options_valid()). */
@@ -170,7 +168,7 @@ opmsg_body_limit(const opmsg_limits_t *limits)
 typedef struct {
    const uint8_t *start; /* the type byte */
    uint8_t type;
-   const char *key;      /* NUL-terminated */
+   const char *key; /* NUL-terminated */
    uint32_t key_len;
    const uint8_t *value;
    uint32_t value_len;
@@ -183,8 +181,7 @@ typedef struct {
  * document ("body", "document 3 of sequence \"documents\""). Stores the
  * length in *len.
  */
-bool opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len,
-                     size_t base, const char *what, uint32_t *len,
+bool opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len, size_t base, const char *what, uint32_t *len,
                      bson_error_t *error);
 
 /*
@@ -194,8 +191,7 @@ bool opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len,
  * nested document's length and terminator too, not its contents). base + (p - doc) is the element's
  * offset for errors.
  */
-bool opmsg_next_element(const uint8_t **p, const uint8_t *end,
-                        opmsg_element_t *e, size_t offset, bson_error_t *error);
+bool opmsg_next_element(const uint8_t **p, const uint8_t *end, opmsg_element_t *e, size_t offset, bson_error_t *error);
 
 /* Walking from document to document of a large sequence is a chain of
  * loads, one or two per document, each waiting on memory: the hardware's
@@ -241,8 +237,8 @@ extern const int8_t opmsg_type_sizes[256];
 size_t opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail);
 /* Works out which rule the element at p breaks and reports it, the
  * message starting with the name of its document, what (NULL: none). */
-bool opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end,
-                         size_t offset, bson_error_t *error) OPMSG_COLD;
+bool opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end, size_t offset,
+                         bson_error_t *error) OPMSG_COLD;
 
 /* The first NUL in [k, end), or end, where *end is 0: the terminator of a
  * framed document, which every caller has checked. Keys are short, so a
@@ -330,8 +326,7 @@ opmsg_binary_size(const uint8_t *v, size_t avail)
    if (b > avail - 5) {
       return 0;
    }
-   if (OPMSG_UNLIKELY(v[4] == BSON_SUBTYPE_BINARY_DEPRECATED) &&
-       (b < 4 || opmsg_read_u32(v + 5) != b - 4)) {
+   if (OPMSG_UNLIKELY(v[4] == BSON_SUBTYPE_BINARY_DEPRECATED) && (b < 4 || opmsg_read_u32(v + 5) != b - 4)) {
       return 0;
    }
    return 5 + b;
@@ -383,8 +378,8 @@ opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul
 }
 
 static inline bool
-opmsg_next_element_inline(const uint8_t **pp, const uint8_t *end,
-                          opmsg_element_t *e, size_t offset, bson_error_t *error)
+opmsg_next_element_inline(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e, size_t offset,
+                          bson_error_t *error)
 {
    const uint8_t *p = *pp;
    const uint8_t *k;
@@ -453,14 +448,13 @@ opmsg_doc_top_ok2(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len
 
 /* Checks every top-level element of a framed document. Stores the number of
  * elements in *count if not NULL. */
-bool opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base,
-                         const char *what, uint32_t *count, bson_error_t *error);
+bool opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base, const char *what, uint32_t *count,
+                         bson_error_t *error);
 
 /* Full validation of every nested element (validate.c): at most
  * OPMSG_MAX_DEPTH nested levels below doc. The document has already passed
  * opmsg_doc_frame(). */
-bool opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
-                             const char *what, bson_error_t *error);
+bool opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base, const char *what, bson_error_t *error);
 
 /* The one check of a whole document, whoever carries it (an OP_MSG
  * sequence document on its error path, the OP_QUERY query and selector,
@@ -471,9 +465,8 @@ bool opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
  * in the message and what its name, for messages; its length goes to *len.
  * The fast form, with no message, is opmsg_seq_doc_ok(); the OP_MSG body's
  * top level is walked by parse.c itself, which hashes its keys on the way. */
-bool opmsg_doc_check(const uint8_t *doc, size_t avail, size_t max_len, size_t off,
-                     const char *what, bool top, bool deep, uint32_t *len,
-                     bson_error_t *error);
+bool opmsg_doc_check(const uint8_t *doc, size_t avail, size_t max_len, size_t off, const char *what, bool top,
+                     bool deep, uint32_t *len, bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
  * The wire rules both sides apply (rules.c)
@@ -558,11 +551,9 @@ opmsg_doc_frame_ok(const uint8_t *doc, size_t avail, size_t max_len, size_t *len
  * length in *len; on false opmsg_rule_seq_doc() says why. The hot loop of a
  * sequence. */
 static OPMSG_ALWAYS_INLINE bool
-opmsg_seq_doc_ok(const uint8_t *doc, size_t avail, size_t max_bson, bool top,
-                 bool deep, size_t *len)
+opmsg_seq_doc_ok(const uint8_t *doc, size_t avail, size_t max_bson, bool top, bool deep, size_t *len)
 {
-   return OPMSG_LIKELY(opmsg_doc_frame_ok(doc, avail, max_bson, len) &&
-                       (!top || opmsg_doc_top_ok(doc, *len)) &&
+   return OPMSG_LIKELY(opmsg_doc_frame_ok(doc, avail, max_bson, len) && (!top || opmsg_doc_top_ok(doc, *len)) &&
                        (!deep || opmsg_doc_validate_deep(doc, (uint32_t) *len, 0, "", NULL)));
 }
 
@@ -574,23 +565,19 @@ opmsg_seq_doc_ok(const uint8_t *doc, size_t avail, size_t max_bson, bool top,
  * OPMSG_ERR_DOCUMENT_TOO_LARGE (a received document breaks the limit), the
  * encoder's OPMSG_ERR_DOCUMENT_OVER_LIMIT (build.h: one document the
  * server's limits will not take, as the splitter reports it too). */
-bool opmsg_rule_seq_doc(const uint8_t *doc, size_t avail, size_t max_bson,
-                        bool top, bool deep, size_t off, const char *id,
-                        size_t id_len, size_t index, opmsg_error_code_t too_large,
-                        uint32_t *len, bson_error_t *error) OPMSG_COLD;
+bool opmsg_rule_seq_doc(const uint8_t *doc, size_t avail, size_t max_bson, bool top, bool deep, size_t off,
+                        const char *id, size_t id_len, size_t index, opmsg_error_code_t too_large, uint32_t *len,
+                        bson_error_t *error) OPMSG_COLD;
 
 /* The body's frame within opmsg_body_limit(), the body at offset off of the
  * message: stores its length, or names the rule broken. The parser's fast
  * form is opmsg_doc_frame_ok(). */
-bool opmsg_rule_body_frame(const uint8_t *body, size_t avail,
-                           const opmsg_limits_t *limits, size_t off,
-                           opmsg_error_code_t body_code, uint32_t *len,
-                           bson_error_t *error);
+bool opmsg_rule_body_frame(const uint8_t *body, size_t avail, const opmsg_limits_t *limits, size_t off,
+                           opmsg_error_code_t body_code, uint32_t *len, bson_error_t *error);
 
 /* The body's top-level elements (document.c's walk of a framed body);
  * stores how many there are in *count when count is not NULL. */
-bool opmsg_rule_body_top(const uint8_t *body, uint32_t len, size_t off,
-                         opmsg_error_code_t body_code, uint32_t *count,
+bool opmsg_rule_body_top(const uint8_t *body, uint32_t len, size_t off, opmsg_error_code_t body_code, uint32_t *count,
                          bson_error_t *error);
 
 /* The key set: the one table of the duplicate rules (body keys,
@@ -628,8 +615,8 @@ bool opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, bson_error_t *error);
  * OPMSG_ERR_NO_MEMORY if the heap fails; the set may be destroyed either
  * way, and so may a zeroed one. Inline: every parse makes one. */
 static inline bool
-opmsg_keyset_init(opmsg_keyset_t *s, const uint8_t *base, const uint8_t *limit,
-                  size_t n, opmsg_keyslot_t *local, size_t n_local, bson_error_t *error)
+opmsg_keyset_init(opmsg_keyset_t *s, const uint8_t *base, const uint8_t *limit, size_t n, opmsg_keyslot_t *local,
+                  size_t n_local, bson_error_t *error)
 {
    s->base = base;
    s->limit = limit;
@@ -681,8 +668,7 @@ opmsg_key_hash(const char *name, size_t len, const uint8_t *limit)
  * adds it as the name at offset from base. Returns the stored offset of an
  * equal name, or -1. */
 static OPMSG_ALWAYS_INLINE int64_t
-opmsg_keyset_find_hashed(opmsg_keyset_t *s, uint32_t h, const char *name,
-                         size_t len, uint32_t offset, bool add)
+opmsg_keyset_find_hashed(opmsg_keyset_t *s, uint32_t h, const char *name, size_t len, uint32_t offset, bool add)
 {
    size_t i = (size_t) (((uint64_t) h * s->nslots) >> 32);
    for (;;) {
@@ -700,8 +686,7 @@ opmsg_keyset_find_hashed(opmsg_keyset_t *s, uint32_t h, const char *name,
           * keeps a longer name with the same hash from reading past the
           * buffer; the cheap rejections come first. */
          const char *stored = (const char *) s->base + slot->offset - 1;
-         if (len < (size_t) ((const char *) s->limit - stored) &&
-             stored[len] == '\0' && stored[0] == name[0] &&
+         if (len < (size_t) ((const char *) s->limit - stored) && stored[len] == '\0' && stored[0] == name[0] &&
              memcmp(stored, name, len) == 0) {
             return (int64_t) slot->offset - 1;
          }
@@ -714,44 +699,38 @@ opmsg_keyset_find_hashed(opmsg_keyset_t *s, uint32_t h, const char *name,
 
 /* The same, for a name that lies in the set's own buffer. */
 static OPMSG_ALWAYS_INLINE int64_t
-opmsg_keyset_find(opmsg_keyset_t *s, const char *name, size_t len,
-                  uint32_t offset, bool add)
+opmsg_keyset_find(opmsg_keyset_t *s, const char *name, size_t len, uint32_t offset, bool add)
 {
-   return opmsg_keyset_find_hashed(s, opmsg_key_hash(name, len, s->limit), name,
-                                   len, offset, add);
+   return opmsg_keyset_find_hashed(s, opmsg_key_hash(name, len, s->limit), name, len, offset, add);
 }
 
 /* No top-level key twice in a body: which value would the server take?
  * Adds each key of the checked body (len bytes at offset off of the
  * message, keys->base at or before it) to keys, empty and sized for them.
  * OPMSG_ERR_DUPLICATE_KEY. */
-bool opmsg_rule_unique_keys(opmsg_keyset_t *keys, const uint8_t *body,
-                            uint32_t len, size_t off, opmsg_error_code_t body_code,
-                            bson_error_t *error);
+bool opmsg_rule_unique_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off,
+                            opmsg_error_code_t body_code, bson_error_t *error);
 /* The body's keys into keys, the first of each name only (the frames
  * level, which lets a key twice through); the body's top level is checked. */
 void opmsg_keys_add_all(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len);
 /* The report of that rule, for a caller that adds the keys itself (the
  * parser hashes them during its walk): key is the second one, off the
  * offset of its element. */
-bool opmsg_duplicate_key_fail(const char *key, size_t off,
-                              opmsg_error_code_t body_code,
+bool opmsg_duplicate_key_fail(const char *key, size_t off, opmsg_error_code_t body_code,
                               bson_error_t *error) OPMSG_COLD;
 
 /* An identifier (len bytes, no NUL among them): not empty, short enough
  * for a section's int32 size, UTF-8, and when dotted a path of at most
  * OPMSG_MAX_DEPTH components, none empty. Stores in *dotted whether it has
  * a dot. OPMSG_ERR_SEQUENCE_IDENTIFIER. */
-bool opmsg_rule_identifier(const char *id, size_t len, opmsg_seq_at_t at,
-                           bool *dotted, bson_error_t *error);
+bool opmsg_rule_identifier(const char *id, size_t len, opmsg_seq_at_t at, bool *dotted, bson_error_t *error);
 
 /* Two sequences fill one field of the merged document when their
  * identifiers are equal, or when one is a path prefix of the other ("a"
  * and "a.b": one would be both an array and a document). True when a (the
  * earlier) and b do not; else OPMSG_ERR_DUPLICATE_IDENTIFIER. */
-bool opmsg_rule_identifier_pair(const char *a, size_t a_len, opmsg_seq_at_t a_at,
-                                const char *b, size_t b_len, opmsg_seq_at_t b_at,
-                                bson_error_t *error);
+bool opmsg_rule_identifier_pair(const char *a, size_t a_len, opmsg_seq_at_t a_at, const char *b, size_t b_len,
+                                opmsg_seq_at_t b_at, bson_error_t *error);
 
 /* With a dotted identifier among them, at most OPMSG_MAX_DOTTED_SEQUENCES
  * sequences (their paths are placed pairwise).
@@ -771,10 +750,9 @@ bool opmsg_rule_dotted_count(size_t n_seq, size_t n_dotted, bson_error_t *error)
  * NULL when the merge creates part of the path, or for a plain one.
  * Without keys the body's top level is walked here; db (if not NULL)
  * receives the first "$db" string element the walk passes, if any. */
-bool opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
-                     size_t off, const char *id, size_t id_len, opmsg_seq_at_t at,
-                     opmsg_error_code_t body_code, const uint8_t **place,
-                     const uint8_t **db, bson_error_t *error);
+bool opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off, const char *id, size_t id_len,
+                     opmsg_seq_at_t at, opmsg_error_code_t body_code, const uint8_t **place, const uint8_t **db,
+                     bson_error_t *error);
 
 /* The report of opmsg_rule_merged_size(). */
 bool opmsg_merged_size_fail(size_t size, bool exact, bson_error_t *error) OPMSG_COLD;
@@ -793,18 +771,13 @@ opmsg_rule_merged_size(size_t size, bool exact, bson_error_t *error)
  * Per-opcode parsers, called by opmsg_parse() after the header checks.
  * msg->data, len, header fields are set; each fills the rest.
  * ------------------------------------------------------------------------- */
-bool opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits,
-                     bson_error_t *error);
-bool opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits,
-                       bson_error_t *error);
-bool opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits,
-                       bson_error_t *error);
-bool opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
-                            bson_error_t *error);
+bool opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
+bool opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
+bool opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
+bool opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
 
 /* OP_UPDATE, OP_INSERT, OP_GET_MORE, OP_DELETE, OP_KILL_CURSORS (legacy-crud.c). */
-bool opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits,
-                         bson_error_t *error);
+bool opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
 size_t opmsg_removed_min_length(int32_t opcode);
 
 /* The smallest messageLength each opcode can have. */
@@ -913,19 +886,17 @@ uint32_t opmsg_crc32c_portable(uint32_t crc, const void *data, size_t len);
 #define OPMSG_MAX_DOTTED_SEQUENCES 64
 
 /* opmsg_sequence_iter_next(), counting the documents only when asked. */
-bool opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq,
-                         bool count);
+bool opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count);
 
 /* Paths (view.c), for the view and the merge alike. A path is a prefix of
  * an identifier (path_len bytes; 0: the top level). */
 /* The rest of identifier id after "path.", or id itself at the top; NULL
  * when id does not lie under path. */
-const char *opmsg_path_rest(const char *id, size_t id_len, const char *path,
-                            size_t path_len);
+const char *opmsg_path_rest(const char *id, size_t id_len, const char *path, size_t path_len);
 /* The identifier of a sequence that goes on below path through the
  * component key, or NULL (always NULL for a key holding a dot). */
-const char *opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len,
-                               const char *key, size_t key_len);
+const char *opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len, const char *key,
+                               size_t key_len);
 /* The first element named key at the top level of the framed document
  * doc, or NULL. Each element is checked on the way (opmsg_skip_element()),
  * so on a document whose elements were not, the walk stops with NULL at
@@ -933,8 +904,8 @@ const char *opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t 
 const uint8_t *opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len);
 /* Whether a sequence before the one at offset seq_off goes through path's
  * component comp: the sub-document the merge creates for it exists. */
-bool opmsg_path_created_before(const opmsg_msg_t *msg, uint32_t seq_off, const char *path,
-                               size_t path_len, const char *comp, size_t comp_len);
+bool opmsg_path_created_before(const opmsg_msg_t *msg, uint32_t seq_off, const char *path, size_t path_len,
+                               const char *comp, size_t comp_len);
 
 /* The merged size of a message with dotted identifiers (merge.c), given
  * seq_out, the bytes the sequences' arrays add (parse.c's count). */

@@ -48,9 +48,9 @@ check_checksum(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
    size_t len = msg->len;
 
    if (len < opmsg_min_length(OPMSG_OP_MSG) + 4) {
-      return opmsg_fail(error, OPMSG_ERR_CHECKSUM_MISSING,
-                        "checksumPresent is set but the %zu-byte message has no room for a section and 4 checksum bytes",
-                        len);
+      return opmsg_fail(
+         error, OPMSG_ERR_CHECKSUM_MISSING,
+         "checksumPresent is set but the %zu-byte message has no room for a section and 4 checksum bytes", len);
    }
    msg->checksum_present = true;
    msg->checksum = opmsg_read_u32(data + len - 4);
@@ -66,8 +66,8 @@ check_checksum(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
                         "checksumPresent is set but the sections fill the message: the 4 checksum bytes are missing");
    }
    return opmsg_fail(error, OPMSG_ERR_CHECKSUM_MISMATCH,
-                     "CRC-32C of bytes 0..%zu is 0x%08x, the checksum at offset %zu says 0x%08x",
-                     len - 4, crc, len - 4, msg->checksum);
+                     "CRC-32C of bytes 0..%zu is 0x%08x, the checksum at offset %zu says 0x%08x", len - 4, crc, len - 4,
+                     msg->checksum);
 }
 
 /* ---------------------------------------------------------------------------
@@ -78,7 +78,7 @@ check_checksum(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
 typedef struct {
    uint32_t n_seq;
    uint32_t n_dotted;
-   size_t seq_out;       /* merged bytes the sequences add (top-level case) */
+   size_t seq_out; /* merged bytes the sequences add (top-level case) */
    uint32_t body_keys;
    /* The body's first SCAN_KEYS keys, recorded by the walk that checks them
     * so the duplicate check needs no second walk. */
@@ -92,9 +92,8 @@ typedef struct {
  * breaks neither. Out of line, so that the loop over the documents holds
  * only the fast check. */
 static OPMSG_COLD OPMSG_NOINLINE bool
-sequence_doc_fault(const opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *q,
-                   const uint8_t *sec_end, const char *id, size_t id_len, uint32_t count,
-                   uint32_t *dlen, bson_error_t *error)
+sequence_doc_fault(const opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *q, const uint8_t *sec_end,
+                   const char *id, size_t id_len, uint32_t count, uint32_t *dlen, bson_error_t *error)
 {
    size_t left = (size_t) (sec_end - q);
    size_t doff = (size_t) (q - msg->data);
@@ -104,20 +103,17 @@ sequence_doc_fault(const opmsg_msg_t *msg, const opmsg_limits_t *limits, const u
    if (left < 4 || (opmsg_read_i32(q) >= 0 && (size_t) opmsg_read_i32(q) > left)) {
       char name[200];
       return opmsg_fail(error, OPMSG_ERR_SEQUENCE_OVERRUN,
-                        "document %u of sequence \"%s\" at offset %zu runs past the section's end at offset %zu",
-                        count, opmsg_printable(name, id, id_len), doff,
-                        (size_t) (sec_end - msg->data));
+                        "document %u of sequence \"%s\" at offset %zu runs past the section's end at offset %zu", count,
+                        opmsg_printable(name, id, id_len), doff, (size_t) (sec_end - msg->data));
    }
-   return opmsg_rule_seq_doc(q, left, limits->max_bson_size, opmsg_checks_top(limits),
-                             opmsg_checks_deep(limits), doff, id, id_len,
-                             count, OPMSG_ERR_DOCUMENT_TOO_LARGE, dlen, error);
+   return opmsg_rule_seq_doc(q, left, limits->max_bson_size, opmsg_checks_top(limits), opmsg_checks_deep(limits), doff,
+                             id, id_len, count, OPMSG_ERR_DOCUMENT_TOO_LARGE, dlen, error);
 }
 
 /* Checks one kind-1 section starting after its kind byte at p (offset off of
  * the kind byte). Returns the section's size (after the kind byte) in *size. */
 static bool
-scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits,
-              const uint8_t *p, const uint8_t *end, scan_t *scan,
+scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
               size_t *size, bson_error_t *error)
 {
    size_t off = (size_t) (p - msg->data) - 1;
@@ -128,18 +124,15 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits,
    }
    int32_t n = opmsg_read_i32(p);
    if (n < 5 || (size_t) n > avail) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_SIZE,
-                        "document sequence at offset %zu: size %d is %s", off, n,
-                        n < 5 ? "below the minimum of 5 (size, identifier and NUL)"
-                              : "past the end of the sections");
+      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_SIZE, "document sequence at offset %zu: size %d is %s", off, n,
+                        n < 5 ? "below the minimum of 5 (size, identifier and NUL)" : "past the end of the sections");
    }
    const uint8_t *sec_end = p + n;
    const char *id = (const char *) p + 4;
    const uint8_t *nul = memchr(id, 0, (size_t) n - 4);
    if (!nul) {
       return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "document sequence at offset %zu: identifier has no NUL inside the section's %d bytes",
-                        off, n);
+                        "document sequence at offset %zu: identifier has no NUL inside the section's %d bytes", off, n);
    }
    size_t id_len = (size_t) ((const char *) nul - id);
    bool dotted;
@@ -162,10 +155,8 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits,
        * single document left, goes the one-at-a-time way below, in order,
        * so the error reported is the same. */
       size_t f1, f2;
-      if (top && !full &&
-          opmsg_doc_frame_ok(q, (size_t) (sec_end - q), limits->max_bson_size, &f1) &&
-          opmsg_doc_frame_ok(q + f1, (size_t) (sec_end - q - f1), limits->max_bson_size,
-                             &f2) &&
+      if (top && !full && opmsg_doc_frame_ok(q, (size_t) (sec_end - q), limits->max_bson_size, &f1) &&
+          opmsg_doc_frame_ok(q + f1, (size_t) (sec_end - q - f1), limits->max_bson_size, &f2) &&
           OPMSG_LIKELY(opmsg_doc_top_ok2(q, f1, q + f1, f2))) {
          q += f1 + f2;
          count += 2;
@@ -183,8 +174,7 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits,
           * only cost (7-10 ns a document), hence the threshold. */
          opmsg_prefetch_ahead(q, opmsg_read_u32(q) & 0xffffu);
       }
-      if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size,
-                                           top, full, &flen))) {
+      if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size, top, full, &flen))) {
          uint32_t dlen;
          if (!sequence_doc_fault(msg, limits, q, sec_end, id, id_len, count, &dlen, error)) {
             return false;
@@ -198,8 +188,7 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits,
    /* Merged: type byte, the last path component and NUL, the array's
     * length and terminator, and per document a type byte, key and NUL. */
    const char *last = dotted ? strrchr(id, '.') + 1 : id;
-   scan->seq_out += 1 + strlen(last) + 1 + 4 + 1 + docs_len + count +
-                    opmsg_array_keys_size(count);
+   scan->seq_out += 1 + strlen(last) + 1 + 4 + 1 + docs_len + count + opmsg_array_keys_size(count);
    scan->n_seq++;
    scan->n_dotted += dotted;
    opmsg_priv(msg)->seq_count = count;
@@ -248,14 +237,14 @@ walk_body(opmsg_msg_t *msg, scan_t *scan, bson_error_t *error)
  * elements (walk_body()); at the frames level the walk waits until the
  * sections show whether there are sequences to place (opmsg_parse_msg()). */
 static bool
-scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
-          const uint8_t *end, scan_t *scan, bson_error_t *error)
+scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
+          bson_error_t *error)
 {
    size_t off = (size_t) (p - msg->data);
    if (msg->body) {
       return opmsg_fail(error, OPMSG_ERR_MULTIPLE_BODIES,
-                        "a second body (kind 0) at offset %zu; the first is at offset %zu",
-                        off - 1, (size_t) (msg->body - msg->data) - 1);
+                        "a second body (kind 0) at offset %zu; the first is at offset %zu", off - 1,
+                        (size_t) (msg->body - msg->data) - 1);
    }
    size_t flen;
    uint32_t len;
@@ -272,13 +261,11 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p,
    /* Frame and top level are checked here, inline (the walk records the
     * keys); the nested levels, when asked, by the one document check. */
    return walk_body(msg, scan, error) &&
-          (!opmsg_checks_deep(limits) ||
-           opmsg_doc_check(p, len, len, off, "body", false, true, &len, error));
+          (!opmsg_checks_deep(limits) || opmsg_doc_check(p, len, len, off, "body", false, true, &len, error));
 }
 
 static bool
-scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan,
-              bson_error_t *error)
+scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan, bson_error_t *error)
 {
    const uint8_t *p = opmsg_cpriv(msg)->sections;
    const uint8_t *end = p + opmsg_cpriv(msg)->sections_len;
@@ -290,8 +277,8 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan,
       if (msg->body && left < 6) {
          /* Too short to be any section: the smallest is a kind byte and an
           * empty document. */
-         return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES,
-                           "%zu stray bytes after the last section at offset %zu", left, off);
+         return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES, "%zu stray bytes after the last section at offset %zu",
+                           left, off);
       }
       switch (*p) {
       case 0:
@@ -308,14 +295,12 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan,
          break;
       default:
          return opmsg_fail(error, OPMSG_ERR_UNKNOWN_SECTION,
-                           "section kind %u at offset %zu is not 0 (body) or 1 (document sequence)",
-                           *p, off);
+                           "section kind %u at offset %zu is not 0 (body) or 1 (document sequence)", *p, off);
       }
    } while (p < end);
 
    if (!msg->body) {
-      return opmsg_fail(error, OPMSG_ERR_NO_BODY,
-                        "no body (kind 0 section) among the sections at offsets 20..%zu",
+      return opmsg_fail(error, OPMSG_ERR_NO_BODY, "no body (kind 0 section) among the sections at offsets 20..%zu",
                         (size_t) (end - msg->data));
    }
    return true;
@@ -331,8 +316,8 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan,
  * scan recorded the body's first SCAN_KEYS keys; the rule walks a larger
  * body again itself. */
 static bool
-check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_keyset_t *keys,
-                opmsg_keyslot_t *local, bson_error_t *error)
+check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_keyset_t *keys, opmsg_keyslot_t *local,
+                bson_error_t *error)
 {
    uint32_t nkeys = scan->body_keys;
 
@@ -341,24 +326,20 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
        * hashing every key, and no set is needed afterwards. */
       for (uint32_t i = 1; i < nkeys; i++) {
          for (uint32_t j = 0; j < i; j++) {
-            if (scan->key_len[i] == scan->key_len[j] &&
-                memcmp(scan->key[i], scan->key[j], scan->key_len[i]) == 0) {
-               return opmsg_duplicate_key_fail(
-                  scan->key[i], (size_t) ((const uint8_t *) scan->key[i] - msg->data) - 1,
-                  OPMSG_OK, error);
+            if (scan->key_len[i] == scan->key_len[j] && memcmp(scan->key[i], scan->key[j], scan->key_len[i]) == 0) {
+               return opmsg_duplicate_key_fail(scan->key[i], (size_t) ((const uint8_t *) scan->key[i] - msg->data) - 1,
+                                               OPMSG_OK, error);
             }
          }
       }
       return true;
    }
-   if (!opmsg_keyset_init(keys, msg->data, msg->data + msg->len, nkeys, local,
-                          LOCAL_SLOTS, error)) {
+   if (!opmsg_keyset_init(keys, msg->data, msg->data + msg->len, nkeys, local, LOCAL_SLOTS, error)) {
       return false;
    }
    keys->unique = unique;
    if (nkeys > SCAN_KEYS && unique) {
-      return opmsg_rule_unique_keys(keys, msg->body, msg->body_len,
-                                    (size_t) (msg->body - msg->data), OPMSG_OK, error);
+      return opmsg_rule_unique_keys(keys, msg->body, msg->body_len, (size_t) (msg->body - msg->data), OPMSG_OK, error);
    }
    if (nkeys > SCAN_KEYS) {
       opmsg_keys_add_all(keys, msg->body, msg->body_len);
@@ -368,12 +349,11 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
    for (uint32_t i = 0; i < nkeys; i++) {
       const char *k = scan->key[i];
       uint32_t h = opmsg_key_hash(k, scan->key_len[i], limit);
-      if (opmsg_keyset_find_hashed(keys, h, k, scan->key_len[i],
-                                   (uint32_t) ((const uint8_t *) k - msg->data), true) >= 0 &&
+      if (opmsg_keyset_find_hashed(keys, h, k, scan->key_len[i], (uint32_t) ((const uint8_t *) k - msg->data), true) >=
+             0 &&
           unique) {
          /* The element starts at the type byte before its key. */
-         return opmsg_duplicate_key_fail(k, (size_t) ((const uint8_t *) k - msg->data) - 1,
-                                         OPMSG_OK, error);
+         return opmsg_duplicate_key_fail(k, (size_t) ((const uint8_t *) k - msg->data) - 1, OPMSG_OK, error);
       }
    }
    return true;
@@ -385,8 +365,8 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
  * where the last sequence goes when the body holds its whole dotted path
  * (opmsg_rule_path()). */
 static bool
-check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan,
-                  const uint8_t **place, bson_error_t *error)
+check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan, const uint8_t **place,
+                  bson_error_t *error)
 {
    opmsg_keyslot_t local[LOCAL_SLOTS];
    opmsg_keyset_t ids;
@@ -399,25 +379,19 @@ check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan,
    /* One sequence (the common case) has no other to repeat. */
    uint32_t n_ids = scan->n_seq > 1 ? scan->n_seq : 0;
    if (!opmsg_rule_dotted_count(scan->n_seq, scan->n_dotted, error) ||
-       !opmsg_keyset_init(&ids, msg->data, msg->data + msg->len, n_ids, local, LOCAL_SLOTS,
-                          error)) {
+       !opmsg_keyset_init(&ids, msg->data, msg->data + msg->len, n_ids, local, LOCAL_SLOTS, error)) {
       return false;
    }
    opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_next(&it, &seq, false)) {
       uint32_t id_off = (uint32_t) (seq.identifier - (const char *) msg->data);
-      int64_t first = n_ids ? opmsg_keyset_find(&ids, seq.identifier, seq.identifier_len,
-                                                id_off, true)
-                            : -1;
+      int64_t first = n_ids ? opmsg_keyset_find(&ids, seq.identifier, seq.identifier_len, id_off, true) : -1;
       /* An identifier sits 5 bytes after its section's kind byte. */
-      if ((first >= 0 &&
-           !opmsg_rule_identifier_pair((const char *) msg->data + first, seq.identifier_len,
-                                       opmsg_seq_at_offset((size_t) first - 5),
-                                       seq.identifier, seq.identifier_len,
-                                       opmsg_seq_at_offset(seq.offset), error)) ||
-          !opmsg_rule_path(keys, msg->body, msg->body_len, body_off, seq.identifier,
-                           seq.identifier_len, opmsg_seq_at_offset(seq.offset), OPMSG_OK,
-                           place, &db, error)) {
+      if ((first >= 0 && !opmsg_rule_identifier_pair((const char *) msg->data + first, seq.identifier_len,
+                                                     opmsg_seq_at_offset((size_t) first - 5), seq.identifier,
+                                                     seq.identifier_len, opmsg_seq_at_offset(seq.offset), error)) ||
+          !opmsg_rule_path(keys, msg->body, msg->body_len, body_off, seq.identifier, seq.identifier_len,
+                           opmsg_seq_at_offset(seq.offset), OPMSG_OK, place, &db, error)) {
          goto done;
       }
    }
@@ -426,10 +400,9 @@ check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan,
       while (opmsg_sequence_next(&it, &other, false)) {
          jt = it; /* the sequences after this one */
          while (opmsg_sequence_next(&jt, &seq, false)) {
-            if (!opmsg_rule_identifier_pair(other.identifier, other.identifier_len,
-                                            opmsg_seq_at_offset(other.offset),
-                                            seq.identifier, seq.identifier_len,
-                                            opmsg_seq_at_offset(seq.offset), error)) {
+            if (!opmsg_rule_identifier_pair(other.identifier, other.identifier_len, opmsg_seq_at_offset(other.offset),
+                                            seq.identifier, seq.identifier_len, opmsg_seq_at_offset(seq.offset),
+                                            error)) {
                goto done;
             }
          }
@@ -493,8 +466,7 @@ parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
       }
       if (scan.n_seq <= FRAMES_LINEAR_IDS) {
          body_keys = NULL;
-      } else if (!walk_body(msg, &scan, error) ||
-                 !check_body_keys(msg, &scan, false, &keys, local, error)) {
+      } else if (!walk_body(msg, &scan, error) || !check_body_keys(msg, &scan, false, &keys, local, error)) {
          opmsg_keyset_destroy(&keys);
          return false;
       }

@@ -16,17 +16,17 @@
 
 struct opmsg_reader_t {
    opmsg_options_t opts;
-   size_t limit;          /* max_message_size in force */
+   size_t limit; /* max_message_size in force */
    uint8_t *buf;
    size_t cap;
-   size_t start;          /* first byte not given out */
-   size_t end;            /* one past the last byte fed */
-   size_t frame_len;      /* the current message's length; 0: header incomplete */
-   uint64_t offset;       /* stream offset of buf[start] */
-   bool ended;            /* opmsg_reader_end() or EOF */
+   size_t start;     /* first byte not given out */
+   size_t end;       /* one past the last byte fed */
+   size_t frame_len; /* the current message's length; 0: header incomplete */
+   uint64_t offset;  /* stream offset of buf[start] */
+   bool ended;       /* opmsg_reader_end() or EOF */
    bool failed;
-   bson_error_t failure;  /* given again by every later call */
-   uint8_t *aux;          /* decompressed OP_COMPRESSED replies */
+   bson_error_t failure; /* given again by every later call */
+   uint8_t *aux;         /* decompressed OP_COMPRESSED replies */
    size_t aux_cap;
 };
 
@@ -75,14 +75,11 @@ update_frame(opmsg_reader_t *r)
    if (r->failed || r->frame_len || r->end - r->start < OPMSG_HEADER_SIZE) {
       return;
    }
-   if (!opmsg_frame_length(r->buf + r->start, r->end - r->start, &r->opts,
-                           &len, &error)) {
+   if (!opmsg_frame_length(r->buf + r->start, r->end - r->start, &r->opts, &len, &error)) {
       char inner[sizeof error.message];
       memcpy(inner, error.message, sizeof inner);
       inner[sizeof inner - 1] = '\0';
-      bson_snprintf(error.message, sizeof error.message,
-                    "message at stream offset %" PRIu64 ": %s", r->offset,
-                    inner);
+      bson_snprintf(error.message, sizeof error.message, "message at stream offset %" PRIu64 ": %s", r->offset, inner);
       fail_sticky(r, &error);
       return;
    }
@@ -189,12 +186,10 @@ opmsg_reader_offset(const opmsg_reader_t *r)
 }
 
 opmsg_reader_status_t
-opmsg_reader_next(opmsg_reader_t *r, const uint8_t **data, size_t *len,
-                  bson_error_t *error)
+opmsg_reader_next(opmsg_reader_t *r, const uint8_t **data, size_t *len, bson_error_t *error)
 {
    if (!r || !data || !len) {
-      opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                 "reader, data and len must not be NULL");
+      opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "reader, data and len must not be NULL");
       return OPMSG_READER_ERROR;
    }
    update_frame(r);
@@ -247,8 +242,7 @@ opmsg_reader_next(opmsg_reader_t *r, const uint8_t **data, size_t *len,
  * ------------------------------------------------------------------------- */
 
 bool
-opmsg_reader_fill_fd(opmsg_reader_t *r, int fd, size_t *n_read,
-                     bson_error_t *error)
+opmsg_reader_fill_fd(opmsg_reader_t *r, int fd, size_t *n_read, bson_error_t *error)
 {
    size_t n;
    ssize_t got;
@@ -257,8 +251,7 @@ opmsg_reader_fill_fd(opmsg_reader_t *r, int fd, size_t *n_read,
       *n_read = 0;
    }
    if (!r || fd < 0) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "a reader and a valid fd are needed");
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "a reader and a valid fd are needed");
    }
    update_frame(r);
    if (r->failed || r->ended) {
@@ -276,9 +269,7 @@ opmsg_reader_fill_fd(opmsg_reader_t *r, int fd, size_t *n_read,
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
          return true;
       }
-      return opmsg_fail(error, OPMSG_ERR_IO,
-                        "read() from fd %d failed: %s (errno %d)", fd,
-                        strerror(errno), errno);
+      return opmsg_fail(error, OPMSG_ERR_IO, "read() from fd %d failed: %s (errno %d)", fd, strerror(errno), errno);
    }
    if (got == 0) {
       r->ended = true;
@@ -293,8 +284,7 @@ opmsg_reader_fill_fd(opmsg_reader_t *r, int fd, size_t *n_read,
 }
 
 opmsg_reader_status_t
-opmsg_reader_read_fd(opmsg_reader_t *r, int fd, const uint8_t **data,
-                     size_t *len, bson_error_t *error)
+opmsg_reader_read_fd(opmsg_reader_t *r, int fd, const uint8_t **data, size_t *len, bson_error_t *error)
 {
    for (;;) {
       size_t got;
@@ -326,8 +316,7 @@ opmsg_exhaust_init(opmsg_exhaust_t *x, int32_t request_id)
 
 /* Replaces an OP_COMPRESSED reply by its rebuilt original, in r->aux. */
 static bool
-decompress_reply(opmsg_reader_t *r, const uint8_t **data, size_t *len,
-                 bson_error_t *error)
+decompress_reply(opmsg_reader_t *r, const uint8_t **data, size_t *len, bson_error_t *error)
 {
    opmsg_msg_t msg;
    size_t size;
@@ -350,8 +339,7 @@ decompress_reply(opmsg_reader_t *r, const uint8_t **data, size_t *len,
 }
 
 opmsg_reader_status_t
-opmsg_reader_next_reply(opmsg_reader_t *r, opmsg_exhaust_t *x,
-                        const uint8_t **data, size_t *len, bson_error_t *error)
+opmsg_reader_next_reply(opmsg_reader_t *r, opmsg_exhaust_t *x, const uint8_t **data, size_t *len, bson_error_t *error)
 {
    opmsg_reader_status_t st;
    int32_t response_to, opcode;
@@ -377,10 +365,8 @@ opmsg_reader_next_reply(opmsg_reader_t *r, opmsg_exhaust_t *x,
       opmsg_fail(&e, OPMSG_ERR_EXHAUST_SEQUENCE,
                  "reply %u at stream offset %" PRIu64 " has responseTo %d, "
                  "expected %d (%s)",
-                 x->replies + 1, r->offset - *len, response_to,
-                 x->expected_response_to,
-                 x->replies ? "the requestID of the previous moreToCome reply"
-                            : "the request's requestID");
+                 x->replies + 1, r->offset - *len, response_to, x->expected_response_to,
+                 x->replies ? "the requestID of the previous moreToCome reply" : "the request's requestID");
       /* The connection no longer follows the protocol: stop here. */
       fail_sticky(r, &e);
       if (error) {
@@ -394,8 +380,7 @@ opmsg_reader_next_reply(opmsg_reader_t *r, opmsg_exhaust_t *x,
    }
    opcode = opmsg_read_i32(*data + 12);
    /* opmsg_frame_length() guaranteed an OP_MSG has its flagBits. */
-   x->more_to_come = opcode == OPMSG_OP_MSG &&
-                     (opmsg_read_u32(*data + 16) & OPMSG_FLAG_MORE_TO_COME);
+   x->more_to_come = opcode == OPMSG_OP_MSG && (opmsg_read_u32(*data + 16) & OPMSG_FLAG_MORE_TO_COME);
    x->replies++;
    if (x->more_to_come) {
       x->expected_response_to = opmsg_read_i32(*data + 4);
@@ -406,8 +391,7 @@ opmsg_reader_next_reply(opmsg_reader_t *r, opmsg_exhaust_t *x,
 }
 
 opmsg_reader_status_t
-opmsg_reader_read_reply_fd(opmsg_reader_t *r, int fd, opmsg_exhaust_t *x,
-                           const uint8_t **data, size_t *len,
+opmsg_reader_read_reply_fd(opmsg_reader_t *r, int fd, opmsg_exhaust_t *x, const uint8_t **data, size_t *len,
                            bson_error_t *error)
 {
    for (;;) {

@@ -58,8 +58,7 @@ report_to(bson_error_t *error, opmsg_error_code_t body_code, bson_error_t *scrat
 }
 
 static bool
-body_fault(bson_error_t *error, opmsg_error_code_t body_code,
-           const bson_error_t *reported)
+body_fault(bson_error_t *error, opmsg_error_code_t body_code, const bson_error_t *reported)
 {
    if (reported != error) {
       opmsg_fail(error, body_code, "%s", reported->message);
@@ -72,11 +71,9 @@ body_fault(bson_error_t *error, opmsg_error_code_t body_code,
  * ------------------------------------------------------------------------- */
 
 void
-opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size,
-                 size_t max_bson_size, uint32_t flags)
+opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size, size_t max_bson_size, uint32_t flags)
 {
-   limits->max_message_size =
-      max_message_size ? max_message_size : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
+   limits->max_message_size = max_message_size ? max_message_size : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
    limits->max_bson_size = max_bson_size ? max_bson_size : OPMSG_DEFAULT_MAX_BSON_SIZE;
    limits->flags = flags;
    limits->check = (flags & OPMSG_PARSE_FULL_VALIDATE) ? OPMSG_CHECK_FULL : OPMSG_CHECK_TOP_LEVEL;
@@ -121,8 +118,8 @@ opmsg_flags_fail(uint32_t flags, uint32_t unknown, bson_error_t *error)
    /* flagBits is at offset 16 of every OP_MSG, read or written. */
    if (unknown & OPMSG_FLAG_REQUIRED_MASK) {
       return opmsg_fail(error, OPMSG_ERR_REQUIRED_FLAGS,
-                        "flagBits 0x%08x at offset 16 set unknown required bits 0x%04x (bits 2-15 must be 0)",
-                        flags, unknown & OPMSG_FLAG_REQUIRED_MASK);
+                        "flagBits 0x%08x at offset 16 set unknown required bits 0x%04x (bits 2-15 must be 0)", flags,
+                        unknown & OPMSG_FLAG_REQUIRED_MASK);
    }
    return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
                      "flagBits 0x%08x set optional bits 0x%08x opmsg does not define (a sender sets unused bits to 0)",
@@ -132,8 +129,7 @@ opmsg_flags_fail(uint32_t flags, uint32_t unknown, bson_error_t *error)
 bool
 opmsg_merged_size_fail(size_t size, bool exact, bson_error_t *error)
 {
-   return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE,
-                     "the merged document %s %zu bytes, above BSON's 2 GiB limit",
+   return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE, "the merged document %s %zu bytes, above BSON's 2 GiB limit",
                      exact ? "would be" : "could be up to", size);
 }
 
@@ -146,9 +142,8 @@ opmsg_merged_size_fail(size_t size, bool exact, bson_error_t *error)
  * OPMSG_ERR_DOCUMENT_TOO_LARGE whoever asks. The order is document.c's:
  * a length that does not fit the bytes is a framing fault, not a size. */
 static bool
-size_ok(const uint8_t *doc, size_t avail, size_t max, const char *what,
-        size_t off, const char *limit_name, opmsg_error_code_t code,
-        bson_error_t *error)
+size_ok(const uint8_t *doc, size_t avail, size_t max, const char *what, size_t off, const char *limit_name,
+        opmsg_error_code_t code, bson_error_t *error)
 {
    if (avail < 5) {
       return true; /* document.c says what is wrong */
@@ -157,54 +152,50 @@ size_ok(const uint8_t *doc, size_t avail, size_t max, const char *what,
    if (n < 5 || n > avail || n <= max) {
       return true;
    }
-   return opmsg_fail(error, code, "%s at offset %zu: %zu bytes, above the limit of %zu (%s)",
-                     what, off, n, max, limit_name);
+   return opmsg_fail(error, code, "%s at offset %zu: %zu bytes, above the limit of %zu (%s)", what, off, n, max,
+                     limit_name);
 }
 
 bool
-opmsg_rule_body_frame(const uint8_t *body, size_t avail, const opmsg_limits_t *limits,
-                      size_t off, opmsg_error_code_t body_code, uint32_t *len,
-                      bson_error_t *error)
+opmsg_rule_body_frame(const uint8_t *body, size_t avail, const opmsg_limits_t *limits, size_t off,
+                      opmsg_error_code_t body_code, uint32_t *len, bson_error_t *error)
 {
    const char *what = body_noun(body_code);
    bson_error_t scratch, *into = report_to(error, body_code, &scratch);
 
    /* Too large is OPMSG_ERR_DOCUMENT_TOO_LARGE on both sides (build.h
     * says so for the command too): it is the limit, not the bytes. */
-   return size_ok(body, avail, opmsg_body_limit(limits), what, off,
-                  "maxBsonObjectSize + 16 KiB", OPMSG_ERR_DOCUMENT_TOO_LARGE, error) &&
+   return size_ok(body, avail, opmsg_body_limit(limits), what, off, "maxBsonObjectSize + 16 KiB",
+                  OPMSG_ERR_DOCUMENT_TOO_LARGE, error) &&
           (opmsg_doc_frame(body, avail, opmsg_body_limit(limits), off, what, len, into) ||
            body_fault(error, body_code, into));
 }
 
 /* The top level of the body or of a sub-document of it (document.c). */
 static bool
-top_ok(const uint8_t *doc, uint32_t len, size_t off, const char *what,
-       opmsg_error_code_t body_code, uint32_t *count, bson_error_t *error)
+top_ok(const uint8_t *doc, uint32_t len, size_t off, const char *what, opmsg_error_code_t body_code, uint32_t *count,
+       bson_error_t *error)
 {
    bson_error_t scratch, *into = report_to(error, body_code, &scratch);
 
-   return opmsg_doc_check_top(doc, len, off, what, count, into) ||
-          body_fault(error, body_code, into);
+   return opmsg_doc_check_top(doc, len, off, what, count, into) || body_fault(error, body_code, into);
 }
 
 bool
-opmsg_rule_body_top(const uint8_t *body, uint32_t len, size_t off,
-                    opmsg_error_code_t body_code, uint32_t *count, bson_error_t *error)
+opmsg_rule_body_top(const uint8_t *body, uint32_t len, size_t off, opmsg_error_code_t body_code, uint32_t *count,
+                    bson_error_t *error)
 {
    return top_ok(body, len, off, body_noun(body_code), body_code, count, error);
 }
 
 bool
-opmsg_rule_seq_doc(const uint8_t *doc, size_t avail, size_t max_bson, bool top,
-                   bool deep, size_t off, const char *id, size_t id_len, size_t index,
-                   opmsg_error_code_t too_large, uint32_t *len, bson_error_t *error)
+opmsg_rule_seq_doc(const uint8_t *doc, size_t avail, size_t max_bson, bool top, bool deep, size_t off, const char *id,
+                   size_t id_len, size_t index, opmsg_error_code_t too_large, uint32_t *len, bson_error_t *error)
 {
    /* Named here, on the way to an error, not for every document. */
    char name[NAME_BUF];
    char what[NAME_BUF + 64];
-   snprintf(what, sizeof what, "document %zu of sequence \"%s\"", index,
-            opmsg_printable(name, id, id_len));
+   snprintf(what, sizeof what, "document %zu of sequence \"%s\"", index, opmsg_printable(name, id, id_len));
 
    return size_ok(doc, avail, max_bson, what, off, "maxBsonObjectSize", too_large, error) &&
           opmsg_doc_check(doc, avail, max_bson, off, what, top, deep, len, error);
@@ -227,15 +218,13 @@ opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, bson_error_t *error)
    if (!s->slots) {
       s->slots = s->local;
       s->nslots = 0;
-      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY,
-                        "no memory for the name table of %zu names", n);
+      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "no memory for the name table of %zu names", n);
    }
    return true;
 }
 
 bool
-opmsg_duplicate_key_fail(const char *key, size_t off, opmsg_error_code_t body_code,
-                         bson_error_t *error)
+opmsg_duplicate_key_fail(const char *key, size_t off, opmsg_error_code_t body_code, bson_error_t *error)
 {
    char name[NAME_BUF];
    return opmsg_fail(error, body_code == OPMSG_OK ? OPMSG_ERR_DUPLICATE_KEY : body_code,
@@ -246,8 +235,8 @@ opmsg_duplicate_key_fail(const char *key, size_t off, opmsg_error_code_t body_co
 /* Every key of the body into keys; with refuse, a second one is the
  * error, without it only the first of each is kept. */
 static bool
-add_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off, bool refuse,
-         opmsg_error_code_t body_code, bson_error_t *error)
+add_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off, bool refuse, opmsg_error_code_t body_code,
+         bson_error_t *error)
 {
    const uint8_t *p = body + 4;
    const uint8_t *end = body + len - 1;
@@ -267,8 +256,8 @@ add_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off, bo
 }
 
 bool
-opmsg_rule_unique_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
-                       size_t off, opmsg_error_code_t body_code, bson_error_t *error)
+opmsg_rule_unique_keys(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off,
+                       opmsg_error_code_t body_code, bson_error_t *error)
 {
    return add_keys(keys, body, len, off, true, body_code, error);
 }
@@ -284,8 +273,7 @@ opmsg_keys_add_all(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len)
  * ------------------------------------------------------------------------- */
 
 bool
-opmsg_rule_identifier(const char *id, size_t len, opmsg_seq_at_t at, bool *dotted,
-                      bson_error_t *error)
+opmsg_rule_identifier(const char *id, size_t len, opmsg_seq_at_t at, bool *dotted, bson_error_t *error)
 {
    char where[SEQ_NAME_BUF];
    size_t parts = 1;
@@ -297,8 +285,7 @@ opmsg_rule_identifier(const char *id, size_t len, opmsg_seq_at_t at, bool *dotte
    /* The section's int32 size counts itself, the identifier and its NUL.
     * A parser never meets a longer one; the encoder is given any string. */
    if (len > (size_t) INT32_MAX - 5) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "%s: the identifier's %zu bytes do not fit a section",
+      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER, "%s: the identifier's %zu bytes do not fit a section",
                         seq_name(where, at, id, len), len);
    }
    /* One pass: the dots, and whether any byte is not ASCII. Identifiers
@@ -310,31 +297,29 @@ opmsg_rule_identifier(const char *id, size_t len, opmsg_seq_at_t at, bool *dotte
       high |= c;
       if (c == '.') {
          if (i == 0 || i + 1 == len || id[i + 1] == '.') {
-            return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                              "%s: the identifier has an empty path component",
+            return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER, "%s: the identifier has an empty path component",
                               seq_name(where, at, id, len));
          }
          parts++;
       }
    }
    if ((high & 0x80u) && !bson_utf8_validate(id, len, false)) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "%s: the identifier is not valid UTF-8", seq_name(where, at, id, len));
+      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER, "%s: the identifier is not valid UTF-8",
+                        seq_name(where, at, id, len));
    }
    *dotted = parts > 1;
    /* The parser follows a path at most as deep as it validates documents. */
    if (parts > OPMSG_MAX_DEPTH) {
       return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "%s: the identifier has %zu path components, more than %d",
-                        seq_name(where, at, id, len), parts, OPMSG_MAX_DEPTH);
+                        "%s: the identifier has %zu path components, more than %d", seq_name(where, at, id, len), parts,
+                        OPMSG_MAX_DEPTH);
    }
    return true;
 }
 
 bool
-opmsg_rule_identifier_pair(const char *a, size_t a_len, opmsg_seq_at_t a_at,
-                           const char *b, size_t b_len, opmsg_seq_at_t b_at,
-                           bson_error_t *error)
+opmsg_rule_identifier_pair(const char *a, size_t a_len, opmsg_seq_at_t a_at, const char *b, size_t b_len,
+                           opmsg_seq_at_t b_at, bson_error_t *error)
 {
    size_t n = a_len < b_len ? a_len : b_len;
    char na[SEQ_NAME_BUF], nb[SEQ_NAME_BUF];
@@ -343,17 +328,16 @@ opmsg_rule_identifier_pair(const char *a, size_t a_len, opmsg_seq_at_t a_at,
       return true;
    }
    if (a_len == b_len) {
-      return opmsg_fail(error, OPMSG_ERR_DUPLICATE_IDENTIFIER,
-                        "%s repeats the identifier of %s", seq_name(nb, b_at, b, b_len),
-                        seq_name(na, a_at, a, a_len));
+      return opmsg_fail(error, OPMSG_ERR_DUPLICATE_IDENTIFIER, "%s repeats the identifier of %s",
+                        seq_name(nb, b_at, b, b_len), seq_name(na, a_at, a, a_len));
    }
    if ((a_len > b_len ? a[n] : b[n]) != '.') {
       return true; /* "x" and "xy" are different fields */
    }
    seq_name(na, a_at, a, a_len);
    seq_name(nb, b_at, b, b_len);
-   return opmsg_fail(error, OPMSG_ERR_DUPLICATE_IDENTIFIER, "%s lies inside %s",
-                     a_len > b_len ? na : nb, a_len > b_len ? nb : na);
+   return opmsg_fail(error, OPMSG_ERR_DUPLICATE_IDENTIFIER, "%s lies inside %s", a_len > b_len ? na : nb,
+                     a_len > b_len ? nb : na);
 }
 
 bool
@@ -362,9 +346,10 @@ opmsg_rule_dotted_count(size_t n_seq, size_t n_dotted, bson_error_t *error)
    if (n_dotted == 0 || n_seq <= OPMSG_MAX_DOTTED_SEQUENCES) {
       return true;
    }
-   return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                     "%zu document sequences with a dotted identifier among them: more than the %d this implementation places",
-                     n_seq, OPMSG_MAX_DOTTED_SEQUENCES);
+   return opmsg_fail(
+      error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
+      "%zu document sequences with a dotted identifier among them: more than the %d this implementation places", n_seq,
+      OPMSG_MAX_DOTTED_SEQUENCES);
 }
 
 /* ---------------------------------------------------------------------------
@@ -374,8 +359,8 @@ opmsg_rule_dotted_count(size_t n_seq, size_t n_dotted, bson_error_t *error)
 /* The element called key[0..key_len) at the top level of a checked
  * document doc, among the elements from p on. */
 static bool
-find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, const char *key,
-              size_t key_len, opmsg_element_t *found)
+find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, const char *key, size_t key_len,
+              opmsg_element_t *found)
 {
    const uint8_t *end = doc + len - 1;
    while (p < end && opmsg_next_element_inline(&p, end, found, 0, NULL)) {
@@ -391,9 +376,8 @@ find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, const char *ke
  * there. 1 found (in *found), 0 not there, -1 an unsound element (its
  * rule in *error, the document called the body, see top_ok()). */
 static int
-find_key_checked(const uint8_t *doc, uint32_t len, const uint8_t *p, size_t off,
-                 const char *key, size_t key_len, opmsg_error_code_t body_code,
-                 opmsg_element_t *found, const uint8_t **db, bson_error_t *error)
+find_key_checked(const uint8_t *doc, uint32_t len, const uint8_t *p, size_t off, const char *key, size_t key_len,
+                 opmsg_error_code_t body_code, opmsg_element_t *found, const uint8_t **db, bson_error_t *error)
 {
    const uint8_t *end = doc + len - 1;
    while (p < end) {
@@ -418,28 +402,26 @@ find_key_checked(const uint8_t *doc, uint32_t len, const uint8_t *p, size_t off,
 /* A path's component name[0..len) found twice in holder (at offsets a and
  * b): the sequence named in where would have two places. */
 static OPMSG_COLD bool
-path_twice_fail(const char *where, const char *holder, const char *name, size_t len,
-                size_t a, size_t b, bson_error_t *error)
+path_twice_fail(const char *where, const char *holder, const char *name, size_t len, size_t a, size_t b,
+                bson_error_t *error)
 {
    char field[NAME_BUF];
    return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                     "%s: the %s holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place",
-                     where, holder, opmsg_printable(field, name, len), a, b);
+                     "%s: the %s holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place", where,
+                     holder, opmsg_printable(field, name, len), a, b);
 }
 
 /* The first element called key[0..key_len) at the top level of a checked
  * document, if there is one. */
 static bool
-find_key(const uint8_t *doc, uint32_t len, const char *key, size_t key_len,
-         opmsg_element_t *found)
+find_key(const uint8_t *doc, uint32_t len, const char *key, size_t key_len, opmsg_element_t *found)
 {
    return find_key_from(doc, len, doc + 4, key, key_len, found);
 }
 
 bool
-opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off,
-                const char *id, size_t id_len, opmsg_seq_at_t at,
-                opmsg_error_code_t body_code, const uint8_t **place, const uint8_t **db,
+opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t off, const char *id, size_t id_len,
+                opmsg_seq_at_t at, opmsg_error_code_t body_code, const uint8_t **place, const uint8_t **db,
                 bson_error_t *error)
 {
    const char *id_end = id + id_len;
@@ -456,8 +438,8 @@ opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t 
    if (keys) {
       /* The identifier's NUL follows it, in the message or the C string:
        * the hash may read up to there. */
-      int64_t key_off = opmsg_keyset_find_hashed(
-         keys, opmsg_key_hash(id, first, (const uint8_t *) id_end + 1), id, first, 0, false);
+      int64_t key_off =
+         opmsg_keyset_find_hashed(keys, opmsg_key_hash(id, first, (const uint8_t *) id_end + 1), id, first, 0, false);
       if (key_off < 0) {
          return true; /* the merge adds the field, or creates the path */
       }
@@ -467,8 +449,7 @@ opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t 
    } else {
       /* No key table (the frames level): the body's top level, walked and
        * checked here. */
-      int found =
-         find_key_checked(body, len, body + 4, off, id, first, body_code, &e, db, error);
+      int found = find_key_checked(body, len, body + 4, off, id, first, body_code, &e, db, error);
       if (found <= 0) {
          return found == 0;
       }
@@ -477,38 +458,31 @@ opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t 
     * component may be in the body twice: looked for past its first place. */
    if (dot && (!keys || !keys->unique)) {
       opmsg_element_t again;
-      int twice = find_key_checked(body, len, e.value + e.value_len, off, id, first, body_code,
-                                   &again, db, error);
+      int twice = find_key_checked(body, len, e.value + e.value_len, off, id, first, body_code, &again, db, error);
       if (twice != 0) {
          return twice > 0 &&
                 path_twice_fail(seq_name(where, at, id, id_len), body_noun(body_code), id, first,
-                                off + (size_t) (e.start - body),
-                                off + (size_t) (again.start - body), error);
+                                off + (size_t) (e.start - body), off + (size_t) (again.start - body), error);
       }
    }
 
    for (;;) {
       if (!dot) {
-         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                           "%s: the %s already has that field (at offset %zu)",
-                           seq_name(where, at, id, id_len), body_noun(body_code),
-                           off + (size_t) (e.start - body));
+         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH, "%s: the %s already has that field (at offset %zu)",
+                           seq_name(where, at, id, id_len), body_noun(body_code), off + (size_t) (e.start - body));
       }
       if (e.type != BSON_TYPE_DOCUMENT) {
-         return opmsg_fail(error, OPMSG_ERR_IDENTIFIER_CLASH,
-                           "%s: %s field \"%s\" is not a document, so the path cannot be added",
-                           seq_name(where, at, id, id_len), body_noun(body_code),
-                           opmsg_printable(field, id, (size_t) (dot - id)));
+         return opmsg_fail(
+            error, OPMSG_ERR_IDENTIFIER_CLASH, "%s: %s field \"%s\" is not a document, so the path cannot be added",
+            seq_name(where, at, id, id_len), body_noun(body_code), opmsg_printable(field, id, (size_t) (dot - id)));
       }
       /* The merge rewrites this sub-document field by field, so each of its
        * fields must be as sound as a top-level one, not only the one on the
        * path (or the merge could lose what lies behind a bad one). */
       if (OPMSG_UNLIKELY(!opmsg_doc_top_ok(e.value, e.value_len))) {
          /* Named on the way to the error only. */
-         snprintf(what, sizeof what, "%s sub-document on a sequence's path",
-                  body_noun(body_code));
-         (void) top_ok(e.value, e.value_len, off + (size_t) (e.value - body), what, body_code,
-                       NULL, error);
+         snprintf(what, sizeof what, "%s sub-document on a sequence's path", body_noun(body_code));
+         (void) top_ok(e.value, e.value_len, off + (size_t) (e.value - body), what, body_code, NULL, error);
          return false;
       }
       const char *comp = dot + 1;
@@ -529,11 +503,9 @@ opmsg_rule_path(opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, size_t 
       opmsg_element_t again;
       if (find_key_from(sub, sub_len, e.value + e.value_len, comp, comp_len, &again)) {
          char holder[96];
-         snprintf(holder, sizeof holder, "%s sub-document at offset %zu", body_noun(body_code),
-                  sub_off);
+         snprintf(holder, sizeof holder, "%s sub-document at offset %zu", body_noun(body_code), sub_off);
          return path_twice_fail(seq_name(where, at, id, id_len), holder, comp, comp_len,
-                                off + (size_t) (e.start - body),
-                                off + (size_t) (again.start - body), error);
+                                off + (size_t) (e.start - body), off + (size_t) (again.start - body), error);
       }
    }
 }

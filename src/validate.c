@@ -153,9 +153,8 @@ check_utf8(const vctx_t *c, const uint8_t *s, size_t len, const char *name)
    if (OPMSG_LIKELY(bad == len)) {
       return true;
    }
-   return opmsg_fail(c->error, OPMSG_ERR_INVALID_UTF8,
-                     "%s: %s is not valid UTF-8: byte 0x%02x at offset %zu",
-                     c->what, name, (unsigned) s[bad], vpos(c, s + bad));
+   return opmsg_fail(c->error, OPMSG_ERR_INVALID_UTF8, "%s: %s is not valid UTF-8: byte 0x%02x at offset %zu", c->what,
+                     name, (unsigned) s[bad], vpos(c, s + bad));
 }
 
 /* ---------------------------------------------------------------------------
@@ -190,8 +189,7 @@ check_binary(const vctx_t *c, const opmsg_element_t *e)
       return opmsg_fail(c->error, OPMSG_ERR_INVALID_VALUE,
                         "%s: binary subtype 2 inner length %d, expected %u at "
                         "offset %zu",
-                        c->what, (int) inner, (unsigned) (n - 4),
-                        vpos(c, v + 5));
+                        c->what, (int) inner, (unsigned) (n - 4), vpos(c, v + 5));
    }
    return true;
 }
@@ -203,8 +201,7 @@ check_regex(const vctx_t *c, const opmsg_element_t *e)
    size_t pattern = strlen((const char *) v);
    /* The options end at the value's last byte. */
    return check_utf8(c, v, pattern, "regex pattern") &&
-          check_utf8(c, v + pattern + 1, e->value_len - pattern - 2,
-                     "regex options");
+          check_utf8(c, v + pattern + 1, e->value_len - pattern - 2, "regex options");
 }
 
 /*
@@ -213,8 +210,7 @@ check_regex(const vctx_t *c, const opmsg_element_t *e)
  * descends into it.
  */
 static bool
-check_value(const vctx_t *c, const opmsg_element_t *e, const uint8_t **child,
-            uint32_t *child_len)
+check_value(const vctx_t *c, const opmsg_element_t *e, const uint8_t **child, uint32_t *child_len)
 {
    switch (e->type) {
    case BSON_TYPE_UTF8:
@@ -261,8 +257,7 @@ typedef struct {
 } vlevel_t;
 
 bool
-opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
-                        const char *what, bson_error_t *error)
+opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base, const char *what, bson_error_t *error)
 {
    const vctx_t c = {doc, base, what, error};
    /* Level 0 is doc itself; levels 1..OPMSG_MAX_DEPTH are nested ones. */
@@ -271,14 +266,13 @@ opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
 
    if (len < 5) {
       /* opmsg_doc_frame() rules this out; a direct caller may not have. */
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                        "%s: %u bytes, less than a document's 5 at offset %zu",
-                        what, (unsigned) len, base);
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH, "%s: %u bytes, less than a document's 5 at offset %zu", what,
+                        (unsigned) len, base);
    }
    if (doc[len - 1] != 0) {
       /* The walk relies on the terminator (opmsg_find_nul()). */
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
-                        "%s: no terminating 0 at offset %zu", what, base + len - 1);
+      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR, "%s: no terminating 0 at offset %zu", what,
+                        base + len - 1);
    }
    stack[0].p = doc + 4;
    stack[0].end = doc + len - 1;
@@ -311,9 +305,8 @@ opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base,
          /* Counted even for an empty document, so the limit does not
           * depend on what the innermost level holds. */
          if (depth == OPMSG_MAX_DEPTH) {
-            return opmsg_fail(error, OPMSG_ERR_NESTING_TOO_DEEP,
-                              "%s: more than %d nested levels at offset %zu",
-                              what, OPMSG_MAX_DEPTH, vpos(&c, child));
+            return opmsg_fail(error, OPMSG_ERR_NESTING_TOO_DEEP, "%s: more than %d nested levels at offset %zu", what,
+                              OPMSG_MAX_DEPTH, vpos(&c, child));
          }
          depth++;
          stack[depth].p = child + 4;

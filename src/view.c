@@ -27,9 +27,7 @@ opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
        * passed it or went to the end; not so at the frames level for a body
        * alone, where opmsg's own walk looks (it stops at a bad element). */
       const opmsg_msg_priv_t *priv = opmsg_cpriv(msg);
-      const uint8_t *e = priv->db_known ? priv->db
-                         : msg->body   ? opmsg_field_named(msg->body, "$db", 3)
-                                       : NULL;
+      const uint8_t *e = priv->db_known ? priv->db : msg->body ? opmsg_field_named(msg->body, "$db", 3) : NULL;
       if (!e || *e != BSON_TYPE_UTF8) {
          return NULL;
       }
@@ -38,8 +36,7 @@ opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
       }
       return (const char *) e + 9;
    }
-   if (!opmsg_body(msg, &body) || !bson_iter_init_find(&it, &body, "$db") ||
-       !BSON_ITER_HOLDS_UTF8(&it)) {
+   if (!opmsg_body(msg, &body) || !bson_iter_init_find(&it, &body, "$db") || !BSON_ITER_HOLDS_UTF8(&it)) {
       return NULL;
    }
    return bson_iter_utf8(&it, len);
@@ -110,8 +107,7 @@ opmsg_sequence_iter_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq)
 }
 
 bool
-opmsg_sequence_find(const opmsg_msg_t *msg, const char *identifier,
-                    opmsg_sequence_t *seq)
+opmsg_sequence_find(const opmsg_msg_t *msg, const char *identifier, opmsg_sequence_t *seq)
 {
    opmsg_sequence_iter_t it;
    opmsg_sequence_iter_init(&it, msg);
@@ -179,8 +175,7 @@ opmsg_path_rest(const char *id, size_t id_len, const char *path, size_t path_len
  * in it is one name that holds a dot, never a component: "a.b.c" passes
  * through "a", not through a field called "a.b". */
 const char *
-opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len, const char *key,
-             size_t key_len)
+opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len, const char *key, size_t key_len)
 {
    opmsg_sequence_iter_t it;
    opmsg_sequence_t seq;
@@ -190,8 +185,8 @@ opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len, co
    opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_next(&it, &seq, false)) {
       const char *rest = opmsg_path_rest(seq.identifier, seq.identifier_len, path, path_len);
-      if (rest && (size_t) (seq.identifier + seq.identifier_len - rest) > key_len &&
-          rest[key_len] == '.' && memcmp(rest, key, key_len) == 0) {
+      if (rest && (size_t) (seq.identifier + seq.identifier_len - rest) > key_len && rest[key_len] == '.' &&
+          memcmp(rest, key, key_len) == 0) {
          return seq.identifier;
       }
    }
@@ -221,16 +216,16 @@ opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len)
 /* Whether a sequence before the one at offset seq_off, under path, goes on
  * through the component comp: it created that sub-document already. */
 bool
-opmsg_path_created_before(const opmsg_msg_t *msg, uint32_t seq_off, const char *path, size_t path_len,
-               const char *comp, size_t comp_len)
+opmsg_path_created_before(const opmsg_msg_t *msg, uint32_t seq_off, const char *path, size_t path_len, const char *comp,
+                          size_t comp_len)
 {
    opmsg_sequence_iter_t it;
    opmsg_sequence_t prev;
    opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_next(&it, &prev, false) && prev.offset < seq_off) {
       const char *rest = opmsg_path_rest(prev.identifier, prev.identifier_len, path, path_len);
-      if (rest && (size_t) (prev.identifier + prev.identifier_len - rest) > comp_len &&
-          rest[comp_len] == '.' && memcmp(rest, comp, comp_len) == 0) {
+      if (rest && (size_t) (prev.identifier + prev.identifier_len - rest) > comp_len && rest[comp_len] == '.' &&
+          memcmp(rest, comp, comp_len) == 0) {
          return true;
       }
    }
@@ -262,8 +257,7 @@ opmsg_view_init(opmsg_view_t *view, const opmsg_msg_t *msg)
 }
 
 bool
-opmsg_view_enter(const opmsg_view_t *view, const opmsg_field_t *field,
-                 opmsg_view_t *child)
+opmsg_view_enter(const opmsg_view_t *view, const opmsg_field_t *field, opmsg_view_t *child)
 {
    if (field->kind != OPMSG_FIELD_PATH) {
       return false;
@@ -322,14 +316,13 @@ next_sequence_field(opmsg_view_t *v, opmsg_field_t *f)
          f->key = rest;
          f->key_len = (uint32_t) rest_len;
          f->seq = seq;
-         f->seq.count = seq.offset == opmsg_cpriv(v->msg)->seq_off ? opmsg_cpriv(v->msg)->seq_count
-                                                                   : count_documents(&seq);
+         f->seq.count =
+            seq.offset == opmsg_cpriv(v->msg)->seq_off ? opmsg_cpriv(v->msg)->seq_count : count_documents(&seq);
          return true;
       }
       size_t comp_len = (size_t) (dot - rest);
       if ((v->has_doc && opmsg_field_named(v->doc, rest, comp_len)) ||
-          opmsg_path_created_before(v->msg, seq.offset, v->prefix, v->prefix_len, rest,
-                                    comp_len)) {
+          opmsg_path_created_before(v->msg, seq.offset, v->prefix, v->prefix_len, rest, comp_len)) {
          continue;
       }
       f->kind = OPMSG_FIELD_PATH;

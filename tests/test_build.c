@@ -80,8 +80,7 @@ list(const docset_t *s)
 
 /* Appends field `key` = array of the documents. */
 static void
-append_array(bson_t *out, const char *key, const docset_t *s, size_t first,
-             size_t count)
+append_array(bson_t *out, const char *key, const docset_t *s, size_t first, size_t count)
 {
    bson_t arr;
    char idx[24];
@@ -94,8 +93,7 @@ append_array(bson_t *out, const char *key, const docset_t *s, size_t first,
 }
 
 static void
-parse_ok(const uint8_t *data, size_t len, const opmsg_options_t *opts,
-         opmsg_msg_t *msg)
+parse_ok(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg)
 {
    bson_error_t error;
    if (!opmsg_parse(data, len, opts, msg, &error)) {
@@ -107,8 +105,8 @@ static void
 assert_error(const bson_error_t *error, opmsg_error_code_t code)
 {
    if (error->domain != OPMSG_ERROR_DOMAIN || error->code != (uint32_t) code) {
-      fail_msg("expected %s, got %s (%u): %s", opmsg_error_name(code),
-               opmsg_error_name(error->code), error->code, error->message);
+      fail_msg("expected %s, got %s (%u): %s", opmsg_error_name(code), opmsg_error_name(error->code), error->code,
+               error->message);
    }
    assert_true(strlen(error->message) > 0);
 }
@@ -219,8 +217,8 @@ round_trip(size_t n_docs, uint32_t flags, bool raw)
 
    uint8_t *buf = build_ok(&b, &len);
    /* Framing by hand: header, flags, body section, one sequence section. */
-   size_t expect = 16 + 4 + 1 + cmd->len + 1 + 4 + strlen("documents") + 1 +
-                   s.raw_len + ((flags & OPMSG_FLAG_CHECKSUM_PRESENT) ? 4 : 0);
+   size_t expect = 16 + 4 + 1 + cmd->len + 1 + 4 + strlen("documents") + 1 + s.raw_len +
+                   ((flags & OPMSG_FLAG_CHECKSUM_PRESENT) ? 4 : 0);
    assert_int_equal(len, expect);
 
    opmsg_options_t opts;
@@ -427,8 +425,7 @@ test_iovec_no_copy(void **state)
    docset_t s;
    bson_t *cmd = json("{\"insert\": \"c\", \"$db\": \"d\"}");
    docset_init(&s, 3, NULL);
-   opmsg_sequence_in_t seqs[2] = {{"documents", list(&s), s.n, NULL, 0},
-                                  {"more", NULL, 0, s.raw, s.raw_len}};
+   opmsg_sequence_in_t seqs[2] = {{"documents", list(&s), s.n, NULL, 0}, {"more", NULL, 0, s.raw, s.raw_len}};
    opmsg_build_t b;
    uint8_t scratch[OPMSG_BUILD_SCRATCH_SIZE(2)];
    struct iovec iov[16];
@@ -598,8 +595,7 @@ hand_made_verdict(const agree_t *c, const uint8_t *raw, size_t raw_len, bson_err
 /* c for the encoder, in *b, with seqs (c->n_ids of them) pointing at the
  * documents raw[0..raw_len). */
 static void
-describe(const agree_t *c, opmsg_build_t *b, opmsg_sequence_in_t *seqs,
-         const uint8_t *raw, size_t raw_len)
+describe(const agree_t *c, opmsg_build_t *b, opmsg_sequence_in_t *seqs, const uint8_t *raw, size_t raw_len)
 {
    for (size_t i = 0; i < c->n_ids; i++) {
       seqs[i].identifier = c->ids[i];
@@ -652,8 +648,8 @@ check_agree(const agree_t *c, opmsg_error_code_t build_code, opmsg_error_code_t 
    }
    opmsg_error_code_t got = hand_made_verdict(c, raw, raw_len, &error);
    if (got != parse_code) {
-      fail_msg("the parser says %s, expected %s: %s", opmsg_error_name(got),
-               opmsg_error_name(parse_code), error.message);
+      fail_msg("the parser says %s, expected %s: %s", opmsg_error_name(got), opmsg_error_name(parse_code),
+               error.message);
    }
    free(seqs);
    bson_destroy(x);
@@ -662,8 +658,7 @@ check_agree(const agree_t *c, opmsg_error_code_t build_code, opmsg_error_code_t 
 /* One identifier against a body: the builder's verdict, and when it builds,
  * the parser must accept the result. */
 static void
-check_identifier_case(const char *body, const char *id1, const char *id2,
-                      opmsg_error_code_t expect)
+check_identifier_case(const char *body, const char *id1, const char *id2, opmsg_error_code_t expect)
 {
    bson_t *cmd = json(body);
    const char *ids[2] = {id1, id2};
@@ -678,12 +673,12 @@ test_identifiers(void **state)
    (void) state;
    const char *body = "{\"cmd\": 1, \"a\": {\"b\": 1, \"d\": {\"e\": 2}}, \"n\": 5}";
    check_identifier_case(body, "documents", NULL, OPMSG_OK);
-   check_identifier_case(body, "a.c", NULL, OPMSG_OK);      /* adds a.c */
-   check_identifier_case(body, "a.d.f", NULL, OPMSG_OK);    /* adds a.d.f */
-   check_identifier_case(body, "z.y", NULL, OPMSG_OK);      /* creates z */
+   check_identifier_case(body, "a.c", NULL, OPMSG_OK);   /* adds a.c */
+   check_identifier_case(body, "a.d.f", NULL, OPMSG_OK); /* adds a.d.f */
+   check_identifier_case(body, "z.y", NULL, OPMSG_OK);   /* creates z */
    check_identifier_case(body, "docs", "more", OPMSG_OK);
-   check_identifier_case(body, "x.y", "x.z", OPMSG_OK);     /* siblings */
-   check_identifier_case(body, "x", "xy", OPMSG_OK);        /* not a path prefix */
+   check_identifier_case(body, "x.y", "x.z", OPMSG_OK); /* siblings */
+   check_identifier_case(body, "x", "xy", OPMSG_OK);    /* not a path prefix */
    check_identifier_case(body, "", NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER);
    check_identifier_case(body, ".a", NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER);
    check_identifier_case(body, "q.", NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER);
@@ -725,8 +720,7 @@ test_flags_agree(void **state)
    (void) state;
    bson_t *cmd = json("{\"insert\": \"c\", \"$db\": \"d\"}");
    const char *ids[1] = {"documents"};
-   const uint32_t known = OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME |
-                          OPMSG_FLAG_EXHAUST_ALLOWED;
+   const uint32_t known = OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME | OPMSG_FLAG_EXHAUST_ALLOWED;
    for (unsigned bit = 0; bit < 32; bit++) {
       uint32_t flag = 1u << bit;
       agree_t c = {cmd, ids, 1, NULL, 0, flag, 0};
@@ -907,8 +901,7 @@ test_messages_agree(void **state)
    bson_t *cmd = json("{\"insert\": \"c\", \"n\": 5}");
    const char *cases[][3] = {
       /* identifier, the encoder's words, the parser's */
-      {"q..r", ": the identifier has an empty path component",
-       ": the identifier has an empty path component"},
+      {"q..r", ": the identifier has an empty path component", ": the identifier has an empty path component"},
       {"n.m", ": command field \"n\" is not a document", ": body field \"n\" is not a document"},
       {"insert", ": the command already has that field (at offset 25)",
        ": the body already has that field (at offset 25)"},
@@ -1063,8 +1056,8 @@ typedef struct {
  * message's size and fullness, and reassembles: the merged sequences in
  * order must be the original documents. */
 static void
-split_and_check(const bson_t *cmd, const docset_t *s, bool raw, uint32_t flags,
-                const opmsg_split_limits_t *limits, split_result_t *out)
+split_and_check(const bson_t *cmd, const docset_t *s, bool raw, uint32_t flags, const opmsg_split_limits_t *limits,
+                split_result_t *out)
 {
    opmsg_sequence_in_t seq = {"documents", NULL, 0, NULL, 0};
    opmsg_build_t tmpl;
@@ -1111,8 +1104,7 @@ split_and_check(const bson_t *cmd, const docset_t *s, bool raw, uint32_t flags,
       /* Each batch as full as it may be: the next document would break a
        * limit. */
       if (next_doc + batch.count < s->n) {
-         assert_true(batch.count == max_batch ||
-                     len + s->docs[next_doc + batch.count]->len > max_msg);
+         assert_true(batch.count == max_batch || len + s->docs[next_doc + batch.count]->len > max_msg);
       }
       /* The iovec form agrees. */
       size_t flat_len;
@@ -1408,8 +1400,7 @@ test_no_allocations(void **state)
    docset_t s;
    bson_t *cmd = json("{\"insert\": \"c\", \"cursor\": {}, \"$db\": \"d\"}");
    docset_init(&s, 500, NULL);
-   opmsg_sequence_in_t seqs[2] = {{"documents", list(&s), s.n, NULL, 0},
-                                  {"cursor.x", NULL, 0, s.raw, s.raw_len}};
+   opmsg_sequence_in_t seqs[2] = {{"documents", list(&s), s.n, NULL, 0}, {"cursor.x", NULL, 0, s.raw, s.raw_len}};
    opmsg_build_t b;
    size_t size, n, total;
    bson_error_t error;
@@ -1424,8 +1415,7 @@ test_no_allocations(void **state)
    uint8_t *buf = malloc(size);
 
    tu_count_allocs_begin();
-   bool ok = opmsg_build_size(&b, &size, &error) &&
-             opmsg_build_into(&b, buf, size, &n, &error) &&
+   bool ok = opmsg_build_size(&b, &size, &error) && opmsg_build_into(&b, buf, size, &n, &error) &&
              opmsg_build_iovec(&b, scratch, sizeof scratch, iov, iov_n, &n, &total, &error);
    opmsg_splitter_t sp;
    opmsg_batch_t batch;

@@ -13,8 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL,
-                                       OPMSG_CHECK_FULL};
+static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL};
 
 /* Parses at a level; returns the error code (OPMSG_OK on success). */
 static uint32_t
@@ -71,11 +70,10 @@ assert_merges_framed(const opmsg_msg_t *msg)
 static void
 put_bad_element_doc(tu_buf_t *b)
 {
-   uint8_t doc[] = {
-      0, 0, 0, 0,                                 /* length, set below */
-      0x10, 'a', 0, 1, 0, 0, 0,                   /* a: int32 1 */
-      0x42, 'b', 0, 0, 0, 0, 0, 0, 0,             /* b: type 0x42 */
-      0};
+   uint8_t doc[] = {0,    0,   0, 0,                /* length, set below */
+                    0x10, 'a', 0, 1, 0, 0, 0,       /* a: int32 1 */
+                    0x42, 'b', 0, 0, 0, 0, 0, 0, 0, /* b: type 0x42 */
+                    0};
    opmsg_write_u32(doc, sizeof doc);
    tu_put(b, doc, sizeof doc);
 }
@@ -84,11 +82,9 @@ put_bad_element_doc(tu_buf_t *b)
 static void
 put_nested_bad_utf8_doc(tu_buf_t *b)
 {
-   uint8_t doc[] = {
-      0, 0, 0, 0,
-      0x03, 'n', 0,                                /* n: { */
-      14, 0, 0, 0, 0x02, 's', 0, 2, 0, 0, 0, 0xff, 0, 0, /* s: "\xff" } */
-      0};
+   uint8_t doc[] = {0,  0, 0, 0, 0x03, 'n', 0,                         /* n: { */
+                    14, 0, 0, 0, 0x02, 's', 0, 2, 0, 0, 0, 0xff, 0, 0, /* s: "\xff" } */
+                    0};
    opmsg_write_u32(doc, sizeof doc);
    tu_put(b, doc, sizeof doc);
 }
@@ -254,8 +250,7 @@ test_body_alone(void **state)
    assert_null(opmsg_db(&msg, NULL)); /* the iterator stops at the fault */
    assert_merges_framed(&msg);
    /* A request must name its database: the lookup works at this level. */
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, NULL),
-                    OPMSG_ERR_MISSING_DB);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, NULL), OPMSG_ERR_MISSING_DB);
    tu_buf_free(&b);
 
    tu_buf_init(&b);
@@ -388,8 +383,7 @@ test_nested(void **state)
    assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, &msg), OPMSG_OK);
    assert_merges_framed(&msg);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_INVALID_UTF8);
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, OPMSG_PARSE_FULL_VALIDATE, NULL),
-                    OPMSG_ERR_INVALID_UTF8);
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, OPMSG_PARSE_FULL_VALIDATE, NULL), OPMSG_ERR_INVALID_UTF8);
    tu_buf_free(&b);
 
    /* In the body too. */

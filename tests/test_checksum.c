@@ -34,8 +34,7 @@ test_implementations_agree(void **state)
    /* Every length and misalignment up to a few blocks. */
    for (size_t off = 0; off < 9; off++) {
       for (size_t len = 0; len + off < sizeof buf; len += (len < 80 ? 1 : 97)) {
-         assert_int_equal(opmsg_crc32c(0, buf + off, len),
-                          opmsg_crc32c_portable(0, buf + off, len));
+         assert_int_equal(opmsg_crc32c(0, buf + off, len), opmsg_crc32c_portable(0, buf + off, len));
       }
    }
    /* Running CRCs over pieces equal the CRC of the whole. */
@@ -46,8 +45,7 @@ test_implementations_agree(void **state)
       run = opmsg_crc32c(run, buf + i, n);
    }
    assert_int_equal(run, whole);
-   assert_int_equal(opmsg_crc32c_portable(opmsg_crc32c_portable(0, buf, 100), buf + 100, sizeof buf - 100),
-                    whole);
+   assert_int_equal(opmsg_crc32c_portable(opmsg_crc32c_portable(0, buf, 100), buf + 100, sizeof buf - 100), whole);
 }
 
 static void

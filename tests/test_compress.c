@@ -7,8 +7,8 @@
 #include <string.h>
 #include <zstd.h>
 
-static const int codecs[] = {OPMSG_COMPRESSOR_NOOP, OPMSG_COMPRESSOR_SNAPPY,
-                             OPMSG_COMPRESSOR_ZLIB, OPMSG_COMPRESSOR_ZSTD};
+static const int codecs[] = {OPMSG_COMPRESSOR_NOOP, OPMSG_COMPRESSOR_SNAPPY, OPMSG_COMPRESSOR_ZLIB,
+                             OPMSG_COMPRESSOR_ZSTD};
 #define N_CODECS 4
 
 /* ---------------------------------------------------------------------------
@@ -23,8 +23,7 @@ fix_length(tu_buf_t *b)
 
 /* An OP_COMPRESSED message with these fields, built by hand. */
 static void
-make_compressed(tu_buf_t *b, int32_t orig, int32_t usize, uint8_t id,
-                const void *payload, size_t plen)
+make_compressed(tu_buf_t *b, int32_t orig, int32_t usize, uint8_t id, const void *payload, size_t plen)
 {
    tu_buf_init(b);
    tu_put_i32(b, 0);
@@ -74,19 +73,16 @@ make_insert(tu_buf_t *b, uint32_t n, uint32_t flags)
    opmsg_write_u32(b->data + 4, 0x01020304u);
    opmsg_write_u32(b->data + 8, 0x0a0b0c0du);
    if (flags & OPMSG_FLAG_CHECKSUM_PRESENT) {
-      opmsg_write_u32(b->data + b->len - 4,
-                      opmsg_crc32c(0, b->data, b->len - 4));
+      opmsg_write_u32(b->data + b->len - 4, opmsg_crc32c(0, b->data, b->len - 4));
    }
 }
 
 static void
-parse_ok(const uint8_t *data, size_t len, const opmsg_options_t *opts,
-         opmsg_msg_t *msg)
+parse_ok(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg)
 {
    bson_error_t error;
    if (!opmsg_parse(data, len, opts, msg, &error)) {
-      fail_msg("parse failed: %s (%s)", error.message,
-               opmsg_error_name(error.code));
+      fail_msg("parse failed: %s (%s)", error.message, opmsg_error_name(error.code));
    }
 }
 
@@ -94,8 +90,7 @@ static void
 assert_error(const bson_error_t *error, opmsg_error_code_t code)
 {
    if (error->domain != OPMSG_ERROR_DOMAIN || error->code != code) {
-      fail_msg("expected %s, got %s: %s", opmsg_error_name(code),
-               opmsg_error_name(error->code), error->message);
+      fail_msg("expected %s, got %s: %s", opmsg_error_name(code), opmsg_error_name(error->code), error->message);
    }
 }
 
@@ -226,8 +221,7 @@ test_mcdrpc_vector(void **state)
    assert_true(opmsg_decompress_parse(&msg, NULL, &dec, &error));
    assert_int_equal(dec.inner.opcode, OPMSG_OP_MSG);
    assert_string_equal(opmsg_command_name(&dec.inner), "kind");
-   assert_true(opmsg_compress_into(dec.data, dec.len, OPMSG_COMPRESSOR_NOOP,
-                                   -1, out, sizeof out, &olen, &error));
+   assert_true(opmsg_compress_into(dec.data, dec.len, OPMSG_COMPRESSOR_NOOP, -1, out, sizeof out, &olen, &error));
    assert_int_equal(olen, len);
    assert_memory_equal(out, data, len);
    opmsg_decompressed_destroy(&dec);
@@ -280,12 +274,9 @@ static void
 test_independent_vectors(void **state)
 {
    (void) state;
-   check_independent_vector("pymongo_zlib_op_msg", OPMSG_OP_MSG,
-                            OPMSG_COMPRESSOR_ZLIB);
-   check_independent_vector("pymongo_zlib_op_query", OPMSG_OP_QUERY,
-                            OPMSG_COMPRESSOR_ZLIB);
-   check_independent_vector("zstdcli_op_msg", OPMSG_OP_MSG,
-                            OPMSG_COMPRESSOR_ZSTD);
+   check_independent_vector("pymongo_zlib_op_msg", OPMSG_OP_MSG, OPMSG_COMPRESSOR_ZLIB);
+   check_independent_vector("pymongo_zlib_op_query", OPMSG_OP_QUERY, OPMSG_COMPRESSOR_ZLIB);
+   check_independent_vector("zstdcli_op_msg", OPMSG_OP_MSG, OPMSG_COMPRESSOR_ZSTD);
 }
 
 /* ---------------------------------------------------------------------------
@@ -340,8 +331,7 @@ roundtrip(const uint8_t *orig, size_t len, int id, int level)
       fail_msg("merge_compressed: %s", error.message);
    }
    assert_int_equal(merged->len, expected->len);
-   assert_memory_equal(bson_get_data(merged), bson_get_data(expected),
-                       expected->len);
+   assert_memory_equal(bson_get_data(merged), bson_get_data(expected), expected->len);
    bson_destroy(merged);
 
    opmsg_decompressed_t dec;
@@ -358,15 +348,13 @@ roundtrip(const uint8_t *orig, size_t len, int id, int level)
     * may want their bound); one byte less is refused by all. */
    uint8_t *out = malloc(c.len);
    if (id == OPMSG_COMPRESSOR_NOOP || id == OPMSG_COMPRESSOR_ZLIB) {
-      if (!opmsg_compress_into(orig, len, id, level, out, c.len, &olen,
-                               &error)) {
+      if (!opmsg_compress_into(orig, len, id, level, out, c.len, &olen, &error)) {
          fail_msg("codec %d, exact size %zu: %s", id, c.len, error.message);
       }
       assert_int_equal(olen, c.len);
       assert_memory_equal(out, c.data, c.len);
    }
-   assert_false(opmsg_compress_into(orig, len, id, level, out, c.len - 1,
-                                    &olen, &error));
+   assert_false(opmsg_compress_into(orig, len, id, level, out, c.len - 1, &olen, &error));
    assert_error(&error, OPMSG_ERR_BUFFER_TOO_SMALL);
    free(out);
    tu_buf_free(&c);
@@ -422,14 +410,12 @@ test_roundtrip_levels(void **state)
    /* Out of range. */
    const int bad_zlib[] = {-2, 10, 100};
    for (size_t i = 0; i < 3; i++) {
-      assert_false(opmsg_compress_into(b.data, b.len, OPMSG_COMPRESSOR_ZLIB,
-                                       bad_zlib[i], out, sizeof out, NULL,
-                                       &error));
+      assert_false(
+         opmsg_compress_into(b.data, b.len, OPMSG_COMPRESSOR_ZLIB, bad_zlib[i], out, sizeof out, NULL, &error));
       assert_error(&error, OPMSG_ERR_INVALID_ARGUMENT);
    }
-   assert_false(opmsg_compress_into(b.data, b.len, OPMSG_COMPRESSOR_ZSTD,
-                                    ZSTD_maxCLevel() + 1, out, sizeof out,
-                                    NULL, &error));
+   assert_false(
+      opmsg_compress_into(b.data, b.len, OPMSG_COMPRESSOR_ZSTD, ZSTD_maxCLevel() + 1, out, sizeof out, NULL, &error));
    assert_error(&error, OPMSG_ERR_INVALID_ARGUMENT);
    tu_buf_free(&b);
 }
@@ -440,8 +426,7 @@ static void
 test_roundtrip_legacy(void **state)
 {
    (void) state;
-   const char *files[] = {"thirdparty/mcdrpc_op_query.bin",
-                          "thirdparty/ferretdb_handshake2.bin",
+   const char *files[] = {"thirdparty/mcdrpc_op_query.bin", "thirdparty/ferretdb_handshake2.bin",
                           "thirdparty/mcdrpc_op_reply.bin"};
    for (size_t f = 0; f < 3; f++) {
       size_t len;
@@ -476,8 +461,7 @@ test_roundtrip_sequence_first(void **state)
 {
    (void) state;
    size_t len;
-   uint8_t *data =
-      tu_read_file("thirdparty/ferretdb_multisection_insert_crc.bin", &len);
+   uint8_t *data = tu_read_file("thirdparty/ferretdb_multisection_insert_crc.bin", &len);
    for (int i = 0; i < N_CODECS; i++) {
       roundtrip(data, len, codecs[i], -1);
    }
@@ -514,8 +498,7 @@ test_parse_original_opcode(void **state)
    (void) state;
    tu_buf_t b;
    uint8_t payload[32] = {0};
-   const int32_t bad[] = {0, -1, 2, 2001, 2002, 2005, 2006, 2007, 2010,
-                          2011, 2014, INT32_MIN, INT32_MAX};
+   const int32_t bad[] = {0, -1, 2, 2001, 2002, 2005, 2006, 2007, 2010, 2011, 2014, INT32_MIN, INT32_MAX};
 
    make_compressed(&b, OPMSG_OP_COMPRESSED, 20, 0, payload, 20);
    tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_NESTED_COMPRESSION);
@@ -530,8 +513,7 @@ test_parse_original_opcode(void **state)
     * payload) still cannot be decompressed into a message. */
    size_t len;
    uint8_t *inner = tu_read_file("thirdparty/mcdrpc_op_compressed.bin", &len);
-   make_compressed(&b, OPMSG_OP_MSG, (int32_t) len - 16, 0, inner + 16,
-                   len - 16);
+   make_compressed(&b, OPMSG_OP_MSG, (int32_t) len - 16, 0, inner + 16, len - 16);
    opmsg_write_u32(b.data + 16, OPMSG_OP_MSG);
    {
       opmsg_msg_t msg;
@@ -558,13 +540,10 @@ test_parse_uncompressed_size(void **state)
    struct {
       int32_t opcode;
       int32_t min_body;
-   } mins[] = {{OPMSG_OP_MSG, 4 + 1 + 5},
-               {OPMSG_OP_QUERY, 4 + 2 + 4 + 4 + 5},
-               {OPMSG_OP_REPLY, 20}};
+   } mins[] = {{OPMSG_OP_MSG, 4 + 1 + 5}, {OPMSG_OP_QUERY, 4 + 2 + 4 + 4 + 5}, {OPMSG_OP_REPLY, 20}};
 
    for (size_t i = 0; i < 3; i++) {
-      make_compressed(&b, mins[i].opcode, mins[i].min_body - 1, 0, payload,
-                      10);
+      make_compressed(&b, mins[i].opcode, mins[i].min_body - 1, 0, payload, 10);
       tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_UNCOMPRESSED_SIZE);
       tu_buf_free(&b);
       make_compressed(&b, mins[i].opcode, mins[i].min_body, 0, payload, 10);
@@ -583,8 +562,7 @@ test_parse_uncompressed_size(void **state)
    make_compressed(&b, OPMSG_OP_MSG, 48000000 - 16, 0, payload, 10);
    parse_ok(b.data, b.len, NULL, &msg);
    tu_buf_free(&b);
-   const int32_t over[] = {48000000 - 15, 48000000, INT32_MAX - 16,
-                           INT32_MAX - 15, INT32_MAX};
+   const int32_t over[] = {48000000 - 15, 48000000, INT32_MAX - 16, INT32_MAX - 15, INT32_MAX};
    for (size_t i = 0; i < 5; i++) {
       make_compressed(&b, OPMSG_OP_MSG, over[i], 0, payload, 10);
       tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_UNCOMPRESSED_SIZE);
@@ -677,8 +655,7 @@ test_no_allocation_above_limit(void **state)
 
    /* Rejected by parse: nothing allocated at all. */
    for (size_t i = 0; i < 4; i++) {
-      make_compressed(&b, OPMSG_OP_MSG, lies[i], OPMSG_COMPRESSOR_ZSTD,
-                      payload, 40);
+      make_compressed(&b, OPMSG_OP_MSG, lies[i], OPMSG_COMPRESSOR_ZSTD, payload, 40);
       tu_count_allocs_begin();
       assert_false(opmsg_parse(b.data, b.len, &opts, &msg, &error));
       assert_int_equal(tu_count_allocs_end(), 0);
@@ -688,8 +665,7 @@ test_no_allocation_above_limit(void **state)
 
    /* Parsed with the default limit, decompressed under a smaller one: the
     * bound is checked again before allocating. */
-   make_compressed(&b, OPMSG_OP_MSG, 40000000, OPMSG_COMPRESSOR_ZLIB, payload,
-                   40);
+   make_compressed(&b, OPMSG_OP_MSG, 40000000, OPMSG_COMPRESSOR_ZLIB, payload, 40);
    parse_ok(b.data, b.len, NULL, &msg);
    watch_allocs();
    assert_null(opmsg_merge_compressed(&msg, &opts, &error));
@@ -704,8 +680,7 @@ test_no_allocation_above_limit(void **state)
     * zlib's largest ratio) before anything of the announced size is
     * allocated. */
    for (int i = 0; i < N_CODECS; i++) {
-      make_compressed(&b, OPMSG_OP_MSG, 100000 - 16, (uint8_t) codecs[i],
-                      payload, 40);
+      make_compressed(&b, OPMSG_OP_MSG, 100000 - 16, (uint8_t) codecs[i], payload, 40);
       assert_true(opmsg_parse(b.data, b.len, &opts, &msg, &error));
       watch_allocs();
       assert_null(opmsg_merge_compressed(&msg, &opts, &error));
@@ -769,14 +744,12 @@ test_zstd_without_content_size(void **state)
 
    assert_non_null(cctx);
    make_insert(&m, 3, 0);
-   assert_false(ZSTD_isError(
-      ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0)));
+   assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0)));
    n = ZSTD_compress2(cctx, frame, sizeof frame, m.data + 16, m.len - 16);
    assert_false(ZSTD_isError(n));
    assert_true(ZSTD_getFrameContentSize(frame, n) == ZSTD_CONTENTSIZE_UNKNOWN);
 
-   make_compressed(&c, OPMSG_OP_MSG, (int32_t) m.len - 16,
-                   OPMSG_COMPRESSOR_ZSTD, frame, n);
+   make_compressed(&c, OPMSG_OP_MSG, (int32_t) m.len - 16, OPMSG_COMPRESSOR_ZSTD, frame, n);
    opmsg_msg_t msg;
    bson_error_t error;
    size_t dlen;
@@ -810,16 +783,14 @@ test_truncated_stream(void **state)
          c.len = full - cuts[k];
          fix_length(&c);
          /* noop has no stream: a short payload is a size mismatch. */
-         assert_decompress_fails(&c, codecs[i] == OPMSG_COMPRESSOR_NOOP
-                                        ? OPMSG_ERR_UNCOMPRESSED_SIZE
-                                        : OPMSG_ERR_DECOMPRESS);
+         assert_decompress_fails(&c, codecs[i] == OPMSG_COMPRESSOR_NOOP ? OPMSG_ERR_UNCOMPRESSED_SIZE
+                                                                        : OPMSG_ERR_DECOMPRESS);
       }
       /* Nothing at all after the header. */
       c.len = 25;
       fix_length(&c);
-      assert_decompress_fails(&c, codecs[i] == OPMSG_COMPRESSOR_NOOP
-                                     ? OPMSG_ERR_UNCOMPRESSED_SIZE
-                                     : OPMSG_ERR_DECOMPRESS);
+      assert_decompress_fails(&c,
+                              codecs[i] == OPMSG_COMPRESSOR_NOOP ? OPMSG_ERR_UNCOMPRESSED_SIZE : OPMSG_ERR_DECOMPRESS);
       tu_buf_free(&c);
    }
    tu_buf_free(&m);
@@ -836,9 +807,8 @@ test_trailing_garbage(void **state)
       compress_ok(m.data, m.len, codecs[i], -1, &c);
       tu_put(&c, "JUNKJUNK", 8);
       fix_length(&c);
-      assert_decompress_fails(&c, codecs[i] == OPMSG_COMPRESSOR_NOOP
-                                     ? OPMSG_ERR_UNCOMPRESSED_SIZE
-                                     : OPMSG_ERR_DECOMPRESS);
+      assert_decompress_fails(&c,
+                              codecs[i] == OPMSG_COMPRESSOR_NOOP ? OPMSG_ERR_UNCOMPRESSED_SIZE : OPMSG_ERR_DECOMPRESS);
       tu_buf_free(&c);
    }
    tu_buf_free(&m);
@@ -872,16 +842,14 @@ test_corrupt_stream(void **state)
    {
       uint8_t bad[12];
       memset(bad, 0xFF, sizeof bad);
-      make_compressed(&c, OPMSG_OP_MSG, 40, OPMSG_COMPRESSOR_SNAPPY, bad,
-                      sizeof bad);
+      make_compressed(&c, OPMSG_OP_MSG, 40, OPMSG_COMPRESSOR_SNAPPY, bad, sizeof bad);
       assert_decompress_fails(&c, OPMSG_ERR_DECOMPRESS);
       tu_buf_free(&c);
 
       /* preamble 40, then tag 0x01: a copy of 4 bytes at offset 0x10 with
        * nothing written yet. */
       const uint8_t copy_before_start[] = {40, 0x01, 0x10};
-      make_compressed(&c, OPMSG_OP_MSG, 40, OPMSG_COMPRESSOR_SNAPPY,
-                      copy_before_start, sizeof copy_before_start);
+      make_compressed(&c, OPMSG_OP_MSG, 40, OPMSG_COMPRESSOR_SNAPPY, copy_before_start, sizeof copy_before_start);
       assert_decompress_fails(&c, OPMSG_ERR_DECOMPRESS);
       tu_buf_free(&c);
    }
@@ -897,8 +865,7 @@ test_corrupt_stream(void **state)
          x ^= x << 5;
          noise[k] = (uint8_t) x;
       }
-      make_compressed(&c, OPMSG_OP_MSG, 100, (uint8_t) codecs[i], noise,
-                      sizeof noise);
+      make_compressed(&c, OPMSG_OP_MSG, 100, (uint8_t) codecs[i], noise, sizeof noise);
       opmsg_msg_t msg;
       bson_error_t error;
       parse_ok(c.data, c.len, NULL, &msg);
@@ -921,8 +888,7 @@ test_inner_message_checked(void **state)
 
    /* A required flag bit. */
    make_command(&m, "{\"ping\": 1, \"$db\": \"admin\"}", 0x4);
-   make_compressed(&c, OPMSG_OP_MSG, (int32_t) m.len - 16, 0, m.data + 16,
-                   m.len - 16);
+   make_compressed(&c, OPMSG_OP_MSG, (int32_t) m.len - 16, 0, m.data + 16, m.len - 16);
    parse_ok(c.data, c.len, NULL, &msg);
    assert_null(opmsg_merge_compressed(&msg, NULL, &error));
    assert_error(&error, OPMSG_ERR_REQUIRED_FLAGS);
@@ -930,11 +896,9 @@ test_inner_message_checked(void **state)
    tu_buf_free(&m);
 
    /* A wrong checksum. */
-   make_command(&m, "{\"ping\": 1, \"$db\": \"admin\"}",
-                OPMSG_FLAG_CHECKSUM_PRESENT);
+   make_command(&m, "{\"ping\": 1, \"$db\": \"admin\"}", OPMSG_FLAG_CHECKSUM_PRESENT);
    m.data[m.len - 1] ^= 1;
-   make_compressed(&c, OPMSG_OP_MSG, (int32_t) m.len - 16, 0, m.data + 16,
-                   m.len - 16);
+   make_compressed(&c, OPMSG_OP_MSG, (int32_t) m.len - 16, 0, m.data + 16, m.len - 16);
    parse_ok(c.data, c.len, NULL, &msg);
    assert_null(opmsg_merge_compressed(&msg, NULL, &error));
    assert_error(&error, OPMSG_ERR_CHECKSUM_MISMATCH);
@@ -1024,8 +988,7 @@ assert_forbidden(const char *name, bool sequence_first, uint32_t flags)
    assert_false(opmsg_compression_allowed(name));
    for (int i = 0; i < N_CODECS; i++) {
       memset(out, 0xEE, sizeof out);
-      assert_false(opmsg_compress_into(b.data, b.len, codecs[i], -1, out,
-                                       sizeof out, NULL, &error));
+      assert_false(opmsg_compress_into(b.data, b.len, codecs[i], -1, out, sizeof out, NULL, &error));
       assert_error(&error, OPMSG_ERR_COMPRESSION_FORBIDDEN);
       assert_int_equal(out[0], 0xEE);
       tu_count_allocs_begin();
@@ -1041,10 +1004,8 @@ static void
 test_forbidden_commands(void **state)
 {
    (void) state;
-   const char *names[] = {"hello",        "isMaster",       "ismaster",
-                          "saslStart",    "saslContinue",   "getnonce",
-                          "authenticate", "createUser",     "updateUser",
-                          "copydbSaslStart", "copydbgetnonce", "copydb"};
+   const char *names[] = {"hello",        "isMaster",   "ismaster",   "saslStart",       "saslContinue",   "getnonce",
+                          "authenticate", "createUser", "updateUser", "copydbSaslStart", "copydbgetnonce", "copydb"};
    char variant[32];
 
    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -1070,8 +1031,7 @@ test_forbidden_commands(void **state)
    bson_error_t error;
    uint8_t out[1024];
    uint8_t *data = tu_read_file("thirdparty/ferretdb_handshake1.bin", &len);
-   assert_false(opmsg_compress_into(data, len, OPMSG_COMPRESSOR_SNAPPY, -1,
-                                    out, sizeof out, NULL, &error));
+   assert_false(opmsg_compress_into(data, len, OPMSG_COMPRESSOR_SNAPPY, -1, out, sizeof out, NULL, &error));
    assert_error(&error, OPMSG_ERR_COMPRESSION_FORBIDDEN);
    free(data);
 }
@@ -1080,9 +1040,8 @@ static void
 test_allowed_commands(void **state)
 {
    (void) state;
-   const char *names[] = {"ping",     "find",      "insert", "helloo",
-                          "hell",     "isMasterX", "sasl",   "copydbX",
-                          "xhello",   "getMore",   "buildInfo"};
+   const char *names[] = {"ping", "find",    "insert", "helloo",  "hell",     "isMasterX",
+                          "sasl", "copydbX", "xhello", "getMore", "buildInfo"};
    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
       char json[96];
       tu_buf_t b;
@@ -1118,59 +1077,49 @@ test_compress_errors(void **state)
    const int ids[] = {4, 255, -1, 1000};
    for (size_t i = 0; i < 4; i++) {
       assert_int_equal(opmsg_compress_bound(b.len, ids[i]), 0);
-      assert_false(opmsg_compress_into(b.data, b.len, ids[i], -1, out,
-                                       sizeof out, NULL, &error));
+      assert_false(opmsg_compress_into(b.data, b.len, ids[i], -1, out, sizeof out, NULL, &error));
       assert_error(&error, OPMSG_ERR_UNKNOWN_COMPRESSOR);
       assert_null(opmsg_compress(b.data, b.len, ids[i], -1, NULL, &error));
       assert_error(&error, OPMSG_ERR_UNKNOWN_COMPRESSOR);
    }
 
    /* Lengths. */
-   assert_false(opmsg_compress_into(b.data, b.len - 1, 2, -1, out, sizeof out,
-                                    NULL, &error));
+   assert_false(opmsg_compress_into(b.data, b.len - 1, 2, -1, out, sizeof out, NULL, &error));
    assert_error(&error, OPMSG_ERR_LENGTH_MISMATCH);
-   assert_false(
-      opmsg_compress_into(b.data, 15, 2, -1, out, sizeof out, NULL, &error));
+   assert_false(opmsg_compress_into(b.data, 15, 2, -1, out, sizeof out, NULL, &error));
    assert_error(&error, OPMSG_ERR_TRUNCATED);
    assert_int_equal(opmsg_compress_bound(15, 2), 0);
 
    /* NULLs and tiny buffers. */
-   assert_false(opmsg_compress_into(NULL, 0, 2, -1, out, sizeof out, NULL,
-                                    &error));
+   assert_false(opmsg_compress_into(NULL, 0, 2, -1, out, sizeof out, NULL, &error));
    assert_error(&error, OPMSG_ERR_INVALID_ARGUMENT);
-   assert_false(
-      opmsg_compress_into(b.data, b.len, 2, -1, NULL, 100, NULL, &error));
+   assert_false(opmsg_compress_into(b.data, b.len, 2, -1, NULL, 100, NULL, &error));
    assert_error(&error, OPMSG_ERR_BUFFER_TOO_SMALL);
-   assert_false(
-      opmsg_compress_into(b.data, b.len, 0, -1, out, 24, NULL, &error));
+   assert_false(opmsg_compress_into(b.data, b.len, 0, -1, out, 24, NULL, &error));
    assert_error(&error, OPMSG_ERR_BUFFER_TOO_SMALL);
 
    /* Already compressed. */
    tu_buf_t c;
    compress_ok(b.data, b.len, OPMSG_COMPRESSOR_ZSTD, -1, &c);
-   assert_false(opmsg_compress_into(c.data, c.len, OPMSG_COMPRESSOR_ZLIB, -1,
-                                    out, sizeof out, NULL, &error));
+   assert_false(opmsg_compress_into(c.data, c.len, OPMSG_COMPRESSOR_ZLIB, -1, out, sizeof out, NULL, &error));
    assert_error(&error, OPMSG_ERR_NESTED_COMPRESSION);
    tu_buf_free(&c);
 
    /* Opcodes that cannot be carried. */
    size_t len;
    uint8_t *data = tu_read_file("thirdparty/mcdrpc_op_insert.bin", &len);
-   assert_false(opmsg_compress_into(data, len, OPMSG_COMPRESSOR_ZLIB, -1, out,
-                                    sizeof out, NULL, &error));
+   assert_false(opmsg_compress_into(data, len, OPMSG_COMPRESSOR_ZLIB, -1, out, sizeof out, NULL, &error));
    assert_error(&error, OPMSG_ERR_BAD_ORIGINAL_OPCODE);
    free(data);
 
    /* A body whose length runs past the message. */
    opmsg_write_u32(b.data + 21, 500);
-   assert_false(opmsg_compress_into(b.data, b.len, OPMSG_COMPRESSOR_ZLIB, -1,
-                                    out, sizeof out, NULL, &error));
+   assert_false(opmsg_compress_into(b.data, b.len, OPMSG_COMPRESSOR_ZLIB, -1, out, sizeof out, NULL, &error));
    assert_error(&error, OPMSG_ERR_DOCUMENT_LENGTH);
 
    /* No body: an unknown section kind stops the scan. */
    b.data[20] = 7;
-   assert_false(opmsg_compress_into(b.data, b.len, OPMSG_COMPRESSOR_ZLIB, -1,
-                                    out, sizeof out, NULL, &error));
+   assert_false(opmsg_compress_into(b.data, b.len, OPMSG_COMPRESSOR_ZLIB, -1, out, sizeof out, NULL, &error));
    assert_error(&error, OPMSG_ERR_NO_BODY);
    tu_buf_free(&b);
 }
@@ -1192,8 +1141,7 @@ test_bound(void **state)
       noise[k] = (uint8_t) x;
    }
    BSON_APPEND_INT32(&doc, "insert", 1);
-   BSON_APPEND_BINARY(&doc, "noise", BSON_SUBTYPE_BINARY, noise,
-                      sizeof noise);
+   BSON_APPEND_BINARY(&doc, "noise", BSON_SUBTYPE_BINARY, noise, sizeof noise);
    tu_buf_init(&b);
    tu_msg_begin(&b, 0);
    tu_put_u8(&b, 0);
@@ -1205,8 +1153,7 @@ test_bound(void **state)
       size_t olen;
       bson_error_t error;
       assert_true(bound >= b.len + 9);
-      assert_true(opmsg_compress_into(b.data, b.len, codecs[i], -1, out,
-                                      bound, &olen, &error));
+      assert_true(opmsg_compress_into(b.data, b.len, codecs[i], -1, out, bound, &olen, &error));
       assert_true(olen <= bound);
       free(out);
       roundtrip(b.data, b.len, codecs[i], -1);

@@ -73,8 +73,7 @@ sequence_message(tu_buf_t *msg, const uint8_t *doc, size_t len)
 }
 
 static bool
-parse(const tu_buf_t *msg, uint32_t flags, opmsg_msg_t *parsed,
-      bson_error_t *error)
+parse(const tu_buf_t *msg, uint32_t flags, opmsg_msg_t *parsed, bson_error_t *error)
 {
    opmsg_options_t opts;
    opmsg_options_init(&opts);
@@ -128,38 +127,67 @@ top_level_ok(const uint8_t *d, size_t n)
       size_t room = end - p, need;
       int32_t l = room >= 4 ? opmsg_read_i32(d + p) : -1;
       switch (type) {
-      case 0x01: case 0x09: case 0x11: case 0x12: need = 8; break;
-      case 0x10: need = 4; break;
-      case 0x13: need = 16; break;
-      case 0x07: need = 12; break;
-      case 0x08: need = 1; break;
-      case 0x06: case 0x0A: case 0x7F: case 0xFF: need = 0; break;
-      case 0x02: case 0x0D: case 0x0E:
-         if (l < 0) return false;
+      case 0x01:
+      case 0x09:
+      case 0x11:
+      case 0x12:
+         need = 8;
+         break;
+      case 0x10:
+         need = 4;
+         break;
+      case 0x13:
+         need = 16;
+         break;
+      case 0x07:
+         need = 12;
+         break;
+      case 0x08:
+         need = 1;
+         break;
+      case 0x06:
+      case 0x0A:
+      case 0x7F:
+      case 0xFF:
+         need = 0;
+         break;
+      case 0x02:
+      case 0x0D:
+      case 0x0E:
+         if (l < 0)
+            return false;
          need = 4 + (size_t) l;
          break;
       case 0x0C:
-         if (l < 0) return false;
+         if (l < 0)
+            return false;
          need = 4 + (size_t) l + 12;
          break;
       case 0x05:
-         if (l < 0) return false;
+         if (l < 0)
+            return false;
          need = 5 + (size_t) l;
          break;
-      case 0x03: case 0x04:
-         if (l < 5) return false;
+      case 0x03:
+      case 0x04:
+         if (l < 5)
+            return false;
          need = (size_t) l;
-         if (need <= room && d[p + need - 1] != 0) return false;
+         if (need <= room && d[p + need - 1] != 0)
+            return false;
          break;
       case 0x0F:
-         if (l < 4) return false;
+         if (l < 4)
+            return false;
          need = (size_t) l;
          break;
       case 0x0B: {
          const uint8_t *n1 = memchr(d + p, 0, room);
-         if (!n1) return false;
+         if (!n1)
+            return false;
          const uint8_t *n2 = memchr(n1 + 1, 0, (size_t) (d + end - n1 - 1));
-         if (!n2) return false;
+         if (!n2)
+            return false;
          need = (size_t) (n2 + 1 - (d + p));
          break;
       }
@@ -226,8 +254,7 @@ load_corpus_file(const char *name)
 typedef void (*case_fn)(const char *file, const bson_t *c, void *ctx);
 
 static void
-for_each_case(const char *file, const bson_t *corpus, const char *field,
-              case_fn fn, void *ctx)
+for_each_case(const char *file, const bson_t *corpus, const char *field, case_fn fn, void *ctx)
 {
    bson_iter_t it, arr;
    if (!bson_iter_init_find(&it, corpus, field)) {
@@ -261,13 +288,13 @@ case_str(const bson_t *c, const char *key)
  * ------------------------------------------------------------------------- */
 
 typedef struct {
-   unsigned valid;        /* canonical_bson accepted and merged unchanged */
-   unsigned degenerate;   /* degenerate_bson accepted */
-   unsigned duplicates;   /* valid cases rejected for duplicate body keys */
-   unsigned as_sequence;  /* accepted as a sequence document */
-   unsigned rejected;     /* decodeErrors rejected in full mode */
-   unsigned as_seq_rejected; /* ... also as a sequence document */
-   unsigned top_defects;  /* decodeErrors with a top-level defect */
+   unsigned valid;            /* canonical_bson accepted and merged unchanged */
+   unsigned degenerate;       /* degenerate_bson accepted */
+   unsigned duplicates;       /* valid cases rejected for duplicate body keys */
+   unsigned as_sequence;      /* accepted as a sequence document */
+   unsigned rejected;         /* decodeErrors rejected in full mode */
+   unsigned as_seq_rejected;  /* ... also as a sequence document */
+   unsigned top_defects;      /* decodeErrors with a top-level defect */
    unsigned default_rejected; /* decodeErrors rejected by the default mode */
    unsigned default_accepted; /* ... accepted (deep defects only) */
    unsigned codes[OPMSG_ERR_COUNT_];
@@ -275,9 +302,7 @@ typedef struct {
 
 /* The body merged alone is the body itself. */
 static void
-assert_merge_identity(const char *what, const tu_buf_t *msg,
-                      const opmsg_msg_t *parsed, const uint8_t *doc,
-                      size_t len)
+assert_merge_identity(const char *what, const tu_buf_t *msg, const opmsg_msg_t *parsed, const uint8_t *doc, size_t len)
 {
    bson_error_t error;
    bson_t *merged = opmsg_merge_bson(parsed, &error);
@@ -302,8 +327,7 @@ assert_merge_identity(const char *what, const tu_buf_t *msg,
 
 /* Document 0 of the merged "documents" array is the sequence document. */
 static void
-assert_sequence_merge(const char *what, const opmsg_msg_t *parsed,
-                      const uint8_t *doc, size_t len)
+assert_sequence_merge(const char *what, const opmsg_msg_t *parsed, const uint8_t *doc, size_t len)
 {
    bson_error_t error;
    bson_t *merged = opmsg_merge_bson(parsed, &error);
@@ -326,8 +350,7 @@ assert_sequence_merge(const char *what, const opmsg_msg_t *parsed,
 }
 
 static void
-check_valid_bytes(const char *file, const char *desc, const char *field,
-                  const char *hex, tally_t *t)
+check_valid_bytes(const char *file, const char *desc, const char *field, const char *hex, tally_t *t)
 {
    char what[512];
    size_t len;
@@ -344,13 +367,11 @@ check_valid_bytes(const char *file, const char *desc, const char *field,
          assert_false(parse(&msg, flags, &parsed, &error));
          assert_int_equal(error.code, OPMSG_ERR_DUPLICATE_KEY);
       }
-      printf("special: %s has duplicate top-level keys: rejected as a body\n",
-             what);
+      printf("special: %s has duplicate top-level keys: rejected as a body\n", what);
       t->duplicates++;
    } else {
       if (!parse(&msg, OPMSG_PARSE_FULL_VALIDATE, &parsed, &error)) {
-         fail_msg("%s rejected in full mode: %s (%s)", what, error.message,
-                  opmsg_error_name(error.code));
+         fail_msg("%s rejected in full mode: %s (%s)", what, error.message, opmsg_error_name(error.code));
       }
       assert_merge_identity(what, &msg, &parsed, doc, len);
       if (!parse(&msg, 0, &parsed, &error)) {
@@ -422,8 +443,7 @@ check_decode_error(const char *file, const bson_t *c, void *ctx)
    }
    t->codes[error.code]++;
    t->rejected++;
-   printf("  %-60.60s full: %-22s %s\n", what, opmsg_error_name(error.code),
-          error.message);
+   printf("  %-60.60s full: %-22s %s\n", what, opmsg_error_name(error.code), error.message);
 
    /* The default mode: no crash; a top-level defect is still rejected. */
    bool top = !top_level_ok(doc, len);
@@ -466,8 +486,8 @@ check_decode_error(const char *file, const bson_t *c, void *ctx)
 typedef struct {
    unsigned tried;
    unsigned accepted;
-   unsigned libbson_stricter; /* opmsg accepted, libbson rejected: none allowed */
-   unsigned opmsg_stricter;   /* opmsg rejected, libbson accepted */
+   unsigned libbson_stricter;                 /* opmsg accepted, libbson rejected: none allowed */
+   unsigned opmsg_stricter;                   /* opmsg rejected, libbson accepted */
    unsigned stricter_codes[OPMSG_ERR_COUNT_]; /* ... by error code */
 } mutation_tally_t;
 
@@ -478,8 +498,7 @@ libbson_accepts(const uint8_t *doc, size_t len)
    if (!bson_init_static(&b, doc, len)) {
       return false;
    }
-   return bson_validate(&b, BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL,
-                        NULL);
+   return bson_validate(&b, BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL, NULL);
 }
 
 static void
@@ -495,11 +514,8 @@ mutate_case(const char *file, const bson_t *c, void *ctx)
 
    for (size_t i = 0; i < len; i++) {
       uint8_t orig = doc[i];
-      for (size_t k = 0; k < sizeof values + sizeof deltas / sizeof deltas[0];
-           k++) {
-         uint8_t v = k < sizeof values
-                        ? values[k]
-                        : (uint8_t) (orig + deltas[k - sizeof values]);
+      for (size_t k = 0; k < sizeof values + sizeof deltas / sizeof deltas[0]; k++) {
+         uint8_t v = k < sizeof values ? values[k] : (uint8_t) (orig + deltas[k - sizeof values]);
          if (v == orig) {
             continue;
          }
@@ -560,8 +576,7 @@ test_corpus(void **state)
    for (size_t i = 0; i < files.count; i++) {
       bson_t *corpus = load_corpus_file(files.names[i]);
       for_each_case(files.names[i], corpus, "valid", check_valid_case, &t);
-      for_each_case(files.names[i], corpus, "decodeErrors", check_decode_error,
-                    &t);
+      for_each_case(files.names[i], corpus, "decodeErrors", check_decode_error, &t);
       bson_destroy(corpus);
       bson_free(files.names[i]);
    }

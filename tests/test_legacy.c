@@ -19,8 +19,7 @@ parse_ok(const uint8_t *data, size_t len, uint32_t flags, opmsg_msg_t *msg)
    opmsg_options_init(&opts);
    opts.flags = flags;
    if (!opmsg_parse(data, len, &opts, msg, &error)) {
-      fail_msg("parse failed: %s (%s)", error.message,
-               opmsg_error_name(error.code));
+      fail_msg("parse failed: %s (%s)", error.message, opmsg_error_name(error.code));
    }
 }
 
@@ -130,8 +129,7 @@ test_ferret_queries(void **state)
 }
 
 static void
-check_ferret_reply(const char *file, int32_t request_id, int32_t response_to,
-                   int32_t connection_id)
+check_ferret_reply(const char *file, int32_t request_id, int32_t response_to, int32_t connection_id)
 {
    size_t len;
    uint8_t *data = tu_read_file(file, &len);
@@ -203,8 +201,7 @@ test_mcdrpc_query(void **state)
    assert_string_equal(opmsg_command_name(&msg), "query");
    assert_ptr_equal(msg.field_selector, data + 49);
    assert_int_equal(msg.field_selector_len, 16);
-   assert_true(bson_init_static(&sel, msg.field_selector,
-                                msg.field_selector_len));
+   assert_true(bson_init_static(&sel, msg.field_selector, msg.field_selector_len));
    assert_true(bson_iter_init_find(&iter, &sel, "selector"));
    assert_true(bson_iter_bool(&iter));
 
@@ -266,12 +263,9 @@ static void
 test_captures(void **state)
 {
    (void) state;
-   const char *labels[] = {"mongoc_c1",         "pymongo_c1",
-                           "pymongo_c2",        "node364_c1",
-                           "node364_c2",        "node6_c1",
-                           "node6_c2",          "mockseq_mongoc_c1",
-                           "mockseq_pymongo_c1", "mockseq_pymongo_c2",
-                           "mockseq_pymongo_c3"};
+   const char *labels[] = {"mongoc_c1",          "pymongo_c1",         "pymongo_c2",        "node364_c1",
+                           "node364_c2",         "node6_c1",           "node6_c2",          "mockseq_mongoc_c1",
+                           "mockseq_pymongo_c1", "mockseq_pymongo_c2", "mockseq_pymongo_c3"};
 
    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
       char rel[96];
@@ -289,8 +283,7 @@ test_captures(void **state)
       parse_ok(data, mlen, OPMSG_PARSE_FULL_VALIDATE, &msg);
       assert_int_equal(msg.opcode, OPMSG_OP_QUERY);
       assert_string_equal(msg.full_collection_name, "admin.$cmd");
-      assert_int_equal(bson_strcasecmp(opmsg_command_name(&msg), "isMaster"),
-                       0);
+      assert_int_equal(bson_strcasecmp(opmsg_command_name(&msg), "isMaster"), 0);
       assert_int_equal(msg.number_to_skip, 0);
       /* -1 or 1: one reply document either way. */
       assert_true(msg.number_to_return == -1 || msg.number_to_return == 1);
@@ -402,14 +395,20 @@ test_reply_trailing_and_truncated(void **state)
    /* The second document runs past the end. */
    reply_begin(&b, 2);
    tu_put_json_doc(&b, "{\"ok\": 1}");
-   tu_put(&b, "\x10\x00\x00\x00\x10" "a\x00", 7);
+   tu_put(&b,
+          "\x10\x00\x00\x00\x10"
+          "a\x00",
+          7);
    assert_rejects_code(&b, 0, OPMSG_ERR_DOCUMENT_LENGTH);
    tu_buf_free(&b);
 
    /* A bad element inside the second document. */
    reply_begin(&b, 2);
    tu_put_json_doc(&b, "{\"ok\": 1}");
-   tu_put(&b, "\x0c\x00\x00\x00\x7f" "a\x00\x01\x02\x03\x04\x00", 12);
+   tu_put(&b,
+          "\x0c\x00\x00\x00\x7f"
+          "a\x00\x01\x02\x03\x04\x00",
+          12);
    assert_rejects_code(&b, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    tu_buf_free(&b);
 
@@ -417,13 +416,15 @@ test_reply_trailing_and_truncated(void **state)
    reply_begin(&b, 2);
    tu_put_json_doc(&b, "{\"ok\": 1}");
    /* {d: {b: <boolean byte 2>}} */
-   tu_put(&b, "\x11\x00\x00\x00\x03" "d\x00\x09\x00\x00\x00\x08" "b\x00\x02\x00\x00",
+   tu_put(&b,
+          "\x11\x00\x00\x00\x03"
+          "d\x00\x09\x00\x00\x00\x08"
+          "b\x00\x02\x00\x00",
           17);
    fix_length(&b);
    opmsg_msg_t msg;
    parse_ok(b.data, b.len, 0, &msg);
-   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_FULL_VALIDATE,
-                     OPMSG_ERR_INVALID_BOOLEAN);
+   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_INVALID_BOOLEAN);
    tu_buf_free(&b);
 
    /* Every prefix of a real reply, declared as the whole message, fails. */
@@ -518,8 +519,7 @@ test_query_namespace(void **state)
    fix_length(&b);
    opmsg_msg_t msg;
    parse_ok(b.data, b.len, 0, &msg);
-   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_FULL_VALIDATE,
-                     OPMSG_ERR_QUERY_NAMESPACE);
+   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_QUERY_NAMESPACE);
    tu_buf_free(&b);
 }
 
@@ -558,18 +558,22 @@ test_query_documents(void **state)
 
    /* A query that runs past the end. */
    query_begin(&b, "admin.$cmd");
-   tu_put(&b, "\x20\x00\x00\x00\x10" "a\x00\x01\x00\x00\x00\x00", 12);
+   tu_put(&b,
+          "\x20\x00\x00\x00\x10"
+          "a\x00\x01\x00\x00\x00\x00",
+          12);
    assert_rejects_code(&b, 0, OPMSG_ERR_DOCUMENT_LENGTH);
    tu_buf_free(&b);
 
    /* Bad UTF-8 in the query: full validation only. */
    query_begin(&b, "admin.$cmd");
-   tu_put(&b, "\x0f\x00\x00\x00\x02" "a\x00\x03\x00\x00\x00\xc3\x28\x00\x00",
+   tu_put(&b,
+          "\x0f\x00\x00\x00\x02"
+          "a\x00\x03\x00\x00\x00\xc3\x28\x00\x00",
           15);
    fix_length(&b);
    parse_ok(b.data, b.len, 0, &msg);
-   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_FULL_VALIDATE,
-                     OPMSG_ERR_INVALID_UTF8);
+   tu_assert_rejects(b.data, b.len, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_INVALID_UTF8);
    tu_buf_free(&b);
 
    /* The smallest OP_QUERY: one-byte namespace and an empty query. */
@@ -645,14 +649,12 @@ test_hello_build_parse(void **state)
 {
    (void) state;
    const char *names[] = {"zstd", "snappy", "zlib"};
-   bson_t *client = bson_new_from_json(
-      (const uint8_t *) "{\"driver\": {\"name\": \"opmsg\", \"version\": "
-                        "\"0.1.0\"}, \"os\": {\"type\": \"Linux\"}}",
-      -1, NULL);
-   bson_t *extra = bson_new_from_json(
-      (const uint8_t *) "{\"saslSupportedMechs\": \"admin.u\", "
-                        "\"loadBalanced\": false}",
-      -1, NULL);
+   bson_t *client = bson_new_from_json((const uint8_t *) "{\"driver\": {\"name\": \"opmsg\", \"version\": "
+                                                         "\"0.1.0\"}, \"os\": {\"type\": \"Linux\"}}",
+                                       -1, NULL);
+   bson_t *extra = bson_new_from_json((const uint8_t *) "{\"saslSupportedMechs\": \"admin.u\", "
+                                                        "\"loadBalanced\": false}",
+                                      -1, NULL);
    opmsg_hello_query_t q;
    opmsg_msg_t msg;
    bson_error_t error;
@@ -696,18 +698,16 @@ test_hello_build_parse(void **state)
    assert_string_equal(opmsg_command_name(&msg), "isMaster");
 
    char *json = tu_merge_json(buf, size, 0);
-   assert_string_equal(
-      json, "{ \"isMaster\" : { \"$numberInt\" : \"1\" }, \"helloOk\" : true, "
-            "\"client\" : { \"driver\" : { \"name\" : \"opmsg\", \"version\" "
-            ": \"0.1.0\" }, \"os\" : { \"type\" : \"Linux\" } }, "
-            "\"compression\" : [ \"zstd\", \"snappy\", \"zlib\" ], "
-            "\"saslSupportedMechs\" : \"admin.u\", \"loadBalanced\" : false }");
+   assert_string_equal(json, "{ \"isMaster\" : { \"$numberInt\" : \"1\" }, \"helloOk\" : true, "
+                             "\"client\" : { \"driver\" : { \"name\" : \"opmsg\", \"version\" "
+                             ": \"0.1.0\" }, \"os\" : { \"type\" : \"Linux\" } }, "
+                             "\"compression\" : [ \"zstd\", \"snappy\", \"zlib\" ], "
+                             "\"saslSupportedMechs\" : \"admin.u\", \"loadBalanced\" : false }");
    bson_free(json);
 
    /* The forbidden-compression rule applies to what it builds. */
    uint8_t out[1024];
-   assert_false(opmsg_compress_into(buf, size, OPMSG_COMPRESSOR_ZSTD, -1, out,
-                                    sizeof out, NULL, &error));
+   assert_false(opmsg_compress_into(buf, size, OPMSG_COMPRESSOR_ZSTD, -1, out, sizeof out, NULL, &error));
    assert_int_equal(error.code, OPMSG_ERR_COMPRESSION_FORBIDDEN);
 
    /* hello instead of isMaster, no helloOk, no optional parts. */
@@ -751,8 +751,7 @@ test_hello_errors(void **state)
    bson_error_t error;
    uint8_t buf[512];
    const char *bad_names[] = {"zlib", NULL};
-   const char *dup_keys[] = {"isMaster", "ismaster", "hello", "helloOk",
-                             "client", "compression"};
+   const char *dup_keys[] = {"isMaster", "ismaster", "hello", "helloOk", "client", "compression"};
 
    opmsg_hello_query_init(&q);
    assert_false(opmsg_build_hello_query(NULL, buf, sizeof buf, NULL, &error));
@@ -806,11 +805,10 @@ test_reply_build_parse(void **state)
    int n = 0;
 
    docs[0] = bson_new_from_json((const uint8_t *) "{\"ismaster\": true, "
-                                "\"maxWireVersion\": 13, \"ok\": 1.0}",
+                                                  "\"maxWireVersion\": 13, \"ok\": 1.0}",
                                 -1, NULL);
    docs[1] = bson_new();
-   docs[2] = bson_new_from_json((const uint8_t *) "{\"a\": {\"b\": [1, 2]}}",
-                                -1, NULL);
+   docs[2] = bson_new_from_json((const uint8_t *) "{\"a\": {\"b\": [1, 2]}}", -1, NULL);
    for (int i = 0; i < 3; i++) {
       assert_non_null(docs[i]);
       cdocs[i] = docs[i];
@@ -914,11 +912,21 @@ test_one_document_check(void **state)
       const char *fields;
       size_t len;
    } cases[] = {
-      FIELDS(OPMSG_OP_MSG, "\0\0\0\0" "\0"),                      /* flags, kind 0 */
-      FIELDS(OPMSG_OP_QUERY, "\0\0\0\0" "db.$cmd\0" "\0\0\0\0" "\xff\xff\xff\xff"),
-      FIELDS(OPMSG_OP_REPLY, "\0\0\0\0" "\0\0\0\0\0\0\0\0" "\0\0\0\0" "\1\0\0\0"),
-      FIELDS(OPMSG_OP_INSERT, "\0\0\0\0" "db.c\0"),
-      FIELDS(OPMSG_OP_DELETE, "\0\0\0\0" "db.c\0" "\0\0\0\0"), /* ZERO, ns, flags */
+      FIELDS(OPMSG_OP_MSG, "\0\0\0\0"
+                           "\0"), /* flags, kind 0 */
+      FIELDS(OPMSG_OP_QUERY, "\0\0\0\0"
+                             "db.$cmd\0"
+                             "\0\0\0\0"
+                             "\xff\xff\xff\xff"),
+      FIELDS(OPMSG_OP_REPLY, "\0\0\0\0"
+                             "\0\0\0\0\0\0\0\0"
+                             "\0\0\0\0"
+                             "\1\0\0\0"),
+      FIELDS(OPMSG_OP_INSERT, "\0\0\0\0"
+                              "db.c\0"),
+      FIELDS(OPMSG_OP_DELETE, "\0\0\0\0"
+                              "db.c\0"
+                              "\0\0\0\0"), /* ZERO, ns, flags */
    };
 #undef FIELDS
    uint32_t code = 0;

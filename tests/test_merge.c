@@ -125,8 +125,9 @@ test_dotted_paths(void **state)
    (void) state;
    /* cursor.firstBatch goes inside the body's cursor, after its fields. */
    const char *s1[] = {"cursor.firstBatch", "{\"_id\": 1}|{\"_id\": 2}"};
-   assert_merges_to("{\"cursor\": {\"id\": 0, \"ns\": \"d.c\"}, \"ok\": 1}", s1, 2,
-                    "{\"cursor\": {\"id\": 0, \"ns\": \"d.c\", \"firstBatch\": [{\"_id\": 1}, {\"_id\": 2}]}, \"ok\": 1}");
+   assert_merges_to(
+      "{\"cursor\": {\"id\": 0, \"ns\": \"d.c\"}, \"ok\": 1}", s1, 2,
+      "{\"cursor\": {\"id\": 0, \"ns\": \"d.c\", \"firstBatch\": [{\"_id\": 1}, {\"_id\": 2}]}, \"ok\": 1}");
    /* A path the body lacks is created at the end, once for both. */
    const char *s2[] = {"a.x", "{\"i\": 1}", "top", "{\"t\": 1}", "a.y", "{\"i\": 2}"};
    assert_merges_to("{\"cmd\": 1}", s2, 6,

@@ -18,8 +18,7 @@ assert_name(const char *got, const char *want, const char *call)
       return;
    }
    if (want == NULL || got == NULL || strcmp(got, want) != 0) {
-      fail_msg("%s: got %s, want %s", call, got ? got : "NULL",
-               want ? want : "NULL");
+      fail_msg("%s: got %s, want %s", call, got ? got : "NULL", want ? want : "NULL");
    }
 }
 
@@ -29,29 +28,14 @@ static const struct {
    int bit;
    const char *name;
 } names[] = {
-   {1, -1, "OP_REPLY"},
-   {2001, -1, "OP_UPDATE"},
-   {2002, -1, "OP_INSERT"},
-   {2004, -1, "OP_QUERY"},
-   {2005, -1, "OP_GET_MORE"},
-   {2006, -1, "OP_DELETE"},
-   {2007, -1, "OP_KILL_CURSORS"},
-   {2012, -1, "OP_COMPRESSED"},
-   {2013, -1, "OP_MSG"},
-   {2013, 0, "checksumPresent"},
-   {2013, 1, "moreToCome"},
-   {2013, 16, "exhaustAllowed"},
-   {2004, 1, "tailableCursor"},
-   {2004, 2, "slaveOk"},
-   {2004, 3, "oplogReplay"},
-   {2004, 4, "noCursorTimeout"},
-   {2004, 5, "awaitData"},
-   {2004, 6, "exhaust"},
-   {2004, 7, "partial"},
-   {1, 0, "cursorNotFound"},
-   {1, 1, "queryFailure"},
-   {1, 2, "shardConfigStale"},
-   {1, 3, "awaitCapable"},
+   {1, -1, "OP_REPLY"},           {2001, -1, "OP_UPDATE"},     {2002, -1, "OP_INSERT"},
+   {2004, -1, "OP_QUERY"},        {2005, -1, "OP_GET_MORE"},   {2006, -1, "OP_DELETE"},
+   {2007, -1, "OP_KILL_CURSORS"}, {2012, -1, "OP_COMPRESSED"}, {2013, -1, "OP_MSG"},
+   {2013, 0, "checksumPresent"},  {2013, 1, "moreToCome"},     {2013, 16, "exhaustAllowed"},
+   {2004, 1, "tailableCursor"},   {2004, 2, "slaveOk"},        {2004, 3, "oplogReplay"},
+   {2004, 4, "noCursorTimeout"},  {2004, 5, "awaitData"},      {2004, 6, "exhaust"},
+   {2004, 7, "partial"},          {1, 0, "cursorNotFound"},    {1, 1, "queryFailure"},
+   {1, 2, "shardConfigStale"},    {1, 3, "awaitCapable"},
 };
 
 /* The name the table gives, NULL for none. */
@@ -85,8 +69,7 @@ test_opcode_names(void **state)
    assert_string_equal(opmsg_opcode_name(OPMSG_OP_COMPRESSED), "OP_COMPRESSED");
    assert_string_equal(opmsg_opcode_name(OPMSG_OP_QUERY), "OP_QUERY");
    assert_string_equal(opmsg_opcode_name(OPMSG_OP_REPLY), "OP_REPLY");
-   assert_string_equal(opmsg_opcode_name(OPMSG_OP_KILL_CURSORS),
-                       "OP_KILL_CURSORS");
+   assert_string_equal(opmsg_opcode_name(OPMSG_OP_KILL_CURSORS), "OP_KILL_CURSORS");
 }
 
 static void
@@ -98,10 +81,8 @@ test_flag_names(void **state)
       for (unsigned bit = 0; bit < 40; bit++) {
          char call[64];
 
-         bson_snprintf(call, sizeof call, "opmsg_flag_name(%d, %u)", (int) op,
-                       bit);
-         assert_name(opmsg_flag_name(op, bit), expected(op, (int) bit),
-                     call);
+         bson_snprintf(call, sizeof call, "opmsg_flag_name(%d, %u)", (int) op, bit);
+         assert_name(opmsg_flag_name(op, bit), expected(op, (int) bit), call);
       }
    }
    assert_null(opmsg_flag_name(OPMSG_OP_MSG, UINT32_MAX));

@@ -365,8 +365,7 @@ static void
 test_duplicate_identifier(void **state)
 {
    (void) state;
-   const char *pairs[][2] = {{"documents", "documents"}, {"a", "a.b"}, {"a.b", "a"},
-                             {"x.y", "x.y.z"}};
+   const char *pairs[][2] = {{"documents", "documents"}, {"a", "a.b"}, {"a.b", "a"}, {"x.y", "x.y.z"}};
    for (size_t i = 0; i < 4; i++) {
       tu_buf_t b;
       tu_buf_init(&b);
@@ -395,9 +394,9 @@ test_identifier_clash(void **state)
       {"{\"insert\": \"c\", \"documents\": []}", "documents", true},
       {"{\"a\": {\"b\": 1}}", "a.b", true},
       {"{\"a\": {\"b\": {\"c\": 1}}}", "a.b.c", true},
-      {"{\"a\": 5}", "a.b", true},               /* a is not a document */
+      {"{\"a\": 5}", "a.b", true}, /* a is not a document */
       {"{\"a\": {\"b\": 5}}", "a.b.c", true},
-      {"{\"a\": [1]}", "a.b", true},             /* arrays are not paths */
+      {"{\"a\": [1]}", "a.b", true}, /* arrays are not paths */
       {"{\"cursor\": {\"id\": 0}}", "cursor.firstBatch", false},
       {"{\"a\": {\"c\": 1}}", "a.b", false},
       {"{\"ab\": 1}", "a.b", false},
@@ -590,8 +589,7 @@ build_raw_seq(tu_buf_t *b, uint8_t type, const uint8_t *value, size_t value_len)
 /* {"k": <raw value>} as a body and as a sequence document: rejected with
  * code under flags, or accepted when code is 0. */
 static void
-check_raw(uint8_t type, const uint8_t *value, size_t value_len, uint32_t flags,
-          int code)
+check_raw(uint8_t type, const uint8_t *value, size_t value_len, uint32_t flags, int code)
 {
    tu_buf_t b;
    for (int as_seq = 0; as_seq < 2; as_seq++) {
@@ -648,8 +646,7 @@ test_top_level_elements(void **state)
    check_raw(BSON_TYPE_DOCUMENT, nested_open, 5, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    uint8_t nested_garbage[] = {8, 0, 0, 0, 0x99, 'x', 0, 0};
    check_raw(BSON_TYPE_DOCUMENT, nested_garbage, 8, 0, 0);
-   check_raw(BSON_TYPE_DOCUMENT, nested_garbage, 8, OPMSG_PARSE_FULL_VALIDATE,
-             OPMSG_ERR_DOCUMENT_ELEMENT);
+   check_raw(BSON_TYPE_DOCUMENT, nested_garbage, 8, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_DOCUMENT_ELEMENT);
    /* Binary: int32 length, subtype, bytes; the length must fit. */
    uint8_t bin_ok[] = {2, 0, 0, 0, 0, 0xAA, 0xBB};
    uint8_t bin_long[] = {3, 0, 0, 0, 0, 0xAA, 0xBB};
@@ -752,11 +749,9 @@ test_reply_only(void **state)
    /* OP_INSERT: flags, "a.b", one empty document. */
    static const uint8_t insert[] = {0, 0, 0, 0, 'a', '.', 'b', 0, 5, 0, 0, 0, 0};
    /* OP_QUERY: flags, "a.$cmd", skip, return, {}. */
-   static const uint8_t query[] = {0, 0, 0, 0, 'a', '.', '$', 'c', 'm', 'd', 0,
-                                   0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0};
+   static const uint8_t query[] = {0, 0, 0, 0, 'a', '.', '$', 'c', 'm', 'd', 0, 0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0};
    /* OP_REPLY: flags, cursorID, startingFrom, numberReturned 1, {}. */
-   static const uint8_t reply[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                   0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0};
+   static const uint8_t reply[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0};
    /* OP_COMPRESSED (noop) around OP_QUERY's bytes, then around an OP_MSG's. */
    uint8_t compressed[9 + sizeof query];
    static const uint8_t msg_payload[] = {0, 0, 0, 0, 0, 5, 0, 0, 0, 0};
@@ -794,16 +789,16 @@ test_reply_only(void **state)
    tu_buf_free(&b);
 
    /* An OP_COMPRESSED reply must carry a reply. */
-   memcpy(compressed, (const int32_t[]){OPMSG_OP_QUERY}, 4);
-   memcpy(compressed + 4, (const int32_t[]){(int32_t) sizeof query}, 4);
+   memcpy(compressed, (const int32_t[]) {OPMSG_OP_QUERY}, 4);
+   memcpy(compressed + 4, (const int32_t[]) {(int32_t) sizeof query}, 4);
    compressed[8] = OPMSG_COMPRESSOR_NOOP;
    memcpy(compressed + 9, query, sizeof query);
    put_message(&b, OPMSG_OP_COMPRESSED, compressed, sizeof compressed);
    assert_accepts(&b, 0);
    tu_assert_rejects(b.data, b.len, OPMSG_PARSE_REPLY, OPMSG_ERR_NOT_A_REPLY);
    tu_buf_free(&b);
-   memcpy(compressed_msg, (const int32_t[]){OPMSG_OP_MSG}, 4);
-   memcpy(compressed_msg + 4, (const int32_t[]){(int32_t) sizeof msg_payload}, 4);
+   memcpy(compressed_msg, (const int32_t[]) {OPMSG_OP_MSG}, 4);
+   memcpy(compressed_msg + 4, (const int32_t[]) {(int32_t) sizeof msg_payload}, 4);
    compressed_msg[8] = OPMSG_COMPRESSOR_NOOP;
    memcpy(compressed_msg + 9, msg_payload, sizeof msg_payload);
    put_message(&b, OPMSG_OP_COMPRESSED, compressed_msg, sizeof compressed_msg);

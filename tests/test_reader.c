@@ -84,8 +84,7 @@ mem_free(void *p)
 static void
 mem_begin(void)
 {
-   static bson_mem_vtable_t vt = {
-      .malloc = mem_malloc, .calloc = mem_calloc, .realloc = mem_realloc, .free = mem_free};
+   static bson_mem_vtable_t vt = {.malloc = mem_malloc, .calloc = mem_calloc, .realloc = mem_realloc, .free = mem_free};
    mem_now = mem_peak = mem_largest = 0;
    bson_mem_set_vtable(&vt);
 }
@@ -112,8 +111,7 @@ rng(void)
 
 /* One OP_MSG with a body padded to about `pad` bytes. */
 static void
-put_message(tu_buf_t *out, int32_t request_id, int32_t response_to,
-            uint32_t flags, size_t pad)
+put_message(tu_buf_t *out, int32_t request_id, int32_t response_to, uint32_t flags, size_t pad)
 {
    bson_t cmd = BSON_INITIALIZER;
    char *s = malloc(pad + 1);
@@ -602,12 +600,10 @@ test_exhaust_wrong_response_to(void **state)
       opmsg_exhaust_init(&x, 500);
       assert_int_equal(opmsg_reader_feed(r, b.data, b.len), b.len);
       for (int32_t i = 0; i < break_at; i++) {
-         assert_int_equal(opmsg_reader_next_reply(r, &x, &msg, &len, &error),
-                          OPMSG_READER_MESSAGE);
+         assert_int_equal(opmsg_reader_next_reply(r, &x, &msg, &len, &error), OPMSG_READER_MESSAGE);
          assert_true(x.more_to_come);
       }
-      assert_int_equal(opmsg_reader_next_reply(r, &x, &msg, &len, &error),
-                       OPMSG_READER_ERROR);
+      assert_int_equal(opmsg_reader_next_reply(r, &x, &msg, &len, &error), OPMSG_READER_ERROR);
       assert_int_equal(error.code, OPMSG_ERR_EXHAUST_SEQUENCE);
       assert_int_equal(x.replies, (uint32_t) break_at);
       opmsg_reader_destroy(r);
@@ -633,11 +629,9 @@ test_exhaust_ends_early(void **state)
    size_t len;
    bson_error_t error;
    opmsg_exhaust_init(&x, 500);
-   assert_int_equal(opmsg_reader_read_reply_fd(r, fds[0], &x, &msg, &len, &error),
-                    OPMSG_READER_MESSAGE);
+   assert_int_equal(opmsg_reader_read_reply_fd(r, fds[0], &x, &msg, &len, &error), OPMSG_READER_MESSAGE);
    assert_true(x.more_to_come);
-   assert_int_equal(opmsg_reader_read_reply_fd(r, fds[0], &x, &msg, &len, &error),
-                    OPMSG_READER_END);
+   assert_int_equal(opmsg_reader_read_reply_fd(r, fds[0], &x, &msg, &len, &error), OPMSG_READER_END);
    close(fds[0]);
    opmsg_reader_destroy(r);
    tu_buf_free(&b);
@@ -656,8 +650,8 @@ test_exhaust_compressed(void **state)
    put_message(&plain, 9001, 9000, OPMSG_FLAG_MORE_TO_COME, 3000);
    bson_error_t error;
    size_t clen;
-   uint8_t *compressed = opmsg_compress(plain.data, plain.len, OPMSG_COMPRESSOR_ZLIB,
-                                        OPMSG_COMPRESS_DEFAULT_LEVEL, &clen, &error);
+   uint8_t *compressed =
+      opmsg_compress(plain.data, plain.len, OPMSG_COMPRESSOR_ZLIB, OPMSG_COMPRESS_DEFAULT_LEVEL, &clen, &error);
    if (!compressed) {
       fail_msg("compress: %s", error.message);
    }

@@ -26,8 +26,7 @@ put_hex(tu_buf_t *b, const char *hex)
          continue;
       }
       assert_true(isxdigit((unsigned char) *s));
-      int v = isdigit((unsigned char) *s) ? *s - '0'
-                                          : (tolower((unsigned char) *s) - 'a' + 10);
+      int v = isdigit((unsigned char) *s) ? *s - '0' : (tolower((unsigned char) *s) - 'a' + 10);
       if (hi < 0) {
          hi = v;
       } else {
@@ -117,33 +116,28 @@ assert_nested_ok(const char *elements_hex)
  * the offset (relative to the message) when offset is not 0. The default
  * mode, which keeps nested documents opaque, accepts them. */
 static void
-assert_nested_fails(const char *elements_hex, opmsg_error_code_t code,
-                    size_t offset)
+assert_nested_fails(const char *elements_hex, opmsg_error_code_t code, size_t offset)
 {
    tu_buf_t doc;
    bson_error_t error;
    tu_buf_init(&doc);
    nested_doc(&doc, elements_hex);
    if (parse_doc(doc.data, doc.len, OPMSG_PARSE_FULL_VALIDATE, &error)) {
-      fail_msg("full validation accepted %s (expected %s)", elements_hex,
-               opmsg_error_name(code));
+      fail_msg("full validation accepted %s (expected %s)", elements_hex, opmsg_error_name(code));
    }
    if (error.domain != OPMSG_ERROR_DOMAIN || error.code != (uint32_t) code) {
-      fail_msg("%s: expected %s, got %s: %s", elements_hex,
-               opmsg_error_name(code), opmsg_error_name(error.code),
+      fail_msg("%s: expected %s, got %s: %s", elements_hex, opmsg_error_name(code), opmsg_error_name(error.code),
                error.message);
    }
    if (offset) {
       char want[48];
       snprintf(want, sizeof want, "offset %zu", offset);
       if (!strstr(error.message, want)) {
-         fail_msg("%s: message \"%s\" lacks \"%s\"", elements_hex,
-                  error.message, want);
+         fail_msg("%s: message \"%s\" lacks \"%s\"", elements_hex, error.message, want);
       }
    }
    if (!parse_doc(doc.data, doc.len, 0, &error)) {
-      fail_msg("default mode rejected nested %s: %s", elements_hex,
-               error.message);
+      fail_msg("default mode rejected nested %s: %s", elements_hex, error.message);
    }
    tu_buf_free(&doc);
 }
@@ -170,15 +164,13 @@ test_utf8_strings(void **state)
    assert_nested_ok("02 6100 04000000 610062 00");
    /* Long ASCII (the 8-byte fast path) with a bad byte at its end. */
    assert_nested_ok("02 6100 12000000 6162636465666768696A6B6C6D6E6F7071 00");
-   assert_nested_fails("02 6100 12000000 6162636465666768696A6B6C6D6E6F70FF 00",
-                       OPMSG_ERR_INVALID_UTF8, FIRST_ELEM + 3 + 4 + 16);
+   assert_nested_fails("02 6100 12000000 6162636465666768696A6B6C6D6E6F70FF 00", OPMSG_ERR_INVALID_UTF8,
+                       FIRST_ELEM + 3 + 4 + 16);
 
    /* Lone byte, overlong NUL and "/", surrogate, above U+10FFFF,
     * continuation as lead, truncated sequence, F5 lead. */
-   assert_nested_fails("02 6100 02000000 E9 00", OPMSG_ERR_INVALID_UTF8,
-                       FIRST_ELEM + 3 + 4);
-   assert_nested_fails("02 6100 06000000 61 C3A9 E9 62 00",
-                       OPMSG_ERR_INVALID_UTF8, FIRST_ELEM + 3 + 4 + 3);
+   assert_nested_fails("02 6100 02000000 E9 00", OPMSG_ERR_INVALID_UTF8, FIRST_ELEM + 3 + 4);
+   assert_nested_fails("02 6100 06000000 61 C3A9 E9 62 00", OPMSG_ERR_INVALID_UTF8, FIRST_ELEM + 3 + 4 + 3);
    assert_nested_fails("02 6100 03000000 C080 00", OPMSG_ERR_INVALID_UTF8, 0);
    assert_nested_fails("02 6100 03000000 C0AF 00", OPMSG_ERR_INVALID_UTF8, 0);
    assert_nested_fails("02 6100 04000000 E080AF 00", OPMSG_ERR_INVALID_UTF8, 0);
@@ -202,10 +194,8 @@ test_utf8_keys(void **state)
 {
    (void) state;
    assert_nested_ok("10 C3A900 01000000");
-   assert_nested_fails("10 E900 01000000", OPMSG_ERR_INVALID_UTF8,
-                       FIRST_ELEM + 1);
-   assert_nested_fails("10 61E900 01000000", OPMSG_ERR_INVALID_UTF8,
-                       FIRST_ELEM + 2);
+   assert_nested_fails("10 E900 01000000", OPMSG_ERR_INVALID_UTF8, FIRST_ELEM + 1);
+   assert_nested_fails("10 61E900 01000000", OPMSG_ERR_INVALID_UTF8, FIRST_ELEM + 2);
    assert_nested_fails("10 C08000 01000000", OPMSG_ERR_INVALID_UTF8, 0);
 
    /* A top-level key of the body is checked in full mode too. */
@@ -227,8 +217,7 @@ test_utf8_regex_and_dbpointer(void **state)
    assert_nested_fails("0B 6100 6100 E900", OPMSG_ERR_INVALID_UTF8, 0);
 
    assert_nested_ok("0C 6100 03000000 C3A900 56E1FC72E0C917E9C4714161");
-   assert_nested_fails("0C 6100 02000000 E900 56E1FC72E0C917E9C4714161",
-                       OPMSG_ERR_INVALID_UTF8, 0);
+   assert_nested_fails("0C 6100 02000000 E900 56E1FC72E0C917E9C4714161", OPMSG_ERR_INVALID_UTF8, 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -245,8 +234,7 @@ test_boolean(void **state)
    assert_nested_fails("08 6200 FF", OPMSG_ERR_INVALID_BOOLEAN, FIRST_ELEM);
    /* Inside an array too. */
    assert_nested_ok("04 6100 09000000 08 3000 01 00");
-   assert_nested_fails("04 6100 09000000 08 3000 80 00",
-                       OPMSG_ERR_INVALID_BOOLEAN, FIRST_ELEM + 3 + 4);
+   assert_nested_fails("04 6100 09000000 08 3000 80 00", OPMSG_ERR_INVALID_BOOLEAN, FIRST_ELEM + 3 + 4);
 }
 
 /* ---------------------------------------------------------------------------
@@ -265,8 +253,7 @@ test_string_lengths(void **state)
    assert_nested_fails("02 6100 FFFFFF7F 00", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    assert_nested_fails("02 6100 00000080 00", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* Fits, but the last byte is not NUL. */
-   assert_nested_fails("02 6100 04000000 616263FF", OPMSG_ERR_DOCUMENT_ELEMENT,
-                       FIRST_ELEM);
+   assert_nested_fails("02 6100 04000000 616263FF", OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
    assert_nested_fails("0D 6100 04000000 616263FF", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    assert_nested_fails("0E 6100 04000000 616263FF", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
 }
@@ -287,12 +274,9 @@ test_binary(void **state)
     * it, so a merge would otherwise lose what follows), hence the framing
     * code rather than a value rule. */
    assert_nested_ok("05 7800 06000000 02 02000000 FFFF");
-   assert_nested_fails("05 7800 06000000 02 03000000 FFFF",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
-   assert_nested_fails("05 7800 06000000 02 01000000 FFFF",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, 0);
-   assert_nested_fails("05 7800 06000000 02 FFFFFFFF FFFF",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, 0);
+   assert_nested_fails("05 7800 06000000 02 03000000 FFFF", OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
+   assert_nested_fails("05 7800 06000000 02 01000000 FFFF", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
+   assert_nested_fails("05 7800 06000000 02 FFFFFFFF FFFF", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* Subtype 2 too short to hold its inner length. */
    assert_nested_fails("05 7800 02000000 02 FFFF", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    assert_nested_ok("05 7800 04000000 02 00000000");
@@ -310,25 +294,18 @@ test_code_w_scope(void **state)
    assert_nested_ok("0F 6100 0E000000 01000000 00 05000000 00");
    assert_nested_ok("0F 6100 13000000 02000000 6100 09000000 08 7800 01 00");
    /* Below the minimum of 14. */
-   assert_nested_fails("0F 6100 0D000000 01000000 00 04000000",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, 0);
+   assert_nested_fails("0F 6100 0D000000 01000000 00 04000000", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* Code string length too long for what the scope leaves. */
-   assert_nested_fails("0F 6100 0E000000 02000000 00 05000000 00",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, 0);
+   assert_nested_fails("0F 6100 0E000000 02000000 00 05000000 00", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* Code string too short: its last byte is not NUL. */
-   assert_nested_fails("0F 6100 13000000 01000000 6100 09000000 08 7800 01 00",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, 0);
+   assert_nested_fails("0F 6100 13000000 01000000 6100 09000000 08 7800 01 00", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* Scope length disagrees with the total. */
-   assert_nested_fails("0F 6100 13000000 02000000 6100 08000000 08 7800 01 00",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, 0);
+   assert_nested_fails("0F 6100 13000000 02000000 6100 08000000 08 7800 01 00", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* Scope not terminated by 0. */
-   assert_nested_fails("0F 6100 13000000 02000000 6100 09000000 08 7800 01 01",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, 0);
+   assert_nested_fails("0F 6100 13000000 02000000 6100 09000000 08 7800 01 01", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* The scope is validated like any document. */
-   assert_nested_fails("0F 6100 13000000 02000000 6100 09000000 08 7800 02 00",
-                       OPMSG_ERR_INVALID_BOOLEAN, 0);
-   assert_nested_fails("0F 6100 13000000 02000000 E900 09000000 08 7800 01 00",
-                       OPMSG_ERR_INVALID_UTF8, 0);
+   assert_nested_fails("0F 6100 13000000 02000000 6100 09000000 08 7800 02 00", OPMSG_ERR_INVALID_BOOLEAN, 0);
+   assert_nested_fails("0F 6100 13000000 02000000 E900 09000000 08 7800 01 00", OPMSG_ERR_INVALID_UTF8, 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -355,19 +332,16 @@ test_other_types(void **state)
    assert_nested_ok("0B 6100 00 00");
    assert_nested_ok("0C 6100 02000000 6200 56E1FC72E0C917E9C4714161");
    /* A DBPointer namespace without its NUL. */
-   assert_nested_fails("0C 6100 02000000 6262 56E1FC72E0C917E9C4714161",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, 0);
+   assert_nested_fails("0C 6100 02000000 6262 56E1FC72E0C917E9C4714161", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* ... or with an ObjectId cut short. */
-   assert_nested_fails("0C 6100 02000000 6200 56E1FC72E0C917E9C47141",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, 0);
+   assert_nested_fails("0C 6100 02000000 6200 56E1FC72E0C917E9C47141", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* Unknown type bytes inside a sub-document. */
    assert_nested_fails("14 6100 00", OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
    assert_nested_fails("80 6100 00", OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
    /* A key running into the sub-document's terminator. */
    assert_nested_fails("10 6161", OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
    /* A 0 type byte before the sub-document's end. */
-   assert_nested_fails("00 10 6100 01000000", OPMSG_ERR_DOCUMENT_TERMINATOR,
-                       FIRST_ELEM);
+   assert_nested_fails("00 10 6100 01000000", OPMSG_ERR_DOCUMENT_TERMINATOR, FIRST_ELEM);
 }
 
 /* ---------------------------------------------------------------------------
@@ -382,15 +356,12 @@ test_nested_frames(void **state)
    assert_nested_ok("04 6100 0C000000 10 3000 01000000 00");
    /* A grandchild that claims more bytes than its parent holds (its
     * length and terminator are part of its element in the parent). */
-   assert_nested_fails("03 6100 0D000000 10 7800 01000000 00",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
-   assert_nested_fails("03 6100 FFFFFF7F 10 7800 01000000 00",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
+   assert_nested_fails("03 6100 0D000000 10 7800 01000000 00", OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
+   assert_nested_fails("03 6100 FFFFFF7F 10 7800 01000000 00", OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM);
    /* ... fewer than 5 bytes. */
    assert_nested_fails("03 6100 04000000 00", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
    /* ... an element leaking over its terminator. */
-   assert_nested_fails("03 6100 0B000000 10 7800 01000000 00",
-                       OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM + 3 + 4);
+   assert_nested_fails("03 6100 0B000000 10 7800 01000000 00", OPMSG_ERR_DOCUMENT_ELEMENT, FIRST_ELEM + 3 + 4);
    /* ... ending in a byte other than 0. */
    assert_nested_fails("03 6100 05000000 01", OPMSG_ERR_DOCUMENT_ELEMENT, 0);
 }
@@ -441,13 +412,11 @@ test_depth(void **state)
       if (!parse_doc(ok.data, ok.len, OPMSG_PARSE_FULL_VALIDATE, &error)) {
          fail_msg("depth %d rejected: %s", OPMSG_MAX_DEPTH, error.message);
       }
-      assert_false(parse_doc(bad.data, bad.len, OPMSG_PARSE_FULL_VALIDATE,
-                             &error));
+      assert_false(parse_doc(bad.data, bad.len, OPMSG_PARSE_FULL_VALIDATE, &error));
       assert_int_equal(error.code, OPMSG_ERR_NESTING_TOO_DEEP);
       /* The 101st document starts 7 bytes per level into the body. */
       char want[48];
-      snprintf(want, sizeof want, "offset %d",
-               BODY_OFFSET + 7 * (OPMSG_MAX_DEPTH + 1));
+      snprintf(want, sizeof want, "offset %d", BODY_OFFSET + 7 * (OPMSG_MAX_DEPTH + 1));
       if (!strstr(error.message, want)) {
          fail_msg("message \"%s\" lacks \"%s\"", error.message, want);
       }
@@ -461,8 +430,7 @@ test_depth(void **state)
    tu_buf_t huge;
    tu_buf_init(&huge);
    deep_doc(&huge, 100000, false);
-   assert_false(parse_doc(huge.data, huge.len, OPMSG_PARSE_FULL_VALIDATE,
-                          &error));
+   assert_false(parse_doc(huge.data, huge.len, OPMSG_PARSE_FULL_VALIDATE, &error));
    assert_int_equal(error.code, OPMSG_ERR_NESTING_TOO_DEEP);
    tu_buf_free(&huge);
 }
@@ -491,8 +459,7 @@ test_depth_code_w_scope(void **state)
       bson_error_t error;
       bool ok = parse_doc(doc.data, doc.len, OPMSG_PARSE_FULL_VALIDATE, &error);
       if (extra == 0 && !ok) {
-         fail_msg("scope at depth %d rejected: %s", OPMSG_MAX_DEPTH,
-                  error.message);
+         fail_msg("scope at depth %d rejected: %s", OPMSG_MAX_DEPTH, error.message);
       }
       if (extra == 1) {
          assert_false(ok);
@@ -516,21 +483,18 @@ test_direct_call(void **state)
    tu_buf_init(&doc);
    put_doc_hex(&doc, "03 6400 09000000 08 6200 02 00");
    /* base shifts every offset in the message. */
-   assert_false(opmsg_doc_validate_deep(doc.data, (uint32_t) doc.len, 1000,
-                                        "test document", &error));
+   assert_false(opmsg_doc_validate_deep(doc.data, (uint32_t) doc.len, 1000, "test document", &error));
    assert_int_equal(error.domain, OPMSG_ERROR_DOMAIN);
    assert_int_equal(error.code, OPMSG_ERR_INVALID_BOOLEAN);
    assert_non_null(strstr(error.message, "test document"));
    assert_non_null(strstr(error.message, "offset 1011"));
    /* A NULL error is allowed. */
-   assert_false(opmsg_doc_validate_deep(doc.data, (uint32_t) doc.len, 0, "x",
-                                        NULL));
+   assert_false(opmsg_doc_validate_deep(doc.data, (uint32_t) doc.len, 0, "x", NULL));
    tu_buf_free(&doc);
 
    tu_buf_init(&doc);
    put_doc_hex(&doc, "");
-   assert_true(opmsg_doc_validate_deep(doc.data, (uint32_t) doc.len, 0, "x",
-                                       &error));
+   assert_true(opmsg_doc_validate_deep(doc.data, (uint32_t) doc.len, 0, "x", &error));
    /* Fewer bytes than any document (the parser never passes this). */
    assert_false(opmsg_doc_validate_deep(doc.data, 4, 0, "x", &error));
    assert_int_equal(error.code, OPMSG_ERR_DOCUMENT_LENGTH);
@@ -553,13 +517,11 @@ test_sequence_documents(void **state)
       tu_msg_body(&msg, "{\"insert\": \"c\", \"$db\": \"d\"}");
       size_t mark = tu_msg_seq_begin(&msg, "documents");
       tu_put_json_doc(&msg, "{\"x\": 1}");
-      put_doc_hex(&msg, bad ? "03 6100 09000000 08 6200 07 00"
-                            : "03 6100 09000000 08 6200 01 00");
+      put_doc_hex(&msg, bad ? "03 6100 09000000 08 6200 07 00" : "03 6100 09000000 08 6200 01 00");
       tu_msg_seq_end(&msg, mark);
       tu_msg_end(&msg);
       if (bad) {
-         tu_assert_rejects(msg.data, msg.len, OPMSG_PARSE_FULL_VALIDATE,
-                           OPMSG_ERR_INVALID_BOOLEAN);
+         tu_assert_rejects(msg.data, msg.len, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_INVALID_BOOLEAN);
       } else {
          char *json = tu_merge_json(msg.data, msg.len, OPMSG_PARSE_FULL_VALIDATE);
          bson_free(json);

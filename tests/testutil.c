@@ -130,9 +130,9 @@ tu_put_json_doc(tu_buf_t *b, const char *json)
 void
 tu_msg_begin(tu_buf_t *b, uint32_t flags)
 {
-   tu_put_i32(b, 0);         /* messageLength, fixed by tu_msg_end */
-   tu_put_i32(b, 7);         /* requestID */
-   tu_put_i32(b, 0);         /* responseTo */
+   tu_put_i32(b, 0); /* messageLength, fixed by tu_msg_end */
+   tu_put_i32(b, 7); /* requestID */
+   tu_put_i32(b, 0); /* responseTo */
    tu_put_i32(b, OPMSG_OP_MSG);
    tu_put_i32(b, (int32_t) flags);
 }
@@ -176,8 +176,7 @@ tu_msg_end(tu_buf_t *b)
 }
 
 void
-tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags,
-                  opmsg_error_code_t code)
+tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags, opmsg_error_code_t code)
 {
    opmsg_options_t opts;
    opmsg_msg_t msg;
@@ -190,8 +189,8 @@ tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags,
       fail_msg("accepted a message that breaks %s", opmsg_error_name(code));
    }
    if (error.domain != OPMSG_ERROR_DOMAIN || error.code != (uint32_t) code) {
-      fail_msg("expected %s, got %s (%u): %s", opmsg_error_name(code),
-               opmsg_error_name(error.code), error.code, error.message);
+      fail_msg("expected %s, got %s (%u): %s", opmsg_error_name(code), opmsg_error_name(error.code), error.code,
+               error.message);
    }
    assert_true(strlen(error.message) > 0);
 }
@@ -293,8 +292,7 @@ tu_count_allocs_end(void)
 }
 
 size_t
-tu_for_each_message(const uint8_t *data, size_t len,
-                    void (*fn)(const uint8_t *msg, size_t len, void *ctx), void *ctx)
+tu_for_each_message(const uint8_t *data, size_t len, void (*fn)(const uint8_t *msg, size_t len, void *ctx), void *ctx)
 {
    size_t n = 0, off = 0;
    while (off < len) {

@@ -51,8 +51,7 @@ void tu_msg_seq_end(tu_buf_t *b, size_t mark);
 void tu_msg_end(tu_buf_t *b);
 
 /* Asserts parse fails with this code. */
-void tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags,
-                       opmsg_error_code_t code);
+void tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags, opmsg_error_code_t code);
 /* Parses (asserting success), merges, and returns the merged document as
  * canonical Extended JSON (free with bson_free()). */
 char *tu_merge_json(const uint8_t *data, size_t len, uint32_t flags);
@@ -76,8 +75,7 @@ size_t tu_count_allocs_end(void);
 
 /* Splits a file of back-to-back messages; calls fn for each. Returns the
  * number of messages. */
-size_t tu_for_each_message(const uint8_t *data, size_t len,
-                           void (*fn)(const uint8_t *msg, size_t len, void *ctx),
+size_t tu_for_each_message(const uint8_t *data, size_t len, void (*fn)(const uint8_t *msg, size_t len, void *ctx),
                            void *ctx);
 
 #endif /* OPMSG_TESTUTIL_H */

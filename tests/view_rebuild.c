@@ -35,11 +35,11 @@ broken(rebuild_t *r, const char *fmt, ...)
    return VIEW_REBUILD_BROKEN;
 }
 
-#define REBUILD_CHECK(r, cond)                                   \
-   do {                                                          \
-      if (!(cond)) {                                             \
+#define REBUILD_CHECK(r, cond)                                  \
+   do {                                                         \
+      if (!(cond)) {                                            \
          return broken((r), "view property broken: %s", #cond); \
-      }                                                          \
+      }                                                         \
    } while (0)
 
 /* The element under it, copied as its raw bytes: bson_append_iter() would
@@ -117,8 +117,7 @@ rebuild_level(rebuild_t *r, const opmsg_view_t *view_in, bson_t *out, int depth)
          if (!opmsg_view_enter(&view, &field, &child_view)) {
             return broken(r, "view: cannot enter \"%.*s\"", (int) field.key_len, field.key);
          }
-         REBUILD_CHECK(r, bson_append_document_begin(out, field.key, (int) field.key_len,
-                                                      &child));
+         REBUILD_CHECK(r, bson_append_document_begin(out, field.key, (int) field.key_len, &child));
          st = rebuild_level(r, &child_view, &child, depth + 1);
          REBUILD_CHECK(r, bson_append_document_end(out, &child));
          break;

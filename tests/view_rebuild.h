@@ -41,7 +41,6 @@ typedef enum {
  * On VIEW_REBUILD_BROKEN, why (when not NULL) holds a description of
  * why_size bytes at most.
  */
-view_rebuild_status_t view_rebuild(const opmsg_msg_t *msg, bson_t *out, char *why,
-                                   size_t why_size);
+view_rebuild_status_t view_rebuild(const opmsg_msg_t *msg, bson_t *out, char *why, size_t why_size);
 
 #endif /* OPMSG_VIEW_REBUILD_H */

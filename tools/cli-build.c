@@ -31,7 +31,7 @@ typedef struct {
    const char *command_path;
    cli_seq_t seqs[CLI_MAX_SEQUENCES];
    size_t n_seqs;
-   int compressor;       /* -1: none */
+   int compressor; /* -1: none */
    uint32_t flags;
    int32_t request_id;
    int32_t response_to;
@@ -43,8 +43,7 @@ typedef struct {
 static int
 cli_build_usage(const char *what, const char *arg)
 {
-   cli_say("build: %s%s%s%s", what, arg ? " '" : "", arg ? arg : "",
-           arg ? "'" : "");
+   cli_say("build: %s%s%s%s", what, arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
    cli_usage(stderr, "build");
    return CLI_EXIT_USAGE;
 }
@@ -52,8 +51,7 @@ cli_build_usage(const char *what, const char *arg)
 /* The value of an option given as "--opt VALUE" or "--opt=VALUE"; NULL
  * when a is not that option. */
 static const char *
-cli_opt_value(const char *a, const char *opt, int argc, char **argv, int *i,
-              bool *missing)
+cli_opt_value(const char *a, const char *opt, int argc, char **argv, int *i, bool *missing)
 {
    size_t n = strlen(opt);
 
@@ -99,8 +97,7 @@ cli_build_parse_value(cli_build_opts_t *o, const char *opt, const char *v)
       } else if ((o->compressor = opmsg_compressor_from_name(v)) < 0) {
          return cli_build_usage("unknown compressor", v);
       }
-   } else if (strcmp(opt, "--request-id") == 0 ||
-              strcmp(opt, "--response-to") == 0) {
+   } else if (strcmp(opt, "--request-id") == 0 || strcmp(opt, "--response-to") == 0) {
       if (!cli_parse_int(v, INT32_MIN, INT32_MAX, &n)) {
          return cli_build_usage("not a 32-bit integer:", v);
       }
@@ -128,9 +125,8 @@ cli_build_parse_value(cli_build_opts_t *o, const char *opt, const char *v)
 static int
 cli_build_parse(int argc, char **argv, cli_build_opts_t *o)
 {
-   static const char *const with_value[] = {
-      "--command", "--sequence", "--compress", "--request-id",
-      "--response-to", "--max-message-size", "--max-batch"};
+   static const char *const with_value[] = {"--command",     "--sequence",         "--compress", "--request-id",
+                                            "--response-to", "--max-message-size", "--max-batch"};
    int i;
 
    memset(o, 0, sizeof *o);
@@ -157,8 +153,7 @@ cli_build_parse(int argc, char **argv, cli_build_opts_t *o)
          return CLI_EXIT_OK;
       }
       for (k = 0; k < sizeof with_value / sizeof with_value[0]; k++) {
-         const char *v = cli_opt_value(a, with_value[k], argc, argv, &i,
-                                       &missing);
+         const char *v = cli_opt_value(a, with_value[k], argc, argv, &i, &missing);
          int rc;
 
          if (missing) {
@@ -181,9 +176,7 @@ cli_build_parse(int argc, char **argv, cli_build_opts_t *o)
       return cli_build_usage("--command CMD.json is required", NULL);
    }
    if (o->split && o->n_seqs != 1) {
-      return cli_build_usage(
-         "--max-message-size and --max-batch split exactly one --sequence",
-         NULL);
+      return cli_build_usage("--max-message-size and --max-batch split exactly one --sequence", NULL);
    }
    return -1;
 }
@@ -191,24 +184,20 @@ cli_build_parse(int argc, char **argv, cli_build_opts_t *o)
 static size_t
 cli_json_limit(const cli_build_opts_t *o)
 {
-   return CLI_JSON_FACTOR * (o->max_message_size > OPMSG_DEFAULT_MAX_MESSAGE_SIZE
-                                ? o->max_message_size
-                                : OPMSG_DEFAULT_MAX_MESSAGE_SIZE);
+   return CLI_JSON_FACTOR *
+          (o->max_message_size > OPMSG_DEFAULT_MAX_MESSAGE_SIZE ? o->max_message_size : OPMSG_DEFAULT_MAX_MESSAGE_SIZE);
 }
 
 /* Reports a JSON (libbson) error as one rule line. */
 static void
-cli_json_error(opmsg_error_code_t code, const char *path, size_t line,
-               const bson_error_t *json_error)
+cli_json_error(opmsg_error_code_t code, const char *path, size_t line, const bson_error_t *json_error)
 {
    bson_error_t error;
 
    if (line) {
-      bson_set_error(&error, OPMSG_ERROR_DOMAIN, code, "%s line %zu: %s", path,
-                     line, json_error->message);
+      bson_set_error(&error, OPMSG_ERROR_DOMAIN, code, "%s line %zu: %s", path, line, json_error->message);
    } else {
-      bson_set_error(&error, OPMSG_ERROR_DOMAIN, code, "%s: %s", path,
-                     json_error->message);
+      bson_set_error(&error, OPMSG_ERROR_DOMAIN, code, "%s: %s", path, json_error->message);
    }
    cli_report(&error, NULL);
 }
@@ -250,8 +239,7 @@ cli_json_doc(const char *text, size_t len, bson_error_t *error)
       i++;
    }
    if (i == len || text[i] != '{') {
-      bson_set_error(error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_INVALID_ARGUMENT,
-                     "not a JSON object");
+      bson_set_error(error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_INVALID_ARGUMENT, "not a JSON object");
       return NULL;
    }
    reader = bson_json_data_reader_new(true, 0);
@@ -259,12 +247,10 @@ cli_json_doc(const char *text, size_t len, bson_error_t *error)
    doc = bson_new();
    rc = bson_json_reader_read(reader, doc, error);
    if (rc == 1 && bson_json_reader_read(reader, &extra, &extra_error) != 0) {
-      bson_set_error(error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_INVALID_ARGUMENT,
-                     "more than one JSON document");
+      bson_set_error(error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_INVALID_ARGUMENT, "more than one JSON document");
       rc = -1;
    } else if (rc == 0) {
-      bson_set_error(error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_INVALID_ARGUMENT,
-                     "no JSON document");
+      bson_set_error(error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_INVALID_ARGUMENT, "no JSON document");
    }
    bson_destroy(&extra);
    bson_json_reader_destroy(reader);
@@ -393,9 +379,7 @@ cli_emit(const cli_build_opts_t *o, const uint8_t *msg, size_t len)
    size_t packed_len = 0;
 
    if (o->compressor >= 0) {
-      packed = opmsg_compress(msg, len, o->compressor,
-                              OPMSG_COMPRESS_DEFAULT_LEVEL, &packed_len,
-                              &error);
+      packed = opmsg_compress(msg, len, o->compressor, OPMSG_COMPRESS_DEFAULT_LEVEL, &packed_len, &error);
       if (!packed) {
          cli_report(&error, NULL);
          return CLI_EXIT_INVALID;
@@ -509,8 +493,7 @@ cli_build_main(int argc, char **argv)
       if (!cli_check_compressible(&o, command)) {
          rc = CLI_EXIT_INVALID;
       } else {
-         rc = o.split ? cli_build_split(&o, command)
-                      : cli_build_one(&o, command);
+         rc = o.split ? cli_build_split(&o, command) : cli_build_one(&o, command);
       }
    }
    if (fflush(stdout) != 0 && rc == CLI_EXIT_OK) {

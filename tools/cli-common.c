@@ -29,17 +29,14 @@ cli_put_one_line(const char *s)
 
 /* The one error line: "opmsg: <rule>: [<place>: ]<detail>[<suffix>]". */
 static void
-cli_report_line(const bson_error_t *error, const cli_where_t *where,
-                const char *suffix)
+cli_report_line(const bson_error_t *error, const cli_where_t *where, const char *suffix)
 {
-   const char *rule = error->domain == OPMSG_ERROR_DOMAIN
-                         ? opmsg_error_name(error->code)
-                         : opmsg_error_name(OPMSG_ERR_INVALID_ARGUMENT);
+   const char *rule = error->domain == OPMSG_ERROR_DOMAIN ? opmsg_error_name(error->code)
+                                                          : opmsg_error_name(OPMSG_ERR_INVALID_ARGUMENT);
    char prefix[96] = "";
 
    if (where && where->stream) {
-      bson_snprintf(prefix, sizeof prefix, "message %zu at offset %zu: ",
-                    where->index, where->offset);
+      bson_snprintf(prefix, sizeof prefix, "message %zu at offset %zu: ", where->index, where->offset);
    }
    fputs("opmsg: ", stderr);
    cli_put_one_line(rule);
@@ -57,8 +54,7 @@ cli_report(const bson_error_t *error, const cli_where_t *where)
 }
 
 void
-cli_report_checked(const bson_error_t *error, const cli_where_t *where,
-                   opmsg_check_t check)
+cli_report_checked(const bson_error_t *error, const cli_where_t *where, opmsg_check_t check)
 {
    char suffix[48];
 
@@ -141,8 +137,7 @@ cli_check_text(opmsg_check_t check)
 }
 
 int
-cli_check_option(const char *cmd, int argc, char **argv, int *i,
-                 opmsg_check_t *check)
+cli_check_option(const char *cmd, int argc, char **argv, int *i, opmsg_check_t *check)
 {
    const char *a = argv[*i];
    const char *v;
@@ -160,11 +155,8 @@ cli_check_option(const char *cmd, int argc, char **argv, int *i,
    }
    if (!opmsg_check_from_name(v, check)) {
       /* The names in the order of what they check, from libopmsg. */
-      cli_usage_error(cmd, "%s%s%s (%s, %s or %s)",
-                      v ? "unknown --check level '" : "--check needs a level",
-                      v ? v : "", v ? "'" : "",
-                      cli_check_text(OPMSG_CHECK_FRAMES),
-                      cli_check_text(OPMSG_CHECK_TOP_LEVEL),
+      cli_usage_error(cmd, "%s%s%s (%s, %s or %s)", v ? "unknown --check level '" : "--check needs a level", v ? v : "",
+                      v ? "'" : "", cli_check_text(OPMSG_CHECK_FRAMES), cli_check_text(OPMSG_CHECK_TOP_LEVEL),
                       cli_check_text(OPMSG_CHECK_FULL));
       return -1;
    }

@@ -31,11 +31,11 @@
 
 /* Options shared by merge, check and dump. */
 typedef struct {
-   opmsg_options_t parse;  /* limits, OPMSG_PARSE_* flags, the check level */
-   size_t read_limit;      /* largest message read from the input */
-   bool bson_out;          /* merge: raw BSON instead of JSON */
-   bool stream;            /* the input holds messages back to back */
-   const char *path;       /* the input, "-" for stdin */
+   opmsg_options_t parse; /* limits, OPMSG_PARSE_* flags, the check level */
+   size_t read_limit;     /* largest message read from the input */
+   bool bson_out;         /* merge: raw BSON instead of JSON */
+   bool stream;           /* the input holds messages back to back */
+   const char *path;      /* the input, "-" for stdin */
 } cli_opts_t;
 
 /* Where a message sits in the input; index is 0 outside --stream. */
@@ -53,8 +53,7 @@ void cli_report(const bson_error_t *error, const cli_where_t *where);
 
 /* cli_report() for `opmsg check`: the detail ends with the level the
  * message was checked at, " (check: top-level)". */
-void cli_report_checked(const bson_error_t *error, const cli_where_t *where,
-                        opmsg_check_t check);
+void cli_report_checked(const bson_error_t *error, const cli_where_t *where, opmsg_check_t check);
 
 /* Prints "opmsg: <text>" (one line) for usage and I/O errors. */
 void cli_say(const char *fmt, ...) BSON_GNUC_PRINTF(1, 2);
@@ -64,8 +63,7 @@ void cli_usage(FILE *f, const char *cmd);
 
 /* Says what was wrong (as cli_say()), then how cmd is used (all commands
  * when cmd is NULL), on stderr. Returns CLI_EXIT_USAGE. */
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-   BSON_GNUC_PRINTF(2, 3);
+int cli_usage_error(const char *cmd, const char *fmt, ...) BSON_GNUC_PRINTF(2, 3);
 
 /* The check level options of every command that parses messages: reads
  * --check LEVEL, --check=LEVEL and --full-validate (the same as --check
@@ -74,8 +72,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  * is another argument, and -1 after a usage error (an unknown or missing
  * level: reported with cmd's usage; the caller exits CLI_EXIT_USAGE). The
  * names are libopmsg's (opmsg_check_from_name()). */
-int cli_check_option(const char *cmd, int argc, char **argv, int *i,
-                     opmsg_check_t *check);
+int cli_check_option(const char *cmd, int argc, char **argv, int *i, opmsg_check_t *check);
 
 /* opmsg_check_name() of check ("frames", "top-level", "full"). */
 const char *cli_check_text(opmsg_check_t check);
@@ -98,8 +95,7 @@ cli_opcode_text(int32_t opcode)
 static inline uint32_t
 cli_read_u32(const uint8_t *p)
 {
-   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-          (uint32_t) p[3] << 24;
+   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
 }
 
 static inline int32_t
@@ -114,12 +110,10 @@ cli_read_i32(const uint8_t *p)
  * (bson_malloc'd). A larger file is read only up to limit + 1 bytes, so the
  * caller sees that it is too long without the memory. False on an I/O error
  * (already reported). */
-bool cli_read_file(const char *path, size_t limit, uint8_t **data,
-                   size_t *len);
+bool cli_read_file(const char *path, size_t limit, uint8_t **data, size_t *len);
 
 /* Called once per message of the input; returns an exit code (0 or 1). */
-typedef int (*cli_handler_t)(const uint8_t *data, size_t len,
-                             const cli_opts_t *opts, const cli_where_t *where);
+typedef int (*cli_handler_t)(const uint8_t *data, size_t len, const cli_opts_t *opts, const cli_where_t *where);
 
 /* Runs handler on the one message of opts->path, or on each message of a
  * stream with --stream. Returns the exit code: the worst of the handlers',
@@ -134,12 +128,9 @@ int cli_read_command(int argc, char **argv, cli_handler_t handler);
 /* ---- Commands ---- */
 
 /* Message handlers of merge, check and dump (cli-merge.c, cli-dump.c). */
-int cli_merge_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
-                  const cli_where_t *where);
-int cli_check_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
-                  const cli_where_t *where);
-int cli_dump_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
-                 const cli_where_t *where);
+int cli_merge_one(const uint8_t *data, size_t len, const cli_opts_t *opts, const cli_where_t *where);
+int cli_check_one(const uint8_t *data, size_t len, const cli_opts_t *opts, const cli_where_t *where);
+int cli_dump_one(const uint8_t *data, size_t len, const cli_opts_t *opts, const cli_where_t *where);
 
 /* `opmsg build` (cli-build.c); argv[0] is "build". */
 int cli_build_main(int argc, char **argv);

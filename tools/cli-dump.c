@@ -15,8 +15,7 @@
 static int64_t
 rd_i64(const uint8_t *p)
 {
-   return (int64_t) ((uint64_t) cli_read_u32(p) |
-                     (uint64_t) cli_read_u32(p + 4) << 32);
+   return (int64_t) ((uint64_t) cli_read_u32(p) | (uint64_t) cli_read_u32(p + 4) << 32);
 }
 
 /* Appends text that may not be UTF-8 (identifiers of broken messages): the
@@ -62,8 +61,7 @@ dump_opcode(bson_t *out, const char *key, int32_t opcode)
 /* Appends the names of the bits set in flags (opmsg_flag_name() of the
  * opcode); the bits without a name go to unknown_* by range. */
 static void
-dump_flag_names(bson_t *out, int32_t opcode, uint32_t flags,
-                uint32_t required_mask)
+dump_flag_names(bson_t *out, int32_t opcode, uint32_t flags, uint32_t required_mask)
 {
    bson_t arr, req, opt;
    uint32_t bit, n = 0, nr = 0, no = 0;
@@ -82,8 +80,7 @@ dump_flag_names(bson_t *out, int32_t opcode, uint32_t flags,
    bson_append_array_end(out, &arr);
    opmsg_append_array_begin(out, "unknownRequiredBits", -1, &req);
    for (bit = 0; bit < 32; bit++) {
-      if ((flags >> bit & 1u) && !opmsg_flag_name(opcode, bit) &&
-          (required_mask >> bit & 1u)) {
+      if ((flags >> bit & 1u) && !opmsg_flag_name(opcode, bit) && (required_mask >> bit & 1u)) {
          bson_uint32_to_string(nr++, &k, buf, sizeof buf);
          bson_append_int32(&req, k, -1, (int32_t) bit);
       }
@@ -91,8 +88,7 @@ dump_flag_names(bson_t *out, int32_t opcode, uint32_t flags,
    bson_append_array_end(out, &req);
    opmsg_append_array_begin(out, "unknownOptionalBits", -1, &opt);
    for (bit = 0; bit < 32; bit++) {
-      if ((flags >> bit & 1u) && !opmsg_flag_name(opcode, bit) &&
-          !(required_mask >> bit & 1u)) {
+      if ((flags >> bit & 1u) && !opmsg_flag_name(opcode, bit) && !(required_mask >> bit & 1u)) {
          bson_uint32_to_string(no++, &k, buf, sizeof buf);
          bson_append_int32(&opt, k, -1, (int32_t) bit);
       }
@@ -101,8 +97,7 @@ dump_flag_names(bson_t *out, int32_t opcode, uint32_t flags,
 }
 
 static void
-dump_flags(bson_t *out, const char *key, int32_t opcode, uint32_t flags,
-           uint32_t required_mask)
+dump_flags(bson_t *out, const char *key, int32_t opcode, uint32_t flags, uint32_t required_mask)
 {
    bson_t child;
 
@@ -170,8 +165,7 @@ dump_first_key(bson_t *out, const char *key, const uint8_t *p, uint32_t n)
 /* One section at d[off..end); returns its size, 0 when it cannot be framed
  * (the entry then says "complete": false and the walk stops). */
 static size_t
-dump_section(bson_t *arr, const char *k, const uint8_t *d, size_t off,
-             size_t end)
+dump_section(bson_t *arr, const char *k, const uint8_t *d, size_t off, size_t end)
 {
    bson_t s;
    size_t size = 0;
@@ -202,8 +196,7 @@ dump_section(bson_t *arr, const char *k, const uint8_t *d, size_t off,
             bool exact;
             uint32_t count = dump_count_docs(docs, docs_len, &exact);
 
-            dump_text(&s, "identifier", (const char *) id,
-                      (size_t) (nul - id));
+            dump_text(&s, "identifier", (const char *) id, (size_t) (nul - id));
             BSON_APPEND_INT64(&s, "bytes", (int64_t) n + 1);
             BSON_APPEND_INT32(&s, "documents", (int32_t) count);
             size = exact ? (size_t) n + 1 : 0;
@@ -280,8 +273,7 @@ dump_op_query(bson_t *out, const uint8_t *d, size_t end)
    dump_flags(&q, "flags", OPMSG_OP_QUERY, cli_read_u32(d + 16), 0);
    nul = memchr(d + off, 0, end - off);
    if (nul) {
-      dump_text(&q, "fullCollectionName", (const char *) d + off,
-                (size_t) (nul - (d + off)));
+      dump_text(&q, "fullCollectionName", (const char *) d + off, (size_t) (nul - (d + off)));
       off = (size_t) (nul - d) + 1;
       if (end - off >= 8) {
          uint32_t n;
@@ -319,20 +311,17 @@ dump_op_reply(bson_t *out, const uint8_t *d, size_t end)
    BSON_APPEND_INT32(&r, "startingFrom", cli_read_i32(d + 28));
    BSON_APPEND_INT32(&r, "numberReturned", cli_read_i32(d + 32));
    BSON_APPEND_INT64(&r, "documentsBytes", (int64_t) (end - 36));
-   BSON_APPEND_INT32(&r, "documentsFound",
-                     (int32_t) dump_count_docs(d + 36, end - 36, &exact));
+   BSON_APPEND_INT32(&r, "documentsFound", (int32_t) dump_count_docs(d + 36, end - 36, &exact));
    bson_append_document_end(out, &r);
 }
 
-static bool dump_message(bson_t *out, const uint8_t *d, size_t len,
-                         const cli_opts_t *opts, int depth,
+static bool dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts, int depth,
                          bson_error_t *first_error);
 
 /* OP_COMPRESSED: its fields, then the message inside when it decompresses
  * (only for a message whose framing opmsg_parse() accepted). */
 static bool
-dump_op_compressed(bson_t *out, const uint8_t *d, size_t end,
-                   const opmsg_msg_t *msg, const cli_opts_t *opts, int depth,
+dump_op_compressed(bson_t *out, const uint8_t *d, size_t end, const opmsg_msg_t *msg, const cli_opts_t *opts, int depth,
                    bson_error_t *first_error)
 {
    bson_t c, inner_doc;
@@ -356,8 +345,7 @@ dump_op_compressed(bson_t *out, const uint8_t *d, size_t end,
       inner = opmsg_decompress(msg, &inner_len, first_error);
       if (inner) {
          bson_append_document_begin(&c, "inner", -1, &inner_doc);
-         ok = dump_message(&inner_doc, inner, inner_len, opts, depth + 1,
-                           first_error);
+         ok = dump_message(&inner_doc, inner, inner_len, opts, depth + 1, first_error);
          bson_append_document_end(&c, &inner_doc);
          bson_free(inner);
       } else {
@@ -383,8 +371,7 @@ dump_error(bson_t *out, const bson_error_t *error)
 /* Describes the message d[0..len) into out. Returns whether it is valid;
  * the first error found is stored in *first_error. */
 static bool
-dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts,
-             int depth, bson_error_t *first_error)
+dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts, int depth, bson_error_t *first_error)
 {
    opmsg_msg_t msg;
    bson_error_t error;
@@ -411,17 +398,14 @@ dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts,
       bson_append_document_end(out, &h);
       BSON_APPEND_INT64(out, "bytesGiven", (int64_t) len);
       /* Describe the message its header announces, or what there is. */
-      end = declared >= OPMSG_HEADER_SIZE && (size_t) declared <= len
-               ? (size_t) declared
-               : len;
+      end = declared >= OPMSG_HEADER_SIZE && (size_t) declared <= len ? (size_t) declared : len;
       switch (opcode) {
       case OPMSG_OP_MSG:
          dump_op_msg(out, d, end);
          if (parsed) {
             const char *db = opmsg_db(&msg, NULL);
 
-            BSON_APPEND_INT64(out, "mergedBytes",
-                              (int64_t) opmsg_merged_size(&msg));
+            BSON_APPEND_INT64(out, "mergedBytes", (int64_t) opmsg_merged_size(&msg));
             if (db) {
                dump_text(out, "db", db, strlen(db));
             }
@@ -434,8 +418,7 @@ dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts,
          dump_op_reply(out, d, end);
          break;
       case OPMSG_OP_COMPRESSED:
-         ok = dump_op_compressed(out, d, end, parsed ? &msg : NULL, opts,
-                                 depth, first_error) && ok;
+         ok = dump_op_compressed(out, d, end, parsed ? &msg : NULL, opts, depth, first_error) && ok;
          break;
       default:
          break;
@@ -455,8 +438,7 @@ dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts,
 }
 
 int
-cli_dump_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
-             const cli_where_t *where)
+cli_dump_one(const uint8_t *data, size_t len, const cli_opts_t *opts, const cli_where_t *where)
 {
    bson_t out;
    bson_error_t first_error;

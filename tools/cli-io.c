@@ -105,7 +105,7 @@ typedef struct {
    const char *path;
    uint8_t *buf;
    size_t cap;
-   size_t len;      /* bytes of the current message read so far */
+   size_t len; /* bytes of the current message read so far */
    bool eof;
    bool io_error;
 } cli_stream_t;
@@ -134,16 +134,14 @@ cli_stream_fill(cli_stream_t *s, size_t want, size_t bound)
  * opmsg_frame_length(), but an unknown opcode with a sane length is still
  * framed, so the stream can go on after it (parsing then rejects it). */
 static bool
-cli_stream_frame(const cli_stream_t *s, const cli_opts_t *opts,
-                 size_t *msg_len, bson_error_t *error)
+cli_stream_frame(const cli_stream_t *s, const cli_opts_t *opts, size_t *msg_len, bson_error_t *error)
 {
    int32_t declared;
 
    if (opmsg_frame_length(s->buf, s->len, &opts->parse, msg_len, error)) {
       return true;
    }
-   if (error->domain != OPMSG_ERROR_DOMAIN ||
-       error->code != OPMSG_ERR_UNKNOWN_OPCODE) {
+   if (error->domain != OPMSG_ERROR_DOMAIN || error->code != OPMSG_ERR_UNKNOWN_OPCODE) {
       return false;
    }
    memcpy(&declared, s->buf, 4);
@@ -161,8 +159,7 @@ cli_stream_truncated(const cli_where_t *where, size_t have, size_t want)
    bson_error_t error;
 
    bson_set_error(&error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_STREAM_TRUNCATED,
-                  "the stream ends inside a message: %zu of %zu bytes",
-                  have, want);
+                  "the stream ends inside a message: %zu of %zu bytes", have, want);
    cli_report(&error, where);
 }
 
@@ -262,9 +259,7 @@ cli_parse_read_opts(int argc, char **argv, cli_opts_t *opts)
    opmsg_options_init(&opts->parse);
    for (i = 1; i < argc; i++) {
       const char *a = argv[i];
-      int level = options_done ? 0
-                               : cli_check_option(cmd, argc, argv, &i,
-                                                  &opts->parse.check);
+      int level = options_done ? 0 : cli_check_option(cmd, argc, argv, &i, &opts->parse.check);
 
       if (level < 0) {
          return CLI_EXIT_USAGE;
@@ -281,15 +276,12 @@ cli_parse_read_opts(int argc, char **argv, cli_opts_t *opts)
          opts->bson_out = true;
       } else if (strcmp(a, "--stream") == 0) {
          opts->stream = true;
-      } else if (strcmp(a, "--max-message-size") == 0 ||
-                 strncmp(a, "--max-message-size=", 19) == 0) {
-         const char *v = a[18] == '=' ? a + 19
-                                      : (i + 1 < argc ? argv[++i] : NULL);
+      } else if (strcmp(a, "--max-message-size") == 0 || strncmp(a, "--max-message-size=", 19) == 0) {
+         const char *v = a[18] == '=' ? a + 19 : (i + 1 < argc ? argv[++i] : NULL);
          int64_t n;
 
          if (!cli_parse_int(v, OPMSG_HEADER_SIZE, INT32_MAX, &n)) {
-            return cli_usage_error(cmd, "bad --max-message-size: '%s'",
-                                   v ? v : "");
+            return cli_usage_error(cmd, "bad --max-message-size: '%s'", v ? v : "");
          }
          opts->parse.max_message_size = (size_t) n;
       } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -302,9 +294,7 @@ cli_parse_read_opts(int argc, char **argv, cli_opts_t *opts)
    if (!opts->path) {
       return cli_usage_error(cmd, "no input file given (use - for stdin)");
    }
-   opts->read_limit = opts->parse.max_message_size
-                         ? opts->parse.max_message_size
-                         : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
+   opts->read_limit = opts->parse.max_message_size ? opts->parse.max_message_size : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
    return -1;
 }
 

@@ -44,9 +44,8 @@ cli_print_doc(const bson_t *doc, const cli_opts_t *opts)
  * into data or into *inner. *outer_opcode (when not NULL) is data's own
  * opcode, which msg no longer shows for OP_COMPRESSED. */
 static bool
-cli_parse_any(const uint8_t *data, size_t len, const cli_opts_t *opts,
-              opmsg_msg_t *msg, uint8_t **inner, int32_t *outer_opcode,
-              bson_error_t *error)
+cli_parse_any(const uint8_t *data, size_t len, const cli_opts_t *opts, opmsg_msg_t *msg, uint8_t **inner,
+              int32_t *outer_opcode, bson_error_t *error)
 {
    size_t inner_len = 0;
 
@@ -76,8 +75,7 @@ cli_parse_any(const uint8_t *data, size_t len, const cli_opts_t *opts,
 /* The merged document of a valid message could not be printed as JSON:
  * find out why with full validation, which names the rule and offset. */
 static void
-cli_report_unprintable(const uint8_t *data, size_t len, const cli_opts_t *opts,
-                       const cli_where_t *where)
+cli_report_unprintable(const uint8_t *data, size_t len, const cli_opts_t *opts, const cli_where_t *where)
 {
    cli_opts_t strict = *opts;
    opmsg_msg_t msg;
@@ -94,8 +92,7 @@ cli_report_unprintable(const uint8_t *data, size_t len, const cli_opts_t *opts,
 }
 
 int
-cli_merge_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
-              const cli_where_t *where)
+cli_merge_one(const uint8_t *data, size_t len, const cli_opts_t *opts, const cli_where_t *where)
 {
    opmsg_msg_t msg;
    bson_error_t error;
@@ -107,9 +104,8 @@ cli_merge_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
       return CLI_EXIT_INVALID;
    }
    /* OP_COMPRESSED: decompressed and merged in one go, no extra copy. */
-   doc = msg.opcode == OPMSG_OP_COMPRESSED
-            ? opmsg_merge_compressed(&msg, &opts->parse, &error)
-            : opmsg_merge_bson(&msg, &error);
+   doc = msg.opcode == OPMSG_OP_COMPRESSED ? opmsg_merge_compressed(&msg, &opts->parse, &error)
+                                           : opmsg_merge_bson(&msg, &error);
    if (!doc) {
       cli_report(&error, where);
       return CLI_EXIT_INVALID;
@@ -124,8 +120,7 @@ cli_merge_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
 }
 
 int
-cli_check_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
-              const cli_where_t *where)
+cli_check_one(const uint8_t *data, size_t len, const cli_opts_t *opts, const cli_where_t *where)
 {
    opmsg_msg_t msg;
    bson_error_t error;
@@ -139,11 +134,9 @@ cli_check_one(const uint8_t *data, size_t len, const cli_opts_t *opts,
    if (where->stream) {
       /* One line per message so a stream's output lines up with it; the
        * level last, so that the verdict says what it covers. */
-      printf("ok %zu %zu %s %zu %s\n", where->index, where->offset,
-             cli_opcode_text(outer_opcode), len,
+      printf("ok %zu %zu %s %zu %s\n", where->index, where->offset, cli_opcode_text(outer_opcode), len,
              cli_check_text(opts->parse.check));
    }
    bson_free(inner);
    return CLI_EXIT_OK;
 }
-

@@ -15,8 +15,7 @@
 static int
 cli_version(void)
 {
-   printf("opmsg %s (libopmsg %s, libbson %s, crc32c %s)\n",
-          OPMSG_VERSION_STRING, opmsg_version_string(),
+   printf("opmsg %s (libopmsg %s, libbson %s, crc32c %s)\n", OPMSG_VERSION_STRING, opmsg_version_string(),
           bson_get_version(), opmsg_crc32c_implementation());
    /* The optional parts, for the scripts (and the tests) that read this
     * line: every build has them all now, and the line stays so that those
@@ -32,8 +31,7 @@ cli_help(int argc, char **argv)
       cli_usage(stdout, argv[1]);
       return CLI_EXIT_OK;
    }
-   fputs("opmsg - parse, validate, merge and build MongoDB OP_MSG messages\n\n",
-         stdout);
+   fputs("opmsg - parse, validate, merge and build MongoDB OP_MSG messages\n\n", stdout);
    cli_usage(stdout, NULL);
    fputs("\nFILE is one raw wire message (or several with --stream); '-' reads"
          " stdin.\n"
@@ -68,8 +66,7 @@ main(int argc, char **argv)
    if (strcmp(cmd, "tap") == 0) {
       return cli_tap_main(argc - 1, argv + 1);
    }
-   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
-       strcmp(cmd, "-h") == 0) {
+   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
       return cli_help(argc - 1, argv + 1);
    }
    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {

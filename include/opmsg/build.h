@@ -121,8 +121,7 @@ OPMSG_EXPORT void opmsg_build_init(opmsg_build_t *b, const bson_t *command);
  * would exceed max_message_size, or its merged form could exceed BSON's
  * 2 GiB, which only a max_message_size near 2 GiB allows).
  */
-OPMSG_EXPORT bool opmsg_build_size(const opmsg_build_t *b, size_t *size,
-                                   bson_error_t *error);
+OPMSG_EXPORT bool opmsg_build_size(const opmsg_build_t *b, size_t *size, bson_error_t *error);
 
 /*
  * Encodes the message into buf[0..buf_len). Allocates nothing (see
@@ -133,8 +132,7 @@ OPMSG_EXPORT bool opmsg_build_size(const opmsg_build_t *b, size_t *size,
  * bytes before them (messageLength already counting the 4). On success
  * *written (if not NULL) is the message's length.
  */
-OPMSG_EXPORT bool opmsg_build_into(const opmsg_build_t *b, uint8_t *buf,
-                                   size_t buf_len, size_t *written,
+OPMSG_EXPORT bool opmsg_build_into(const opmsg_build_t *b, uint8_t *buf, size_t buf_len, size_t *written,
                                    bson_error_t *error);
 
 /*
@@ -142,8 +140,7 @@ OPMSG_EXPORT bool opmsg_build_into(const opmsg_build_t *b, uint8_t *buf,
  * bson_malloc() (free it with bson_free()). Stores the length in *len. NULL
  * with *error set on the errors of opmsg_build_size().
  */
-OPMSG_EXPORT uint8_t *opmsg_build_new(const opmsg_build_t *b, size_t *len,
-                                      bson_error_t *error);
+OPMSG_EXPORT uint8_t *opmsg_build_new(const opmsg_build_t *b, size_t *len, bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
  * Encoding as an iovec list (scatter-gather, no copy of the documents)
@@ -152,8 +149,7 @@ OPMSG_EXPORT uint8_t *opmsg_build_new(const opmsg_build_t *b, size_t *len,
 /* Scratch bytes opmsg_build_iovec() needs for a message with n sequences:
  * header and flagBits (20), the body's kind byte (1), each sequence's kind
  * byte and size (5 each), the checksum (4). */
-#define OPMSG_BUILD_SCRATCH_SIZE(n_sequences) \
-   ((size_t) 25 + (size_t) 5 * (size_t) (n_sequences))
+#define OPMSG_BUILD_SCRATCH_SIZE(n_sequences) ((size_t) 25 + (size_t) 5 * (size_t) (n_sequences))
 
 /*
  * The number of iovec entries opmsg_build_iovec() fills for *b: 2 for the
@@ -179,10 +175,8 @@ OPMSG_EXPORT size_t opmsg_build_iovec_count(const opmsg_build_t *b);
  * iov_cap is below opmsg_build_iovec_count(b) or scratch_len below the
  * scratch size.
  */
-OPMSG_EXPORT bool opmsg_build_iovec(const opmsg_build_t *b, uint8_t *scratch,
-                                    size_t scratch_len, struct iovec *iov,
-                                    size_t iov_cap, size_t *iov_count,
-                                    size_t *total, bson_error_t *error);
+OPMSG_EXPORT bool opmsg_build_iovec(const opmsg_build_t *b, uint8_t *scratch, size_t scratch_len, struct iovec *iov,
+                                    size_t iov_cap, size_t *iov_count, size_t *total, bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
  * Batch splitting
@@ -237,11 +231,11 @@ typedef struct {
    opmsg_sequence_in_t priv_all; /* the whole sequence */
    opmsg_sequence_in_t priv_seq; /* the current batch's sequence */
    size_t priv_max_batch;
-   size_t priv_room;             /* bytes of documents one message can hold */
-   size_t priv_fixed;            /* bytes of a message with no documents */
-   size_t priv_next;             /* index of the next document */
-   size_t priv_raw_off;          /* raw run: offset of the next document */
-   size_t priv_batches;          /* batches given so far */
+   size_t priv_room;    /* bytes of documents one message can hold */
+   size_t priv_fixed;   /* bytes of a message with no documents */
+   size_t priv_next;    /* index of the next document */
+   size_t priv_raw_off; /* raw run: offset of the next document */
+   size_t priv_batches; /* batches given so far */
    int32_t priv_request_id;
    bool priv_done;
 } opmsg_splitter_t;
@@ -265,11 +259,8 @@ typedef struct {
  * OPMSG_ERR_OUTPUT_TOO_LARGE. Allocates nothing; takes time linear in the
  * number of documents.
  */
-OPMSG_EXPORT bool opmsg_splitter_init(opmsg_splitter_t *s,
-                                      const opmsg_build_t *msg,
-                                      const opmsg_sequence_in_t *seq,
-                                      const opmsg_split_limits_t *limits,
-                                      bson_error_t *error);
+OPMSG_EXPORT bool opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg, const opmsg_sequence_in_t *seq,
+                                      const opmsg_split_limits_t *limits, bson_error_t *error);
 
 /*
  * Stores the next batch in *batch and returns true; false when every

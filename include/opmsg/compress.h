@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 /* compressorId values. 4-255 are reserved and always rejected. */
-#define OPMSG_COMPRESSOR_NOOP 0   /* the bytes as they are; for tests */
+#define OPMSG_COMPRESSOR_NOOP 0 /* the bytes as they are; for tests */
 #define OPMSG_COMPRESSOR_SNAPPY 1
 #define OPMSG_COMPRESSOR_ZLIB 2
 #define OPMSG_COMPRESSOR_ZSTD 3
@@ -102,8 +102,7 @@ OPMSG_EXPORT size_t opmsg_decompressed_size(const opmsg_msg_t *msg);
  * opmsg_decompressed_size(msg). On failure buf's contents are unspecified.
  * The result is not parsed: pass it to opmsg_parse().
  */
-OPMSG_EXPORT bool opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf,
-                                        size_t buf_len, size_t *written,
+OPMSG_EXPORT bool opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *written,
                                         bson_error_t *error);
 
 /*
@@ -111,14 +110,13 @@ OPMSG_EXPORT bool opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf,
  * bytes, made with one bson_malloc(); free it with bson_free(). *len (if not
  * NULL) is its size. NULL with *error set on failure (nothing is leaked).
  */
-OPMSG_EXPORT uint8_t *opmsg_decompress(const opmsg_msg_t *msg, size_t *len,
-                                       bson_error_t *error);
+OPMSG_EXPORT uint8_t *opmsg_decompress(const opmsg_msg_t *msg, size_t *len, bson_error_t *error);
 
 /* A decompressed and parsed message: the rebuilt bytes and the opmsg_msg_t
  * that points into them. Use inner with every function of opmsg.h (views,
  * opmsg_merged_size(), opmsg_merge_into(), ...). */
 typedef struct {
-   uint8_t *data;     /* the rebuilt message, owned (bson_malloc) */
+   uint8_t *data; /* the rebuilt message, owned (bson_malloc) */
    size_t len;
    opmsg_msg_t inner; /* parsed from data */
 } opmsg_decompressed_t;
@@ -131,9 +129,7 @@ typedef struct {
  * returned as they are). On failure nothing is allocated and *out is
  * zeroed. Release with opmsg_decompressed_destroy().
  */
-OPMSG_EXPORT bool opmsg_decompress_parse(const opmsg_msg_t *msg,
-                                         const opmsg_options_t *opts,
-                                         opmsg_decompressed_t *out,
+OPMSG_EXPORT bool opmsg_decompress_parse(const opmsg_msg_t *msg, const opmsg_options_t *opts, opmsg_decompressed_t *out,
                                          bson_error_t *error);
 
 /* Frees what opmsg_decompress_parse() allocated and zeroes *d. NULL and a
@@ -148,9 +144,7 @@ OPMSG_EXPORT void opmsg_decompressed_destroy(opmsg_decompressed_t *d);
  * opmsg_merge_bson() does (bson_destroy() frees it), or NULL with *error set:
  * the errors of opmsg_decompress_parse() and of opmsg_merge_bson().
  */
-OPMSG_EXPORT bson_t *opmsg_merge_compressed(const opmsg_msg_t *msg,
-                                            const opmsg_options_t *opts,
-                                            bson_error_t *error);
+OPMSG_EXPORT bson_t *opmsg_merge_compressed(const opmsg_msg_t *msg, const opmsg_options_t *opts, bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
  * Compression
@@ -203,19 +197,16 @@ OPMSG_EXPORT size_t opmsg_compress_bound(size_t msg_len, int compressor_id);
  *  - OPMSG_ERR_COMPRESS: the codec failed.
  * On success *out_len (if not NULL) is the size written.
  */
-OPMSG_EXPORT bool opmsg_compress_into(const uint8_t *msg, size_t msg_len,
-                                      int compressor_id, int level,
-                                      uint8_t *out, size_t out_cap,
-                                      size_t *out_len, bson_error_t *error);
+OPMSG_EXPORT bool opmsg_compress_into(const uint8_t *msg, size_t msg_len, int compressor_id, int level, uint8_t *out,
+                                      size_t out_cap, size_t *out_len, bson_error_t *error);
 
 /*
  * As opmsg_compress_into(), into a new buffer of opmsg_compress_bound()
  * bytes (one bson_malloc(); free it with bson_free()). *out_len (if not
  * NULL) is the size of the message in it. NULL with *error set on failure.
  */
-OPMSG_EXPORT uint8_t *opmsg_compress(const uint8_t *msg, size_t msg_len,
-                                     int compressor_id, int level,
-                                     size_t *out_len, bson_error_t *error);
+OPMSG_EXPORT uint8_t *opmsg_compress(const uint8_t *msg, size_t msg_len, int compressor_id, int level, size_t *out_len,
+                                     bson_error_t *error);
 
 #ifdef __cplusplus
 }

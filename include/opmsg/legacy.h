@@ -116,9 +116,7 @@ OPMSG_EXPORT size_t opmsg_hello_query_size(const opmsg_hello_query_t *q);
  *  - OPMSG_ERR_BUFFER_TOO_SMALL: buf_len < opmsg_hello_query_size(q)
  *    (nothing is written).
  */
-OPMSG_EXPORT bool opmsg_build_hello_query(const opmsg_hello_query_t *q,
-                                          uint8_t *buf, size_t buf_len,
-                                          size_t *written,
+OPMSG_EXPORT bool opmsg_build_hello_query(const opmsg_hello_query_t *q, uint8_t *buf, size_t buf_len, size_t *written,
                                           bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
@@ -127,8 +125,8 @@ OPMSG_EXPORT bool opmsg_build_hello_query(const opmsg_hello_query_t *q,
 
 typedef struct {
    int32_t request_id;
-   int32_t response_to;      /* the requestID of the OP_QUERY answered */
-   uint32_t response_flags;  /* OPMSG_REPLY_FLAG_* */
+   int32_t response_to;     /* the requestID of the OP_QUERY answered */
+   uint32_t response_flags; /* OPMSG_REPLY_FLAG_* */
    int64_t cursor_id;
    int32_t starting_from;
    /* The documents, in order; numberReturned is n_documents. */
@@ -150,8 +148,7 @@ OPMSG_EXPORT size_t opmsg_reply_size(const opmsg_reply_t *r);
  * NULL, documents NULL with n_documents > 0, a NULL document),
  * OPMSG_ERR_OUTPUT_TOO_LARGE, OPMSG_ERR_BUFFER_TOO_SMALL (nothing written).
  */
-OPMSG_EXPORT bool opmsg_build_reply(const opmsg_reply_t *r, uint8_t *buf,
-                                    size_t buf_len, size_t *written,
+OPMSG_EXPORT bool opmsg_build_reply(const opmsg_reply_t *r, uint8_t *buf, size_t buf_len, size_t *written,
                                     bson_error_t *error);
 
 /* Iterates the documents of a parsed OP_REPLY without copying. */
@@ -163,8 +160,7 @@ typedef struct {
 /* Starts at the first document of msg, an OP_REPLY filled by opmsg_parse()
  * (which checked every document). False, with an iterator that yields
  * nothing, for any other opcode. */
-OPMSG_EXPORT bool opmsg_reply_iter_init(opmsg_reply_iter_t *it,
-                                        const opmsg_msg_t *msg);
+OPMSG_EXPORT bool opmsg_reply_iter_init(opmsg_reply_iter_t *it, const opmsg_msg_t *msg);
 
 /* Initialises *doc as a read-only static view (bson_init_static; no
  * bson_destroy() needed) of the next document and returns true; false after

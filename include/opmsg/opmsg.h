@@ -49,8 +49,7 @@ extern "C" {
 #define OPMSG_VERSION_PATCH 0
 #define OPMSG_VERSION_STRING "0.3.0"
 /* One number that grows with every release: MAJOR*10000 + MINOR*100 + PATCH. */
-#define OPMSG_VERSION_NUMBER \
-   (OPMSG_VERSION_MAJOR * 10000 + OPMSG_VERSION_MINOR * 100 + OPMSG_VERSION_PATCH)
+#define OPMSG_VERSION_NUMBER (OPMSG_VERSION_MAJOR * 10000 + OPMSG_VERSION_MINOR * 100 + OPMSG_VERSION_PATCH)
 
 /* The version of the library actually loaded, e.g. "0.1.0". Static string. */
 OPMSG_EXPORT const char *opmsg_version_string(void);
@@ -103,8 +102,8 @@ OPMSG_EXPORT const char *opmsg_opcode_name(int32_t opcode);
 OPMSG_EXPORT const char *opmsg_flag_name(int32_t opcode, unsigned bit);
 
 /* Defaults from the handshake spec, used until a hello reply says otherwise. */
-#define OPMSG_DEFAULT_MAX_MESSAGE_SIZE 48000000u   /* decimal, not 48 MiB */
-#define OPMSG_DEFAULT_MAX_BSON_SIZE 16777216u      /* 16 MiB */
+#define OPMSG_DEFAULT_MAX_MESSAGE_SIZE 48000000u /* decimal, not 48 MiB */
+#define OPMSG_DEFAULT_MAX_BSON_SIZE 16777216u    /* 16 MiB */
 #define OPMSG_DEFAULT_MAX_WRITE_BATCH 100000u
 /* A command body may exceed maxBsonObjectSize by this much. */
 #define OPMSG_BODY_ALLOWANCE 16384u
@@ -123,26 +122,26 @@ typedef enum {
    OPMSG_OK = 0,
 
    /* Framing, every opcode. */
-   OPMSG_ERR_TRUNCATED = 1,         /* fewer bytes than a header, or than messageLength says */
-   OPMSG_ERR_LENGTH_MISMATCH = 2,   /* messageLength differs from the bytes given */
-   OPMSG_ERR_LENGTH_TOO_SMALL = 3,  /* messageLength negative or below the opcode's minimum */
-   OPMSG_ERR_LENGTH_TOO_LARGE = 4,  /* messageLength above the configured limit */
-   OPMSG_ERR_UNKNOWN_OPCODE = 5,    /* not OP_MSG, OP_COMPRESSED, OP_QUERY or OP_REPLY */
+   OPMSG_ERR_TRUNCATED = 1,        /* fewer bytes than a header, or than messageLength says */
+   OPMSG_ERR_LENGTH_MISMATCH = 2,  /* messageLength differs from the bytes given */
+   OPMSG_ERR_LENGTH_TOO_SMALL = 3, /* messageLength negative or below the opcode's minimum */
+   OPMSG_ERR_LENGTH_TOO_LARGE = 4, /* messageLength above the configured limit */
+   OPMSG_ERR_UNKNOWN_OPCODE = 5,   /* not OP_MSG, OP_COMPRESSED, OP_QUERY or OP_REPLY */
 
    /* OP_MSG. */
-   OPMSG_ERR_REQUIRED_FLAGS = 6,    /* an unknown required flag bit (2-15) is set */
-   OPMSG_ERR_CHECKSUM_MISSING = 7,  /* checksumPresent set but no room for 4 bytes */
-   OPMSG_ERR_CHECKSUM_MISMATCH = 8, /* CRC-32C differs from the stored checksum */
-   OPMSG_ERR_NO_BODY = 9,           /* no kind-0 section */
-   OPMSG_ERR_MULTIPLE_BODIES = 10,  /* more than one kind-0 section */
-   OPMSG_ERR_UNKNOWN_SECTION = 11,  /* a section kind other than 0 or 1 */
-   OPMSG_ERR_SECTION_TRUNCATED = 12,/* a section's fixed part runs past the end */
-   OPMSG_ERR_SEQUENCE_SIZE = 13,    /* kind-1 size negative, too small or past the end */
-   OPMSG_ERR_SEQUENCE_IDENTIFIER = 14, /* identifier unterminated, empty, bad path or bad UTF-8 */
-   OPMSG_ERR_SEQUENCE_OVERRUN = 15, /* a sequence document crosses its section's end */
+   OPMSG_ERR_REQUIRED_FLAGS = 6,        /* an unknown required flag bit (2-15) is set */
+   OPMSG_ERR_CHECKSUM_MISSING = 7,      /* checksumPresent set but no room for 4 bytes */
+   OPMSG_ERR_CHECKSUM_MISMATCH = 8,     /* CRC-32C differs from the stored checksum */
+   OPMSG_ERR_NO_BODY = 9,               /* no kind-0 section */
+   OPMSG_ERR_MULTIPLE_BODIES = 10,      /* more than one kind-0 section */
+   OPMSG_ERR_UNKNOWN_SECTION = 11,      /* a section kind other than 0 or 1 */
+   OPMSG_ERR_SECTION_TRUNCATED = 12,    /* a section's fixed part runs past the end */
+   OPMSG_ERR_SEQUENCE_SIZE = 13,        /* kind-1 size negative, too small or past the end */
+   OPMSG_ERR_SEQUENCE_IDENTIFIER = 14,  /* identifier unterminated, empty, bad path or bad UTF-8 */
+   OPMSG_ERR_SEQUENCE_OVERRUN = 15,     /* a sequence document crosses its section's end */
    OPMSG_ERR_DUPLICATE_IDENTIFIER = 16, /* two sequences with one identifier (or one a prefix path of another) */
-   OPMSG_ERR_IDENTIFIER_CLASH = 17, /* an identifier names a body field (also as a dotted path) */
-   OPMSG_ERR_TRAILING_BYTES = 18,   /* bytes after the last section (OP_MSG) or document (legacy) */
+   OPMSG_ERR_IDENTIFIER_CLASH = 17,     /* an identifier names a body field (also as a dotted path) */
+   OPMSG_ERR_TRAILING_BYTES = 18,       /* bytes after the last section (OP_MSG) or document (legacy) */
 
    /* BSON documents (body, sequence documents, legacy documents). */
    OPMSG_ERR_DOCUMENT_LENGTH = 19,     /* length below 5, or past the bytes available */
@@ -163,30 +162,30 @@ typedef enum {
    OPMSG_ERR_OUTPUT_TOO_LARGE = 32, /* the result would exceed the size limit */
 
    /* OP_COMPRESSED (opmsg/compress.h). */
-   OPMSG_ERR_UNKNOWN_COMPRESSOR = 33,  /* compressorId 4-255 */
+   OPMSG_ERR_UNKNOWN_COMPRESSOR = 33,     /* compressorId 4-255 */
    OPMSG_ERR_COMPRESSOR_UNAVAILABLE = 34, /* a known codec this build lacks */
-   OPMSG_ERR_UNCOMPRESSED_SIZE = 35,   /* uncompressedSize out of range, or not what decompressing gave */
-   OPMSG_ERR_DECOMPRESS = 36,          /* the codec failed: corrupt or truncated stream */
-   OPMSG_ERR_NESTED_COMPRESSION = 37,  /* OP_COMPRESSED inside OP_COMPRESSED */
-   OPMSG_ERR_BAD_ORIGINAL_OPCODE = 38, /* originalOpcode is not one opmsg can carry */
-   OPMSG_ERR_COMPRESSION_FORBIDDEN = 39, /* hello, auth and user commands are never compressed */
-   OPMSG_ERR_COMPRESS = 40,            /* the codec failed while compressing */
+   OPMSG_ERR_UNCOMPRESSED_SIZE = 35,      /* uncompressedSize out of range, or not what decompressing gave */
+   OPMSG_ERR_DECOMPRESS = 36,             /* the codec failed: corrupt or truncated stream */
+   OPMSG_ERR_NESTED_COMPRESSION = 37,     /* OP_COMPRESSED inside OP_COMPRESSED */
+   OPMSG_ERR_BAD_ORIGINAL_OPCODE = 38,    /* originalOpcode is not one opmsg can carry */
+   OPMSG_ERR_COMPRESSION_FORBIDDEN = 39,  /* hello, auth and user commands are never compressed */
+   OPMSG_ERR_COMPRESS = 40,               /* the codec failed while compressing */
 
    /* Encoder (opmsg/build.h). */
    OPMSG_ERR_DOCUMENT_OVER_LIMIT = 41, /* one document larger than a message may carry (names its index) */
    OPMSG_ERR_BAD_COMMAND = 42,         /* command empty, or an invalid document */
 
    /* Stream reader (opmsg/reader.h). */
-   OPMSG_ERR_STREAM_TRUNCATED = 43,    /* the stream ended inside a message */
-   OPMSG_ERR_EXHAUST_SEQUENCE = 44,    /* a moreToCome reply's follow-up does not answer it */
+   OPMSG_ERR_STREAM_TRUNCATED = 43, /* the stream ended inside a message */
+   OPMSG_ERR_EXHAUST_SEQUENCE = 44, /* a moreToCome reply's follow-up does not answer it */
 
    /* Legacy OP_QUERY / OP_REPLY (opmsg/legacy.h). */
-   OPMSG_ERR_QUERY_NAMESPACE = 45,     /* fullCollectionName unterminated or empty */
-   OPMSG_ERR_REPLY_COUNT = 46,         /* numberReturned negative or not the documents present */
+   OPMSG_ERR_QUERY_NAMESPACE = 45, /* fullCollectionName unterminated or empty */
+   OPMSG_ERR_REPLY_COUNT = 46,     /* numberReturned negative or not the documents present */
 
-   OPMSG_ERR_MISSING_DB = 47,          /* OPMSG_PARSE_REQUEST: no "$db" string in the body */
-   OPMSG_ERR_IO = 48,                  /* read() failed on a stream (opmsg/reader.h); names errno */
-   OPMSG_ERR_NOT_A_REPLY = 49,         /* OPMSG_PARSE_REPLY: an opcode a server never answers with */
+   OPMSG_ERR_MISSING_DB = 47,  /* OPMSG_PARSE_REQUEST: no "$db" string in the body */
+   OPMSG_ERR_IO = 48,          /* read() failed on a stream (opmsg/reader.h); names errno */
+   OPMSG_ERR_NOT_A_REPLY = 49, /* OPMSG_PARSE_REPLY: an opcode a server never answers with */
 
    OPMSG_ERR_COUNT_ /* not a code: one past the last */
 } opmsg_error_code_t;
@@ -248,11 +247,7 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  * OP_QUERY and OP_REPLY documents, and those of the removed opcodes, are
  * checked to the same level.
  */
-typedef enum {
-   OPMSG_CHECK_TOP_LEVEL = 0,
-   OPMSG_CHECK_FRAMES = 1,
-   OPMSG_CHECK_FULL = 2
-} opmsg_check_t;
+typedef enum { OPMSG_CHECK_TOP_LEVEL = 0, OPMSG_CHECK_FRAMES = 1, OPMSG_CHECK_FULL = 2 } opmsg_check_t;
 
 /* "frames", "top-level" or "full"; NULL for any other value. Static. */
 OPMSG_EXPORT const char *opmsg_check_name(opmsg_check_t check);
@@ -354,7 +349,7 @@ typedef struct {
    const char *full_collection_name; /* NUL-terminated, inside data */
    int32_t number_to_skip;
    int32_t number_to_return;
-   const uint8_t *field_selector;    /* NULL when absent */
+   const uint8_t *field_selector; /* NULL when absent */
    uint32_t field_selector_len;
 
    /* OP_REPLY (see opmsg/legacy.h) and the removed opcodes. Every document
@@ -394,8 +389,7 @@ typedef struct {
  * Returns true and fills *msg, or false with *error set (msg is then
  * unspecified). Allocates nothing except as said above.
  */
-OPMSG_EXPORT bool opmsg_parse(const uint8_t *data, size_t len,
-                              const opmsg_options_t *opts, opmsg_msg_t *msg,
+OPMSG_EXPORT bool opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg,
                               bson_error_t *error);
 
 /*
@@ -406,10 +400,8 @@ OPMSG_EXPORT bool opmsg_parse(const uint8_t *data, size_t len,
  * opcode errors of opmsg_parse() otherwise. For cutting a
  * stream: the message is complete once *message_length bytes are there.
  */
-OPMSG_EXPORT bool opmsg_frame_length(const uint8_t *data, size_t len,
-                                     const opmsg_options_t *opts,
-                                     size_t *message_length,
-                                     bson_error_t *error);
+OPMSG_EXPORT bool opmsg_frame_length(const uint8_t *data, size_t len, const opmsg_options_t *opts,
+                                     size_t *message_length, bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
  * Merging
@@ -434,8 +426,7 @@ OPMSG_EXPORT size_t opmsg_merged_size(const opmsg_msg_t *msg);
  * OPMSG_ERR_WRONG_OPCODE for OP_COMPRESSED or an OP_REPLY without exactly one
  * document. On success *written (if not NULL) is the size written.
  */
-OPMSG_EXPORT bool opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf,
-                                   size_t buf_len, size_t *written,
+OPMSG_EXPORT bool opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *written,
                                    bson_error_t *error);
 
 /*
@@ -445,8 +436,7 @@ OPMSG_EXPORT bool opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf,
  * append functions abort on a read-only bson_t, so bson_copy() it (or use
  * opmsg_merge_init()) to extend it. NULL with *error set on failure.
  */
-OPMSG_EXPORT bson_t *opmsg_merge_bson(const opmsg_msg_t *msg,
-                                      bson_error_t *error);
+OPMSG_EXPORT bson_t *opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error);
 
 /*
  * Initialises the caller's bson_t *out (e.g. on the stack) with the merged
@@ -454,8 +444,7 @@ OPMSG_EXPORT bson_t *opmsg_merge_bson(const opmsg_msg_t *msg,
  * a power of two). The caller must bson_destroy(out). On failure *out is
  * left initialised and empty, and *error is set.
  */
-OPMSG_EXPORT bool opmsg_merge_init(const opmsg_msg_t *msg, bson_t *out,
-                                   bson_error_t *error);
+OPMSG_EXPORT bool opmsg_merge_init(const opmsg_msg_t *msg, bson_t *out, bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
  * Zero-copy view
@@ -477,12 +466,12 @@ OPMSG_EXPORT bool opmsg_body(const opmsg_msg_t *msg, bson_t *body);
 
 /* One document sequence. */
 typedef struct {
-   const char *identifier;   /* NUL-terminated, inside the message */
+   const char *identifier; /* NUL-terminated, inside the message */
    uint32_t identifier_len;
    const uint8_t *documents; /* the documents back to back */
    uint32_t documents_len;
-   uint32_t count;           /* how many documents */
-   uint32_t offset;          /* byte offset of the section's kind byte */
+   uint32_t count;  /* how many documents */
+   uint32_t offset; /* byte offset of the section's kind byte */
 } opmsg_sequence_t;
 
 /* Iterates the sequences in wire order. Read its fields only through the
@@ -494,15 +483,11 @@ typedef struct {
    const opmsg_msg_t *msg;
 } opmsg_sequence_iter_t;
 
-OPMSG_EXPORT void opmsg_sequence_iter_init(opmsg_sequence_iter_t *it,
-                                           const opmsg_msg_t *msg);
+OPMSG_EXPORT void opmsg_sequence_iter_init(opmsg_sequence_iter_t *it, const opmsg_msg_t *msg);
 /* Stores the next sequence in *seq; false when there are no more. */
-OPMSG_EXPORT bool opmsg_sequence_iter_next(opmsg_sequence_iter_t *it,
-                                           opmsg_sequence_t *seq);
+OPMSG_EXPORT bool opmsg_sequence_iter_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq);
 /* Finds the sequence with this exact identifier. */
-OPMSG_EXPORT bool opmsg_sequence_find(const opmsg_msg_t *msg,
-                                      const char *identifier,
-                                      opmsg_sequence_t *seq);
+OPMSG_EXPORT bool opmsg_sequence_find(const opmsg_msg_t *msg, const char *identifier, opmsg_sequence_t *seq);
 
 /* Iterates the documents of one sequence. */
 typedef struct {
@@ -510,11 +495,9 @@ typedef struct {
    const uint8_t *end;
 } opmsg_document_iter_t;
 
-OPMSG_EXPORT void opmsg_document_iter_init(opmsg_document_iter_t *it,
-                                           const opmsg_sequence_t *seq);
+OPMSG_EXPORT void opmsg_document_iter_init(opmsg_document_iter_t *it, const opmsg_sequence_t *seq);
 /* Initialises *doc as a static view of the next document; false at the end. */
-OPMSG_EXPORT bool opmsg_document_iter_next(opmsg_document_iter_t *it,
-                                           bson_t *doc);
+OPMSG_EXPORT bool opmsg_document_iter_next(opmsg_document_iter_t *it, bson_t *doc);
 
 /*
  * An iterator over the top level of the merged document, field by field in
@@ -528,11 +511,7 @@ OPMSG_EXPORT bool opmsg_document_iter_next(opmsg_document_iter_t *it,
  *    or has no document when the body had none (the merge creates it);
  *    opmsg_view_enter() iterates its merged contents in turn.
  */
-typedef enum {
-   OPMSG_FIELD_BODY = 1,
-   OPMSG_FIELD_SEQUENCE = 2,
-   OPMSG_FIELD_PATH = 3
-} opmsg_field_kind_t;
+typedef enum { OPMSG_FIELD_BODY = 1, OPMSG_FIELD_SEQUENCE = 2, OPMSG_FIELD_PATH = 3 } opmsg_field_kind_t;
 
 typedef struct {
    opmsg_field_kind_t kind;
@@ -541,9 +520,9 @@ typedef struct {
     * an identifier ("cursor" in "cursor.firstBatch") and is not. */
    const char *key;
    uint32_t key_len;
-   bson_iter_t iter;         /* BODY, and PATH when path_in_body */
-   bool path_in_body;        /* PATH: the body has this sub-document */
-   opmsg_sequence_t seq;     /* SEQUENCE */
+   bson_iter_t iter;     /* BODY, and PATH when path_in_body */
+   bool path_in_body;    /* PATH: the body has this sub-document */
+   opmsg_sequence_t seq; /* SEQUENCE */
    /* PATH: the dotted path down to this field ("cursor"), path_len bytes,
     * pointing into an identifier. */
    const char *path;
@@ -553,12 +532,12 @@ typedef struct {
 /* Read its fields only through the functions below. */
 typedef struct {
    const opmsg_msg_t *msg;
-   bson_iter_t iter;          /* over the body (or the body's sub-document) */
-   const uint8_t *doc;        /* that document, NULL when the merge creates it */
+   bson_iter_t iter;   /* over the body (or the body's sub-document) */
+   const uint8_t *doc; /* that document, NULL when the merge creates it */
    uint32_t doc_len;
    bool has_doc;
-   bool in_sequences;         /* past the body's fields */
-   const char *prefix;        /* dotted path of this level; NULL at the top */
+   bool in_sequences;  /* past the body's fields */
+   const char *prefix; /* dotted path of this level; NULL at the top */
    uint32_t prefix_len;
    opmsg_sequence_iter_t seqs;
 } opmsg_view_t;
@@ -569,9 +548,7 @@ OPMSG_EXPORT bool opmsg_view_init(opmsg_view_t *view, const opmsg_msg_t *msg);
 /* Stores the next field in *field; false after the last. */
 OPMSG_EXPORT bool opmsg_view_next(opmsg_view_t *view, opmsg_field_t *field);
 /* For an OPMSG_FIELD_PATH field: starts a view of its merged contents. */
-OPMSG_EXPORT bool opmsg_view_enter(const opmsg_view_t *view,
-                                   const opmsg_field_t *field,
-                                   opmsg_view_t *child);
+OPMSG_EXPORT bool opmsg_view_enter(const opmsg_view_t *view, const opmsg_field_t *field, opmsg_view_t *child);
 
 /* ---------------------------------------------------------------------------
  * CRC-32C (Castagnoli), the OP_MSG checksum

@@ -86,8 +86,7 @@ OPMSG_EXPORT void opmsg_reader_destroy(opmsg_reader_t *r);
  * its length is checked here (a failure is reported by the next
  * opmsg_reader_next()) and no more bytes are taken.
  */
-OPMSG_EXPORT size_t opmsg_reader_feed(opmsg_reader_t *r, const void *data,
-                                      size_t len);
+OPMSG_EXPORT size_t opmsg_reader_feed(opmsg_reader_t *r, const void *data, size_t len);
 
 /*
  * Says the stream has ended (EOF): afterwards opmsg_reader_next() gives the
@@ -109,9 +108,7 @@ OPMSG_EXPORT void opmsg_reader_end(opmsg_reader_t *r);
  * for NULL pointers; the reader then stays failed (framing is lost) and
  * gives the same error again. Allocates nothing.
  */
-OPMSG_EXPORT opmsg_reader_status_t opmsg_reader_next(opmsg_reader_t *r,
-                                                     const uint8_t **data,
-                                                     size_t *len,
+OPMSG_EXPORT opmsg_reader_status_t opmsg_reader_next(opmsg_reader_t *r, const uint8_t **data, size_t *len,
                                                      bson_error_t *error);
 
 /* Bytes buffered but not yet given out as messages. */
@@ -133,8 +130,7 @@ OPMSG_EXPORT uint64_t opmsg_reader_offset(const opmsg_reader_t *r);
  * (OPMSG_ERR_IO, naming errno) when read() fails. When the
  * buffer is at its bound no read is made (take a message out first).
  */
-OPMSG_EXPORT bool opmsg_reader_fill_fd(opmsg_reader_t *r, int fd,
-                                       size_t *n_read, bson_error_t *error);
+OPMSG_EXPORT bool opmsg_reader_fill_fd(opmsg_reader_t *r, int fd, size_t *n_read, bson_error_t *error);
 
 /*
  * The next whole message from fd: opmsg_reader_next(), reading from fd
@@ -143,10 +139,7 @@ OPMSG_EXPORT bool opmsg_reader_fill_fd(opmsg_reader_t *r, int fd,
  * OPMSG_READER_NEED_MORE; on a non-blocking one it does when read() would
  * block. *data, *len as for opmsg_reader_next().
  */
-OPMSG_EXPORT opmsg_reader_status_t opmsg_reader_read_fd(opmsg_reader_t *r,
-                                                        int fd,
-                                                        const uint8_t **data,
-                                                        size_t *len,
+OPMSG_EXPORT opmsg_reader_status_t opmsg_reader_read_fd(opmsg_reader_t *r, int fd, const uint8_t **data, size_t *len,
                                                         bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
@@ -199,15 +192,12 @@ OPMSG_EXPORT void opmsg_exhaust_init(opmsg_exhaust_t *x, int32_t request_id);
  * header and flagBits: opmsg_parse() them. OPMSG_READER_END before the
  * sequence is over means the peer closed the connection early.
  */
-OPMSG_EXPORT opmsg_reader_status_t
-opmsg_reader_next_reply(opmsg_reader_t *r, opmsg_exhaust_t *x,
-                        const uint8_t **data, size_t *len, bson_error_t *error);
+OPMSG_EXPORT opmsg_reader_status_t opmsg_reader_next_reply(opmsg_reader_t *r, opmsg_exhaust_t *x, const uint8_t **data,
+                                                           size_t *len, bson_error_t *error);
 
 /* opmsg_reader_next_reply() reading from fd as opmsg_reader_read_fd() does. */
-OPMSG_EXPORT opmsg_reader_status_t
-opmsg_reader_read_reply_fd(opmsg_reader_t *r, int fd, opmsg_exhaust_t *x,
-                           const uint8_t **data, size_t *len,
-                           bson_error_t *error);
+OPMSG_EXPORT opmsg_reader_status_t opmsg_reader_read_reply_fd(opmsg_reader_t *r, int fd, opmsg_exhaust_t *x,
+                                                              const uint8_t **data, size_t *len, bson_error_t *error);
 
 #ifdef __cplusplus
 }

@@ -49,8 +49,7 @@ count_documents(const uint8_t *payload, size_t size, uint32_t *count)
    uint32_t len;
 
    while (off < size) {
-      if (!opmsg_doc_frame(payload + off, size - off, size - off, off,
-                           "payload document", &len, NULL)) {
+      if (!opmsg_doc_frame(payload + off, size - off, size - off, off, "payload document", &len, NULL)) {
          return false;
       }
       off += len;
@@ -62,8 +61,7 @@ count_documents(const uint8_t *payload, size_t size, uint32_t *count)
 
 /* Appends field: [the documents of payload[0..size)] to out. */
 static bool
-append_one(bson_t *out, const char *field, const uint8_t *payload,
-           int32_t size)
+append_one(bson_t *out, const char *field, const uint8_t *payload, int32_t size)
 {
    uint32_t count;
    size_t array_size;
@@ -71,8 +69,7 @@ append_one(bson_t *out, const char *field, const uint8_t *payload,
    bson_t array_doc;
    bool ok;
 
-   if (!field || !payload || size <= 0 ||
-       !count_documents(payload, (size_t) size, &count)) {
+   if (!field || !payload || size <= 0 || !count_documents(payload, (size_t) size, &count)) {
       return false;
    }
    array_size = opmsg_array_doc_size((size_t) size, count);
@@ -81,8 +78,7 @@ append_one(bson_t *out, const char *field, const uint8_t *payload,
    }
    array = bson_malloc(array_size);
    opmsg_write_array_doc(array, payload, (size_t) size);
-   ok = bson_init_static(&array_doc, array, array_size) &&
-        bson_append_array(out, field, -1, &array_doc);
+   ok = bson_init_static(&array_doc, array, array_size) && bson_append_array(out, field, -1, &array_doc);
    bson_free(array);
    return ok;
 }
@@ -105,8 +101,7 @@ read_i32_at(const void *base, size_t off)
 static bool
 append_rpc_123(const void *cmd, bson_t *out)
 {
-   return append_one(out, field_for(read_ptr(cmd, DROPIN_OFF_CMD_COMMAND_NAME)),
-                     read_ptr(cmd, DROPIN_OFF_CMD_PAYLOAD),
+   return append_one(out, field_for(read_ptr(cmd, DROPIN_OFF_CMD_COMMAND_NAME)), read_ptr(cmd, DROPIN_OFF_CMD_PAYLOAD),
                      read_i32_at(cmd, DROPIN_OFF_CMD_PAYLOAD_SIZE));
 }
 
@@ -118,8 +113,7 @@ append_mcd(const void *cmd, bson_t *out)
    size_t count;
    uint32_t n_docs;
 
-   memcpy(&count, (const uint8_t *) cmd + DROPIN_OFF_CMD_PAYLOADS_COUNT,
-          sizeof count);
+   memcpy(&count, (const uint8_t *) cmd + DROPIN_OFF_CMD_PAYLOADS_COUNT, sizeof count);
    if (count == 0 || count > DROPIN_CMD_PAYLOADS_MAX) {
       return false;
    }
@@ -128,8 +122,8 @@ append_mcd(const void *cmd, bson_t *out)
       const uint8_t *docs = read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_DOCUMENTS);
       int32_t size = read_i32_at(cmd, base + DROPIN_OFF_PAYLOAD_SIZE);
 
-      if (!read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_IDENTIFIER) || !docs ||
-          size <= 0 || !count_documents(docs, (size_t) size, &n_docs)) {
+      if (!read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_IDENTIFIER) || !docs || size <= 0 ||
+          !count_documents(docs, (size_t) size, &n_docs)) {
          return false;
       }
    }

@@ -41,13 +41,13 @@
 
 /* reply (packed): the fields follow the wire order, so the original copies
  * them verbatim; the pointer and length come after. */
-#define DROPIN_OFF_REPLY_FLAGS 16      /* uint32 */
-#define DROPIN_OFF_REPLY_CURSOR_ID 20  /* int64 */
-#define DROPIN_OFF_REPLY_START_FROM 28 /* int32 */
-#define DROPIN_OFF_REPLY_N_RETURNED 32 /* int32 */
-#define DROPIN_OFF_REPLY_DOCUMENTS 36  /* const uint8_t * */
+#define DROPIN_OFF_REPLY_FLAGS 16         /* uint32 */
+#define DROPIN_OFF_REPLY_CURSOR_ID 20     /* int64 */
+#define DROPIN_OFF_REPLY_START_FROM 28    /* int32 */
+#define DROPIN_OFF_REPLY_N_RETURNED 32    /* int32 */
+#define DROPIN_OFF_REPLY_DOCUMENTS 36     /* const uint8_t * */
 #define DROPIN_OFF_REPLY_DOCUMENTS_LEN 44 /* int32 */
-#define DROPIN_REPLY_WIRE_FIXED 36     /* header + the four fields above */
+#define DROPIN_REPLY_WIRE_FIXED 36        /* header + the four fields above */
 
 /* compressed (packed). */
 #define DROPIN_OFF_COMP_ORIGINAL_OPCODE 16   /* int32 */
@@ -83,10 +83,8 @@ typedef struct {
 
 #if OPMSG_DROPIN_LAYOUT_KNOWN
 _Static_assert(sizeof(dropin_rpc_section_t) == 32, "mongoc_rpc_section_t is 32 bytes");
-_Static_assert(offsetof(dropin_rpc_section_t, payload.bson_document) == 8,
-               "section payload at 8");
-_Static_assert(offsetof(dropin_rpc_section_t, payload.sequence.identifier) == 16,
-               "sequence identifier at 16");
+_Static_assert(offsetof(dropin_rpc_section_t, payload.bson_document) == 8, "section payload at 8");
+_Static_assert(offsetof(dropin_rpc_section_t, payload.sequence.identifier) == 16, "sequence identifier at 16");
 _Static_assert(offsetof(dropin_rpc_msg_t, flags) == 16, "msg.flags at 16");
 _Static_assert(offsetof(dropin_rpc_msg_t, sections) == 24, "msg.sections at 24");
 _Static_assert(offsetof(dropin_rpc_msg_t, n_sections) == 88, "msg.n_sections at 88");
@@ -109,9 +107,9 @@ _Static_assert(DROPIN_OFF_COMP_MESSAGE_LEN + 4 <= DROPIN_RPC_SIZE, "compressed f
 #define DROPIN_OFF_CMD_PAYLOADS_COUNT 32 /* size_t */
 #define DROPIN_OFF_CMD_PAYLOADS 40       /* mongoc_cmd_payload_t[2] */
 #define DROPIN_CMD_PAYLOAD_STRIDE 24
-#define DROPIN_OFF_PAYLOAD_SIZE 0        /* int32 */
-#define DROPIN_OFF_PAYLOAD_IDENTIFIER 8  /* const char * */
-#define DROPIN_OFF_PAYLOAD_DOCUMENTS 16  /* const uint8_t * */
+#define DROPIN_OFF_PAYLOAD_SIZE 0       /* int32 */
+#define DROPIN_OFF_PAYLOAD_IDENTIFIER 8 /* const char * */
+#define DROPIN_OFF_PAYLOAD_DOCUMENTS 16 /* const uint8_t * */
 #define DROPIN_CMD_PAYLOADS_MAX 2
 
 /* ---------------------------------------------------------------------------
@@ -122,30 +120,22 @@ _Static_assert(DROPIN_OFF_COMP_MESSAGE_LEN + 4 <= DROPIN_RPC_SIZE, "compressed f
  * The rpc is void * so every access goes through the offsets above.
  * ------------------------------------------------------------------------- */
 /* libmongoc 1.23 (rpc.c) */
-DROPIN_EXPORT bool _mongoc_rpc_scatter(void *rpc, const uint8_t *buf,
-                                       size_t buflen);
-DROPIN_EXPORT bool _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf,
-                                          size_t buflen);
+DROPIN_EXPORT bool _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen);
+DROPIN_EXPORT bool _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf, size_t buflen);
 DROPIN_EXPORT bool _mongoc_rpc_reply_get_first_msg(void *msg, bson_t *reply);
 /* Both (cmd.c) */
-DROPIN_EXPORT void _mongoc_cmd_append_payload_as_array(const void *cmd,
-                                                       bson_t *out);
+DROPIN_EXPORT void _mongoc_cmd_append_payload_as_array(const void *cmd, bson_t *out);
 /* libmongoc 1.30 and 2.5, mcd-rpc (mcdrpc.c). mcd_rpc_message is opaque:
  * it is only ever read through libmongoc's own exported accessors. The
  * decompress functions take a fourth argument in 2.x only; on 1.30 it is
  * whatever the register holds and is never read. */
-DROPIN_EXPORT bool mcd_rpc_message_from_data_in_place(void *rpc,
-                                                      const void *data,
-                                                      size_t length,
+DROPIN_EXPORT bool mcd_rpc_message_from_data_in_place(void *rpc, const void *data, size_t length,
                                                       const void **data_end);
-DROPIN_EXPORT void *mcd_rpc_message_from_data(const void *data, size_t length,
-                                              const void **data_end);
+DROPIN_EXPORT void *mcd_rpc_message_from_data(const void *data, size_t length, const void **data_end);
 DROPIN_EXPORT bool mcd_rpc_message_get_body(const void *rpc, bson_t *reply);
-DROPIN_EXPORT bool mcd_rpc_message_decompress(void *rpc, void **data,
-                                              size_t *data_len,
-                                              int32_t max_msg_size);
-DROPIN_EXPORT bool mcd_rpc_message_decompress_if_necessary(
-   void *rpc, void **data, size_t *data_len, int32_t max_msg_size);
+DROPIN_EXPORT bool mcd_rpc_message_decompress(void *rpc, void **data, size_t *data_len, int32_t max_msg_size);
+DROPIN_EXPORT bool mcd_rpc_message_decompress_if_necessary(void *rpc, void **data, size_t *data_len,
+                                                           int32_t max_msg_size);
 DROPIN_EXPORT void mcd_rpc_message_ingress(const void *rpc);
 DROPIN_EXPORT uint32_t mcd_rpc_op_msg_get_flag_bits(const void *rpc);
 

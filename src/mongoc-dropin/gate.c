@@ -118,8 +118,7 @@ bool
 dropin_reject(const char *what, const bson_error_t *error)
 {
    if (dropin_debug_level()) {
-      dropin_log("rejected %s: %s (%s)", what, error->message,
-                 opmsg_error_name(error->code));
+      dropin_log("rejected %s: %s (%s)", what, error->message, opmsg_error_name(error->code));
    }
    return false;
 }
@@ -198,8 +197,7 @@ collect_object(struct dl_phdr_info *info, size_t size, void *data)
    loaded_objects_t *objs = data;
 
    (void) size;
-   if (info->dlpi_name && info->dlpi_name[0] && objs->n < 64 &&
-       strlen(info->dlpi_name) < sizeof objs->names[0]) {
+   if (info->dlpi_name && info->dlpi_name[0] && objs->n < 64 && strlen(info->dlpi_name) < sizeof objs->names[0]) {
       strcpy(objs->names[objs->n++], info->dlpi_name);
    }
    return 0;
@@ -252,15 +250,14 @@ find_version_fn(const void *caller, void **handle_out)
    return sym;
 }
 
-#define RESOLVE(field, name) \
-   fn_from_sym(&(field), sizeof(field), find_original(name, handle))
+#define RESOLVE(field, name) fn_from_sym(&(field), sizeof(field), find_original(name, handle))
 /* The same, counting the mcd-rpc functions libmongoc lacks: the path needs
  * every one (each is called or forwarded to). */
-#define RESOLVE_MCD(field, name)                                \
-   do {                                                         \
-      void *sym_ = find_original(name, handle);                 \
-      mcd_missing += sym_ == NULL;                              \
-      fn_from_sym(&(field), sizeof(field), sym_);               \
+#define RESOLVE_MCD(field, name)                  \
+   do {                                           \
+      void *sym_ = find_original(name, handle);   \
+      mcd_missing += sym_ == NULL;                \
+      fn_from_sym(&(field), sizeof(field), sym_); \
    } while (0)
 
 static int mcd_missing;
@@ -395,10 +392,8 @@ decide(void)
        * reason, and the drop-in checks at another level than asked. */
       dropin_log("OPMSG_MONGOC_CHECK=%s is not a check level (%s, %s or %s); "
                  "checking at %s",
-                 check_bad, opmsg_check_name(OPMSG_CHECK_FRAMES),
-                 opmsg_check_name(OPMSG_CHECK_TOP_LEVEL),
-                 opmsg_check_name(OPMSG_CHECK_FULL),
-                 opmsg_check_name(check_level));
+                 check_bad, opmsg_check_name(OPMSG_CHECK_FRAMES), opmsg_check_name(OPMSG_CHECK_TOP_LEVEL),
+                 opmsg_check_name(OPMSG_CHECK_FULL), opmsg_check_name(check_level));
    }
    resolve_originals(handle);
    if (sym) {
@@ -420,8 +415,7 @@ decide(void)
                     "with (1.23.x, 1.30.x, 2.5.x); forwarding to it",
                     version);
       }
-   } else if (path == DROPIN_RPC_123 &&
-              (!originals.scatter || !originals.decompress)) {
+   } else if (path == DROPIN_RPC_123 && (!originals.scatter || !originals.decompress)) {
       path = DROPIN_FORWARD;
       why = "libmongoc lacks _mongoc_rpc_scatter or _mongoc_rpc_decompress";
    } else if (path != DROPIN_RPC_123 && mcd_missing > 0) {
@@ -439,9 +433,8 @@ decide(void)
    } else if (path != DROPIN_FORWARD && dropin_debug_level()) {
       dropin_log("active: libmongoc %s (%s path), libopmsg %s, CRC-32C %s, "
                  "check %s",
-                 version, path == DROPIN_RPC_123 ? "rpc" : "mcd-rpc",
-                 opmsg_version_string(), opmsg_crc32c_implementation(),
-                 opmsg_check_name(check_level));
+                 version, path == DROPIN_RPC_123 ? "rpc" : "mcd-rpc", opmsg_version_string(),
+                 opmsg_crc32c_implementation(), opmsg_check_name(check_level));
    }
    if (handle) {
       dlclose(handle); /* drops the RTLD_NOLOAD reference only */
@@ -461,8 +454,7 @@ dropin_path(const void *caller)
     * runs decide() uses its own. */
    atomic_store(&gate_caller, caller);
    pthread_once(&gate_once, decide);
-   return (dropin_path_t) (atomic_load_explicit(&gate_state,
-                                                memory_order_acquire) - 1);
+   return (dropin_path_t) (atomic_load_explicit(&gate_state, memory_order_acquire) - 1);
 }
 
 __attribute__((constructor)) static void

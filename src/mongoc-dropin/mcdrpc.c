@@ -98,10 +98,8 @@ wire_bytes(const void *rpc, const uint8_t **start, size_t *len)
       if (f->sections_count(rpc) == 0) {
          return false;
       }
-      p = f->section_kind(rpc, 0) == 0
-             ? (const uint8_t *) f->section_body(rpc, 0) - MSG_FIRST_BODY
-             : (const uint8_t *) f->section_identifier(rpc, 0) -
-                  MSG_FIRST_IDENTIFIER;
+      p = f->section_kind(rpc, 0) == 0 ? (const uint8_t *) f->section_body(rpc, 0) - MSG_FIRST_BODY
+                                       : (const uint8_t *) f->section_identifier(rpc, 0) - MSG_FIRST_IDENTIFIER;
    } else if (opcode == OPMSG_OP_COMPRESSED) {
       p = (const uint8_t *) f->compressed_message(rpc) - COMPRESSED_PAYLOAD;
    } else {
@@ -109,15 +107,13 @@ wire_bytes(const void *rpc, const uint8_t **start, size_t *len)
    }
    /* The header as libopmsg reads it must be the one the object holds
     * (which also rules out a length below 16). */
-   if (!opmsg_frame_length(p, OPMSG_HEADER_SIZE, NULL, len, NULL) ||
-       length < 0 || *len != (size_t) length) {
+   if (!opmsg_frame_length(p, OPMSG_HEADER_SIZE, NULL, len, NULL) || length < 0 || *len != (size_t) length) {
       return false;
    }
    {
       int32_t words[4];
       memcpy(words, p, sizeof words);
-      if (words[1] != f->request_id(rpc) || words[2] != f->response_to(rpc) ||
-          words[3] != opcode) {
+      if (words[1] != f->request_id(rpc) || words[2] != f->response_to(rpc) || words[3] != opcode) {
          return false;
       }
    }
@@ -131,8 +127,7 @@ wire_bytes(const void *rpc, const uint8_t **start, size_t *len)
 
 /* reply: the caller is libmongoc's receive path. */
 static bool
-parse_in_place(void *rpc, const void *data, size_t length,
-               const void **data_end, bool reply)
+parse_in_place(void *rpc, const void *data, size_t length, const void **data_end, bool reply)
 {
    const dropin_mcd_t *f = dropin_mcd();
    opmsg_msg_t m;
@@ -145,10 +140,8 @@ parse_in_place(void *rpc, const void *data, size_t length,
    }
    /* As the original: the message may be followed by other bytes, which
     * are not part of it. */
-   if (!opmsg_frame_length(data, length, dropin_parse_options(reply),
-                           &message_length, &error) ||
-       !opmsg_parse(data, message_length < length ? message_length : length,
-                    dropin_parse_options(reply), &m, &error)) {
+   if (!opmsg_frame_length(data, length, dropin_parse_options(reply), &message_length, &error) ||
+       !opmsg_parse(data, message_length < length ? message_length : length, dropin_parse_options(reply), &m, &error)) {
       if (data_end) {
          /* The caller wants to know where the message went wrong, as the
           * original says it (libmongoc's own callers pass NULL). The
@@ -163,26 +156,22 @@ parse_in_place(void *rpc, const void *data, size_t length,
 }
 
 bool
-mcd_rpc_message_from_data_in_place(void *rpc, const void *data, size_t length,
-                                   const void **data_end)
+mcd_rpc_message_from_data_in_place(void *rpc, const void *data, size_t length, const void **data_end)
 {
    const void *caller = __builtin_return_address(0);
 
    if (!mcd_path(caller)) {
       const dropin_mcd_t *f = dropin_mcd();
-      return f->from_data_in_place ? f->from_data_in_place(rpc, data, length, data_end)
-                                   : false;
+      return f->from_data_in_place ? f->from_data_in_place(rpc, data, length, data_end) : false;
    }
-   return parse_in_place(rpc, data, length, data_end,
-                         dropin_called_from_mongoc(caller));
+   return parse_in_place(rpc, data, length, data_end, dropin_called_from_mongoc(caller));
 }
 
 /* new + parse, as the original, whose own call to from_data_in_place would
  * come from inside libmongoc and look like a reply path: replaced so that
  * the mock server's requests keep their opcodes and sections. */
 void *
-mcd_rpc_message_from_data(const void *data, size_t length,
-                          const void **data_end)
+mcd_rpc_message_from_data(const void *data, size_t length, const void **data_end)
 {
    const dropin_mcd_t *f = dropin_mcd();
    void *rpc;
@@ -214,8 +203,7 @@ mcd_rpc_message_get_body(const void *rpc, bson_t *reply)
       return f->get_body ? f->get_body(rpc, reply) : false;
    }
    /* Body-only messages and OP_REPLY: the original's view. */
-   if (!rpc || !reply || f->op_code(rpc) != OPMSG_OP_MSG ||
-       f->sections_count(rpc) < 2) {
+   if (!rpc || !reply || f->op_code(rpc) != OPMSG_OP_MSG || f->sections_count(rpc) < 2) {
       return f->get_body(rpc, reply);
    }
    if (!wire_bytes(rpc, &start, &len)) {
@@ -240,13 +228,11 @@ mcd_rpc_message_get_body(const void *rpc, bson_t *reply)
  * aborts on 16 or less and refuses more than 48,000,000); 1.30 passes
  * nothing, and the default limit applies. */
 static bool
-decompressed_limit(dropin_path_t path, int32_t max_msg_size, bool reply,
-                   opmsg_options_t *opts)
+decompressed_limit(dropin_path_t path, int32_t max_msg_size, bool reply, opmsg_options_t *opts)
 {
    *opts = *dropin_parse_options(reply);
    if (path == DROPIN_MCD_25) {
-      if (max_msg_size <= OPMSG_HEADER_SIZE ||
-          (uint32_t) max_msg_size > OPMSG_DEFAULT_MAX_MESSAGE_SIZE) {
+      if (max_msg_size <= OPMSG_HEADER_SIZE || (uint32_t) max_msg_size > OPMSG_DEFAULT_MAX_MESSAGE_SIZE) {
          return false;
       }
       opts->max_message_size = (size_t) max_msg_size;
@@ -255,8 +241,7 @@ decompressed_limit(dropin_path_t path, int32_t max_msg_size, bool reply,
 }
 
 static bool
-decompress(dropin_path_t path, void *rpc, void **data, size_t *data_len,
-           int32_t max_msg_size, bool reply)
+decompress(dropin_path_t path, void *rpc, void **data, size_t *data_len, int32_t max_msg_size, bool reply)
 {
    const dropin_mcd_t *f = dropin_mcd();
    const uint8_t *start;
@@ -300,20 +285,17 @@ decompress(dropin_path_t path, void *rpc, void **data, size_t *data_len,
 }
 
 bool
-mcd_rpc_message_decompress(void *rpc, void **data, size_t *data_len,
-                           int32_t max_msg_size)
+mcd_rpc_message_decompress(void *rpc, void **data, size_t *data_len, int32_t max_msg_size)
 {
    const void *caller = __builtin_return_address(0);
    dropin_path_t path = dropin_path(caller);
    const dropin_mcd_t *f = dropin_mcd();
 
    if (path == DROPIN_MCD_130) {
-      return decompress(path, rpc, data, data_len, 0,
-                        dropin_called_from_mongoc(caller));
+      return decompress(path, rpc, data, data_len, 0, dropin_called_from_mongoc(caller));
    }
    if (path == DROPIN_MCD_25) {
-      return decompress(path, rpc, data, data_len, max_msg_size,
-                        dropin_called_from_mongoc(caller));
+      return decompress(path, rpc, data, data_len, max_msg_size, dropin_called_from_mongoc(caller));
    }
    /* Forwarded with the arity of the libmongoc that is there. */
    if (dropin_mcd_decompress_takes_max()) {
@@ -323,8 +305,7 @@ mcd_rpc_message_decompress(void *rpc, void **data, size_t *data_len,
 }
 
 bool
-mcd_rpc_message_decompress_if_necessary(void *rpc, void **data,
-                                        size_t *data_len, int32_t max_msg_size)
+mcd_rpc_message_decompress_if_necessary(void *rpc, void **data, size_t *data_len, int32_t max_msg_size)
 {
    const void *caller = __builtin_return_address(0);
    dropin_path_t path = dropin_path(caller);
@@ -334,9 +315,7 @@ mcd_rpc_message_decompress_if_necessary(void *rpc, void **data,
       if (dropin_mcd_decompress_takes_max()) {
          return f->decompress_if_necessary4(rpc, data, data_len, max_msg_size);
       }
-      return f->decompress_if_necessary3
-                ? f->decompress_if_necessary3(rpc, data, data_len)
-                : false;
+      return f->decompress_if_necessary3 ? f->decompress_if_necessary3(rpc, data, data_len) : false;
    }
    if (!rpc || !data || !data_len) {
       return false;
@@ -346,8 +325,7 @@ mcd_rpc_message_decompress_if_necessary(void *rpc, void **data,
       *data_len = 0;
       return true;
    }
-   return decompress(path, rpc, data, data_len,
-                     path == DROPIN_MCD_25 ? max_msg_size : 0,
+   return decompress(path, rpc, data, data_len, path == DROPIN_MCD_25 ? max_msg_size : 0,
                      dropin_called_from_mongoc(caller));
 }
 
@@ -385,8 +363,7 @@ mcd_rpc_op_msg_get_flag_bits(const void *rpc)
 {
    const dropin_mcd_t *f = dropin_mcd();
 
-   if (mcd_path(__builtin_return_address(0)) && rpc &&
-       f->op_code(rpc) != OPMSG_OP_MSG) {
+   if (mcd_path(__builtin_return_address(0)) && rpc && f->op_code(rpc) != OPMSG_OP_MSG) {
       /* The streaming monitor reads the flags of any reply; an OP_REPLY
        * has no moreToCome. */
       return 0;

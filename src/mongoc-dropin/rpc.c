@@ -84,7 +84,7 @@ fill_msg_wire(dropin_rpc_msg_t *out, const opmsg_msg_t *m)
 
    if (m->n_sequences + 1 > 2) {
       return dropin_reject_msg("OP_MSG", "more than two sections: mongoc_rpc_msg_t "
-                                  "has room for two");
+                                         "has room for two");
    }
    opmsg_sequence_iter_init(&it, m);
    while (opmsg_sequence_iter_next(&it, &seq)) {
@@ -96,8 +96,7 @@ fill_msg_wire(dropin_rpc_msg_t *out, const opmsg_msg_t *m)
       out->sections[n].payload_type = 1;
       /* The wire's section size: itself, the identifier and its NUL, the
        * documents. */
-      out->sections[n].payload.sequence.size =
-         (int32_t) (4 + seq.identifier_len + 1 + seq.documents_len);
+      out->sections[n].payload.sequence.size = (int32_t) (4 + seq.identifier_len + 1 + seq.documents_len);
       out->sections[n].payload.sequence.identifier = seq.identifier;
       out->sections[n++].payload.sequence.bson_documents = seq.documents;
    }
@@ -117,8 +116,7 @@ fill_reply(void *rpc, const uint8_t *buf, size_t buflen)
    memcpy((uint8_t *) rpc + DROPIN_OFF_REPLY_FLAGS, buf + DROPIN_OFF_REPLY_FLAGS,
           DROPIN_REPLY_WIRE_FIXED - DROPIN_OFF_REPLY_FLAGS);
    wr_ptr(rpc, DROPIN_OFF_REPLY_DOCUMENTS, buf + DROPIN_REPLY_WIRE_FIXED);
-   wr_i32(rpc, DROPIN_OFF_REPLY_DOCUMENTS_LEN,
-          (int32_t) (buflen - DROPIN_REPLY_WIRE_FIXED));
+   wr_i32(rpc, DROPIN_OFF_REPLY_DOCUMENTS_LEN, (int32_t) (buflen - DROPIN_REPLY_WIRE_FIXED));
 }
 
 /* OP_COMPRESSED: the same. The callers allocate uncompressedSize + 16
@@ -128,12 +126,10 @@ fill_reply(void *rpc, const uint8_t *buf, size_t buflen)
 static void
 fill_compressed(void *rpc, const uint8_t *buf, size_t buflen)
 {
-   memcpy((uint8_t *) rpc + DROPIN_OFF_COMP_ORIGINAL_OPCODE,
-          buf + DROPIN_OFF_COMP_ORIGINAL_OPCODE,
+   memcpy((uint8_t *) rpc + DROPIN_OFF_COMP_ORIGINAL_OPCODE, buf + DROPIN_OFF_COMP_ORIGINAL_OPCODE,
           DROPIN_COMPRESSED_WIRE_FIXED - DROPIN_OFF_COMP_ORIGINAL_OPCODE);
    wr_ptr(rpc, DROPIN_OFF_COMP_MESSAGE, buf + DROPIN_COMPRESSED_WIRE_FIXED);
-   wr_i32(rpc, DROPIN_OFF_COMP_MESSAGE_LEN,
-          (int32_t) (buflen - DROPIN_COMPRESSED_WIRE_FIXED));
+   wr_i32(rpc, DROPIN_OFF_COMP_MESSAGE_LEN, (int32_t) (buflen - DROPIN_COMPRESSED_WIRE_FIXED));
 }
 
 /* reply: the caller is libmongoc's receive path (see the top).
@@ -164,8 +160,7 @@ scatter(void *rpc, const uint8_t *buf, size_t buflen, bool reply, bool inner)
    }
    switch (opcode) {
    case OPMSG_OP_MSG:
-      return reply ? fill_msg_merged((dropin_rpc_msg_t *) rpc, &m)
-                   : fill_msg_wire((dropin_rpc_msg_t *) rpc, &m);
+      return reply ? fill_msg_merged((dropin_rpc_msg_t *) rpc, &m) : fill_msg_wire((dropin_rpc_msg_t *) rpc, &m);
    case OPMSG_OP_REPLY:
       fill_reply(rpc, buf, buflen);
       return true;
@@ -190,8 +185,7 @@ _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen)
       dropin_scatter_fn original = dropin_originals()->scatter;
       return original ? original(rpc, buf, buflen) : false;
    }
-   return scatter(rpc, buf, buflen,
-                  dropin_called_from_mongoc(__builtin_return_address(0)), false);
+   return scatter(rpc, buf, buflen, dropin_called_from_mongoc(__builtin_return_address(0)), false);
 }
 
 /* Re-reads the OP_COMPRESSED that scatter filled rpc from: its fields point
@@ -199,29 +193,25 @@ _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen)
  * decompresses straight after scattering). The fields are compared with the
  * bytes so a struct scattered elsewhere is refused, not trusted. */
 static bool
-reparse_compressed(const void *rpc, bool reply, opmsg_msg_t *m,
-                   bson_error_t *error)
+reparse_compressed(const void *rpc, bool reply, opmsg_msg_t *m, bson_error_t *error)
 {
    const uint8_t *payload;
    int32_t payload_len;
    const uint8_t *start;
 
-   memcpy(&payload, (const uint8_t *) rpc + DROPIN_OFF_COMP_MESSAGE,
-          sizeof payload);
+   memcpy(&payload, (const uint8_t *) rpc + DROPIN_OFF_COMP_MESSAGE, sizeof payload);
    payload_len = opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_COMP_MESSAGE_LEN);
-   if (opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_OPCODE) != OPMSG_OP_COMPRESSED ||
-       !payload || payload_len < 0 ||
-       opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_MSG_LEN) !=
-          payload_len + DROPIN_COMPRESSED_WIRE_FIXED) {
+   if (opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_OPCODE) != OPMSG_OP_COMPRESSED || !payload ||
+       payload_len < 0 ||
+       opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_MSG_LEN) != payload_len + DROPIN_COMPRESSED_WIRE_FIXED) {
       return false;
    }
    start = payload - DROPIN_COMPRESSED_WIRE_FIXED;
    if (memcmp(start, rpc, DROPIN_COMPRESSED_WIRE_FIXED) != 0) {
       return false;
    }
-   return opmsg_parse(start,
-                      (size_t) payload_len + DROPIN_COMPRESSED_WIRE_FIXED,
-                      dropin_parse_options(reply), m, error);
+   return opmsg_parse(start, (size_t) payload_len + DROPIN_COMPRESSED_WIRE_FIXED, dropin_parse_options(reply), m,
+                      error);
 }
 
 bool
@@ -238,8 +228,7 @@ _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf, size_t buflen)
    memset(&error, 0, sizeof error);
    if (!reparse_compressed(rpc_le, reply, &m, &error)) {
       return error.code ? dropin_reject("OP_COMPRESSED", &error)
-                        : dropin_reject_msg("OP_COMPRESSED",
-                                     "not the message scatter was given");
+                        : dropin_reject_msg("OP_COMPRESSED", "not the message scatter was given");
    }
    /* The callers allocate exactly uncompressedSize + 16 bytes. */
    if (!buf || buflen != opmsg_decompressed_size(&m)) {

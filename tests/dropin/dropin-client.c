@@ -89,8 +89,7 @@ op_find(mongoc_client_t *client)
 {
    mongoc_collection_t *coll = mongoc_client_get_collection(client, "test", "c");
    bson_t *filter = bson_new();
-   mongoc_cursor_t *cursor =
-      mongoc_collection_find_with_opts(coll, filter, NULL, NULL);
+   mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, NULL, NULL);
    const bson_t *doc;
    bson_error_t error;
    opmsg_strbuf_t *out = opmsg_strbuf_new("[");
@@ -133,8 +132,7 @@ op_insert(mongoc_client_t *client)
    for (int i = 0; i < 3; i++) {
       docs[i] = BCON_NEW("_id", BCON_INT32(i + 1), "x", BCON_UTF8("y"));
    }
-   if (mongoc_collection_insert_many(coll, (const bson_t **) docs, 3, NULL,
-                                     &reply, &error)) {
+   if (mongoc_collection_insert_many(coll, (const bson_t **) docs, 3, NULL, &reply, &error)) {
       rc = print_reply(&reply);
    } else {
       rc = print_error(&error);
@@ -217,8 +215,8 @@ op_threads(const mongoc_uri_t *uri)
       good += w[i].good;
    }
    if (good == POOL_THREADS * POOL_ROUNDS * 2) {
-      snprintf(json, sizeof json, "{\"threads\": %d, \"operations\": %d, \"ping\": %s}",
-               POOL_THREADS, good, w[0].last_ping);
+      snprintf(json, sizeof json, "{\"threads\": %d, \"operations\": %d, \"ping\": %s}", POOL_THREADS, good,
+               w[0].last_ping);
       rc = print_ok(json);
    } else {
       for (int i = 0; i < POOL_THREADS; i++) {
@@ -242,8 +240,7 @@ typedef struct {
    int64_t insert_docs_in_events; /* length of "documents" in started events */
 } apm_counts_t;
 
-static const char *const apm_names[8] = {"insert", "find",   "getMore", "aggregate",
-                                         "update", "delete", "drop",    "other"};
+static const char *const apm_names[8] = {"insert", "find", "getMore", "aggregate", "update", "delete", "drop", "other"};
 
 static int
 apm_index(const char *name)
@@ -267,8 +264,8 @@ on_started(const mongoc_apm_command_started_t *e)
 
    /* The sequence appears as an array here, built by
     * _mongoc_cmd_append_payload_as_array. */
-   if (i == 0 && bson_iter_init_find(&it, cmd, "documents") &&
-       BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &child)) {
+   if (i == 0 && bson_iter_init_find(&it, cmd, "documents") && BSON_ITER_HOLDS_ARRAY(&it) &&
+       bson_iter_recurse(&it, &child)) {
       while (bson_iter_next(&child)) {
          n++;
       }
@@ -322,8 +319,7 @@ append_error(worker_t *w, const char *step, const bson_error_t *error)
    char name[32];
    char value[600];
    snprintf(name, sizeof name, "%s-error", step);
-   snprintf(value, sizeof value, "%u.%u:%s", error->domain, error->code,
-            error->message);
+   snprintf(value, sizeof value, "%u.%u:%s", error->domain, error->code, error->message);
    append_summary(w, name, value);
 }
 
@@ -336,12 +332,10 @@ work_insert(worker_t *w, mongoc_collection_t *coll)
    char buf[64];
 
    for (int k = 0; k < WORKLOAD_DOCS; k++) {
-      docs[k] = BCON_NEW("_id", BCON_INT32(w->index * 1000 + k), "t",
-                         BCON_INT32(w->index), "k", BCON_INT32(k), "sub", "{",
-                         "a", BCON_INT32(k % 7), "}");
+      docs[k] = BCON_NEW("_id", BCON_INT32(w->index * 1000 + k), "t", BCON_INT32(w->index), "k", BCON_INT32(k), "sub",
+                         "{", "a", BCON_INT32(k % 7), "}");
    }
-   if (mongoc_collection_insert_many(coll, (const bson_t **) docs, WORKLOAD_DOCS,
-                                     NULL, &reply, &error)) {
+   if (mongoc_collection_insert_many(coll, (const bson_t **) docs, WORKLOAD_DOCS, NULL, &reply, &error)) {
       bson_iter_t it;
       snprintf(buf, sizeof buf, "%d",
                bson_iter_init_find(&it, &reply, "insertedCount")
@@ -361,8 +355,7 @@ static void
 work_find(worker_t *w, mongoc_collection_t *coll)
 {
    bson_t *filter = BCON_NEW("t", BCON_INT32(w->index));
-   bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "batchSize",
-                           BCON_INT32(7));
+   bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "batchSize", BCON_INT32(7));
    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
    const bson_t *doc;
    bson_error_t error;
@@ -382,8 +375,7 @@ work_find(worker_t *w, mongoc_collection_t *coll)
    if (mongoc_cursor_error(cursor, &error)) {
       append_error(w, "find", &error);
    } else {
-      snprintf(buf, sizeof buf, "%lld/%lld/%lld", (long long) n, (long long) sum,
-               (long long) order_ok);
+      snprintf(buf, sizeof buf, "%lld/%lld/%lld", (long long) n, (long long) sum, (long long) order_ok);
       append_summary(w, "find(n/sum/ordered)", buf);
    }
    mongoc_cursor_destroy(cursor);
@@ -394,13 +386,11 @@ work_find(worker_t *w, mongoc_collection_t *coll)
 static void
 work_aggregate(worker_t *w, mongoc_collection_t *coll)
 {
-   bson_t *pipeline = BCON_NEW(
-      "pipeline", "[", "{", "$match", "{", "t", BCON_INT32(w->index), "}", "}",
-      "{", "$group", "{", "_id", "$sub.a", "n", "{", "$sum", BCON_INT32(1), "}",
-      "}", "}", "{", "$sort", "{", "_id", BCON_INT32(1), "}", "}", "]");
+   bson_t *pipeline = BCON_NEW("pipeline", "[", "{", "$match", "{", "t", BCON_INT32(w->index), "}", "}", "{", "$group",
+                               "{", "_id", "$sub.a", "n", "{", "$sum", BCON_INT32(1), "}", "}", "}", "{", "$sort", "{",
+                               "_id", BCON_INT32(1), "}", "}", "]");
    bson_t *opts = BCON_NEW("batchSize", BCON_INT32(2));
-   mongoc_cursor_t *cursor =
-      mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, pipeline, opts, NULL);
+   mongoc_cursor_t *cursor = mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, pipeline, opts, NULL);
    const bson_t *doc;
    bson_error_t error;
    opmsg_strbuf_t *s = opmsg_strbuf_new("");
@@ -409,7 +399,7 @@ work_aggregate(worker_t *w, mongoc_collection_t *coll)
       bson_iter_t id, n;
       if (bson_iter_init_find(&id, doc, "_id") && bson_iter_init_find(&n, doc, "n")) {
          opmsg_strbuf_append_printf(s, "%lld:%lld,", (long long) bson_iter_as_int64(&id),
-                                   (long long) bson_iter_as_int64(&n));
+                                    (long long) bson_iter_as_int64(&n));
       }
    }
    if (mongoc_cursor_error(cursor, &error)) {
@@ -436,8 +426,7 @@ work_update_delete(worker_t *w, mongoc_collection_t *coll)
 
    if (mongoc_collection_update_many(coll, sel, upd, NULL, &reply, &error)) {
       snprintf(buf, sizeof buf, "%lld",
-               bson_iter_init_find(&it, &reply, "modifiedCount")
-                  ? (long long) bson_iter_as_int64(&it) : -1LL);
+               bson_iter_init_find(&it, &reply, "modifiedCount") ? (long long) bson_iter_as_int64(&it) : -1LL);
       append_summary(w, "updated", buf);
    } else {
       append_error(w, "update", &error);
@@ -445,8 +434,7 @@ work_update_delete(worker_t *w, mongoc_collection_t *coll)
    bson_destroy(&reply);
    if (mongoc_collection_delete_many(coll, del, NULL, &reply, &error)) {
       snprintf(buf, sizeof buf, "%lld",
-               bson_iter_init_find(&it, &reply, "deletedCount")
-                  ? (long long) bson_iter_as_int64(&it) : -1LL);
+               bson_iter_init_find(&it, &reply, "deletedCount") ? (long long) bson_iter_as_int64(&it) : -1LL);
       append_summary(w, "deleted", buf);
    } else {
       append_error(w, "delete", &error);
@@ -510,11 +498,10 @@ workload(const mongoc_uri_t *uri, const char *db, int threads)
    }
    for (int i = 0; i < 7; i++) {
       /* drop fails the first time (no collection): count attempts only. */
-      printf("apm %s: started=%d succeeded+failed=%d\n", apm_names[i],
-             counts.started[i], counts.succeeded[i] + counts.failed[i]);
+      printf("apm %s: started=%d succeeded+failed=%d\n", apm_names[i], counts.started[i],
+             counts.succeeded[i] + counts.failed[i]);
    }
-   printf("apm insert documents seen in started events: %lld\n",
-          (long long) counts.insert_docs_in_events);
+   printf("apm insert documents seen in started events: %lld\n", (long long) counts.insert_docs_in_events);
    mongoc_client_pool_destroy(pool);
    mongoc_apm_callbacks_destroy(cbs);
    pthread_mutex_destroy(&counts.lock);

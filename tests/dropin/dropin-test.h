@@ -18,12 +18,12 @@
 
 static int failures;
 
-#define CHECK(cond)                                                         \
-   do {                                                                     \
-      if (!(cond)) {                                                        \
+#define CHECK(cond)                                                                \
+   do {                                                                            \
+      if (!(cond)) {                                                               \
          fprintf(stderr, DT_NAME ": check failed line %d: %s\n", __LINE__, #cond); \
-         failures++;                                                        \
-      }                                                                     \
+         failures++;                                                               \
+      }                                                                            \
    } while (0)
 
 static inline void

@@ -28,7 +28,6 @@ typedef bool (*first_fn)(void *, bson_t *);
 typedef void (*append_fn)(const void *, bson_t *);
 
 
-
 static void *
 sym(void *h, const char *name)
 {
@@ -107,8 +106,7 @@ main(int argc, char **argv)
    } else {
       /* Merged: one body, {ok: 1.0, extra: [{x: 1}]}. */
       CHECK(get_i32(rpc + 88) == 1 && rpc[24] == 0);
-      CHECK(first(rpc, &doc) && bson_iter_init_find(&it, &doc, "extra") &&
-            BSON_ITER_HOLDS_ARRAY(&it));
+      CHECK(first(rpc, &doc) && bson_iter_init_find(&it, &doc, "extra") && BSON_ITER_HOLDS_ARRAY(&it));
       /* The same bytes from a caller that is not libmongoc (a mock server
        * parsing a request): the sections as on the wire, not merged. */
       {
@@ -182,8 +180,8 @@ main(int argc, char **argv)
       BSON_APPEND_UTF8(&out, "insert", "c");
       append(cmd, &out);
       if (active) {
-         CHECK(bson_iter_init_find(&it, &out, "documents") &&
-               BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr));
+         CHECK(bson_iter_init_find(&it, &out, "documents") && BSON_ITER_HOLDS_ARRAY(&it) &&
+               bson_iter_recurse(&it, &arr));
          CHECK(bson_iter_next(&arr) && strcmp(bson_iter_key(&arr), "0") == 0);
          CHECK(bson_iter_next(&arr) && strcmp(bson_iter_key(&arr), "1") == 0);
          CHECK(!bson_iter_next(&arr));

@@ -41,8 +41,8 @@ fill(uint8_t *payload, int n_docs)
    int32_t size = 0;
 
    for (int i = 0; i < n_docs; i++) {
-      bson_t *d = BCON_NEW("_id", BCON_INT32(i), "q", "{", "k", BCON_UTF8("v"), "}",
-                           "pad", BCON_BIN(BSON_SUBTYPE_BINARY, (const uint8_t *) "xyz", 3));
+      bson_t *d = BCON_NEW("_id", BCON_INT32(i), "q", "{", "k", BCON_UTF8("v"), "}", "pad",
+                           BCON_BIN(BSON_SUBTYPE_BINARY, (const uint8_t *) "xyz", 3));
       memcpy(payload + size, bson_get_data(d), d->len);
       size += (int32_t) d->len;
       bson_destroy(d);
@@ -75,8 +75,7 @@ shape(const char *command_name, int n_docs)
 /* 1.30 / 2.5: payloads named id0 (n0 documents) and, when id1 is not NULL,
  * id1 (n1 documents). */
 static void
-shape2(const char *command_name, const char *id0, int n0, const char *id1,
-       int n1)
+shape2(const char *command_name, const char *id0, int n0, const char *id1, int n1)
 {
    uint64_t cmd_storage[16] = {0};
    uint8_t *cmd = (uint8_t *) cmd_storage;

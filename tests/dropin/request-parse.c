@@ -35,7 +35,7 @@ lookup(const char *name)
 }
 
 /* dlsym's void * into a function pointer, the way POSIX allows. */
-#define FN(var, name) memcpy(&(var), &(void *){lookup(name)}, sizeof(var))
+#define FN(var, name) memcpy(&(var), &(void *) {lookup(name)}, sizeof(var))
 
 /* ---------------------------------------------------------------------------
  * Messages
@@ -63,7 +63,7 @@ begin(msg_t *m, int32_t opcode)
 {
    memset(m, 0, sizeof *m);
    m->len = 16;
-   put_i32(m->data + 4, 77);    /* requestID */
+   put_i32(m->data + 4, 77); /* requestID */
    put_i32(m->data + 12, opcode);
 }
 
@@ -75,9 +75,9 @@ end(msg_t *m)
 
 /* Offsets recorded while building, to compare pointers with. */
 typedef struct {
-   size_t body;         /* the body document */
-   size_t seq[3];       /* each sequence's identifier */
-   size_t seq_size[3];  /* each sequence's wire size */
+   size_t body;        /* the body document */
+   size_t seq[3];      /* each sequence's identifier */
+   size_t seq_size[3]; /* each sequence's wire size */
    int n_seq;
 } layout_t;
 
@@ -162,8 +162,7 @@ query(msg_t *m)
 typedef bool (*scatter_fn)(void *, const uint8_t *, size_t);
 
 static void
-check_rpc_sections(const uint8_t *rpc, const msg_t *m, const layout_t *l,
-                   bool seq_first)
+check_rpc_sections(const uint8_t *rpc, const msg_t *m, const layout_t *l, bool seq_first)
 {
    int body_at = seq_first ? 1 : 0, seq_at = seq_first ? 0 : 1;
    const uint8_t *b, *id, *docs;
@@ -211,8 +210,7 @@ run_rpc(scatter_fn scatter)
       m.len += 4;
       CHECK(!scatter(rpc, m.data, m.len));
    }
-   printf("request-parse: 1.23 _mongoc_rpc_scatter: %s\n",
-          failures ? "FAILED" : "sections as on the wire");
+   printf("request-parse: 1.23 _mongoc_rpc_scatter: %s\n", failures ? "FAILED" : "sections as on the wire");
 }
 
 /* ---------------------------------------------------------------------------
@@ -233,8 +231,7 @@ typedef struct {
 } mcd_t;
 
 static void
-check_mcd_sections(const mcd_t *f, const void *rpc, const msg_t *m,
-                   const layout_t *l, bool seq_first, int n_seqs)
+check_mcd_sections(const mcd_t *f, const void *rpc, const msg_t *m, const layout_t *l, bool seq_first, int n_seqs)
 {
    size_t body_at = seq_first ? (size_t) n_seqs : 0;
 
@@ -247,8 +244,7 @@ check_mcd_sections(const mcd_t *f, const void *rpc, const msg_t *m,
       CHECK(f->kind(rpc, at) == 1);
       CHECK(f->identifier(rpc, at) == (const char *) m->data + l->seq[i]);
       CHECK(f->length(rpc, at) == (int32_t) l->seq_size[i]);
-      CHECK(f->docs_len(rpc, at) ==
-            l->seq_size[i] - 4 - strlen(f->identifier(rpc, at)) - 1);
+      CHECK(f->docs_len(rpc, at) == l->seq_size[i] - 4 - strlen(f->identifier(rpc, at)) - 1);
    }
 }
 
@@ -285,9 +281,8 @@ run_mcd(const mcd_t *f)
       bson_iter_t it, child;
       CHECK(bson_iter_init_find(&it, &b, "insert"));
       if (dropin) {
-         CHECK(bson_iter_init_find(&it, &b, "documents") &&
-               BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &child) &&
-               bson_iter_find(&child, "1"));
+         CHECK(bson_iter_init_find(&it, &b, "documents") && BSON_ITER_HOLDS_ARRAY(&it) &&
+               bson_iter_recurse(&it, &child) && bson_iter_find(&child, "1"));
          CHECK(bson_iter_init_find(&it, &b, "more") && BSON_ITER_HOLDS_ARRAY(&it));
       } else {
          CHECK(!bson_has_field(&b, "documents"));
@@ -309,8 +304,7 @@ run_mcd(const mcd_t *f)
       m.len += 4;
       CHECK(!f->from_data(m.data, m.len, NULL));
    }
-   printf("request-parse: mcd-rpc mcd_rpc_message_from_data: %s\n",
-          failures ? "FAILED" : "sections as on the wire");
+   printf("request-parse: mcd-rpc mcd_rpc_message_from_data: %s\n", failures ? "FAILED" : "sections as on the wire");
 }
 
 int

@@ -48,23 +48,24 @@
 #define KEYVAULT_DB "keyvault"
 #define KEYVAULT_COLL "datakeys"
 
-#define N_ONE 1       /* insert of one document */
-#define N_MANY 10     /* insert_many: one command with a document sequence */
-#define N_BULK 9      /* a bulk of single inserts: also one sequence */
-#define N_BIG 6       /* insert_many of large documents: ... */
-#define BIG_LEN 400000 /* ... above the 2 MiB a client with automatic
-                        * encryption puts in one command: split in two */
+#define N_ONE 1   /* insert of one document */
+#define N_MANY 10 /* insert_many: one command with a document sequence */
+#define N_BULK 9  /* a bulk of single inserts: also one sequence */
+/* insert_many of large documents, together above the 2 MiB a client with
+ * automatic encryption puts in one command: split in two */
+#define N_BIG 6
+#define BIG_LEN 400000
 #define N_SMALL (N_ONE + N_MANY + N_BULK)
 #define N_DOCS (N_SMALL + N_BIG)
-#define BATCH_SIZE 3  /* N_DOCS / BATCH_SIZE getMores */
-#define N_INSERTS 5   /* insert commands: one, many, bulk, big (2) */
-#define FIND_BY_ID 7  /* the document found by its deterministic ciphertext */
+#define BATCH_SIZE 3 /* N_DOCS / BATCH_SIZE getMores */
+#define N_INSERTS 5  /* insert commands: one, many, bulk, big (2) */
+#define FIND_BY_ID 7 /* the document found by its deterministic ciphertext */
 
 typedef struct {
    const char *who; /* which client, for messages */
-   char coll[128]; /* the collection whose listCollections count */
+   char coll[128];  /* the collection whose listCollections count */
    int started_insert, started_find, started_getmore, started_listcoll;
-   int listcoll_for_coll; /* listCollections whose filter names our collection */
+   int listcoll_for_coll;  /* listCollections whose filter names our collection */
    int succeeded_workload; /* insert, find, getMore that succeeded */
    int failed;
    char first_failure[512];
@@ -73,54 +74,53 @@ typedef struct {
 static int failures;
 
 #if defined(__GNUC__)
-__attribute__ ((format (printf, 1, 2)))
+__attribute__((format(printf, 1, 2)))
 #endif
 static void
-fail (const char *fmt, ...);
+fail(const char *fmt, ...);
 
 static void
-fail (const char *fmt, ...)
+fail(const char *fmt, ...)
 {
    va_list ap;
    char line[1024];
 
-   va_start (ap, fmt);
-   vsnprintf (line, sizeof line, fmt, ap);
-   va_end (ap);
-   printf ("FAIL %s\n", line);
-   fflush (stdout);
+   va_start(ap, fmt);
+   vsnprintf(line, sizeof line, fmt, ap);
+   va_end(ap);
+   printf("FAIL %s\n", line);
+   fflush(stdout);
    failures++;
 }
 
 static void
-fail_error (const char *stage, const bson_error_t *error)
+fail_error(const char *stage, const bson_error_t *error)
 {
-   fail ("%s: error %u.%u: %s", stage, error->domain, error->code, error->message);
+   fail("%s: error %u.%u: %s", stage, error->domain, error->code, error->message);
 }
 
 /* ---- command monitoring -------------------------------------------------- */
 
 static void
-on_started (const mongoc_apm_command_started_t *event)
+on_started(const mongoc_apm_command_started_t *event)
 {
-   counters_t *c = mongoc_apm_command_started_get_context (event);
-   const char *name = mongoc_apm_command_started_get_command_name (event);
-   const bson_t *cmd = mongoc_apm_command_started_get_command (event);
+   counters_t *c = mongoc_apm_command_started_get_context(event);
+   const char *name = mongoc_apm_command_started_get_command_name(event);
+   const bson_t *cmd = mongoc_apm_command_started_get_command(event);
    bson_iter_t it;
 
-   if (strcmp (name, "insert") == 0) {
+   if (strcmp(name, "insert") == 0) {
       c->started_insert++;
-   } else if (strcmp (name, "find") == 0) {
+   } else if (strcmp(name, "find") == 0) {
       c->started_find++;
-   } else if (strcmp (name, "getMore") == 0) {
+   } else if (strcmp(name, "getMore") == 0) {
       c->started_getmore++;
-   } else if (strcmp (name, "listCollections") == 0) {
+   } else if (strcmp(name, "listCollections") == 0) {
       c->started_listcoll++;
-      if (bson_iter_init_find (&it, cmd, "filter") && BSON_ITER_HOLDS_DOCUMENT (&it)) {
+      if (bson_iter_init_find(&it, cmd, "filter") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
          bson_iter_t f;
-         if (bson_iter_recurse (&it, &f) && bson_iter_find (&f, "name") &&
-             BSON_ITER_HOLDS_UTF8 (&f) &&
-             strcmp (bson_iter_utf8 (&f, NULL), c->coll) == 0) {
+         if (bson_iter_recurse(&it, &f) && bson_iter_find(&f, "name") && BSON_ITER_HOLDS_UTF8(&f) &&
+             strcmp(bson_iter_utf8(&f, NULL), c->coll) == 0) {
             c->listcoll_for_coll++;
          }
       }
@@ -128,94 +128,91 @@ on_started (const mongoc_apm_command_started_t *event)
 }
 
 static void
-on_succeeded (const mongoc_apm_command_succeeded_t *event)
+on_succeeded(const mongoc_apm_command_succeeded_t *event)
 {
-   counters_t *c = mongoc_apm_command_succeeded_get_context (event);
-   const char *name = mongoc_apm_command_succeeded_get_command_name (event);
+   counters_t *c = mongoc_apm_command_succeeded_get_context(event);
+   const char *name = mongoc_apm_command_succeeded_get_command_name(event);
 
-   if (strcmp (name, "insert") == 0 || strcmp (name, "find") == 0 ||
-       strcmp (name, "getMore") == 0) {
+   if (strcmp(name, "insert") == 0 || strcmp(name, "find") == 0 || strcmp(name, "getMore") == 0) {
       c->succeeded_workload++;
    }
 }
 
 static void
-on_failed (const mongoc_apm_command_failed_t *event)
+on_failed(const mongoc_apm_command_failed_t *event)
 {
-   counters_t *c = mongoc_apm_command_failed_get_context (event);
+   counters_t *c = mongoc_apm_command_failed_get_context(event);
    bson_error_t error;
 
-   mongoc_apm_command_failed_get_error (event, &error);
+   mongoc_apm_command_failed_get_error(event, &error);
    if (c->failed++ == 0) {
-      snprintf (c->first_failure, sizeof c->first_failure, "%s: %u.%u: %s",
-                mongoc_apm_command_failed_get_command_name (event), error.domain,
-                error.code, error.message);
+      snprintf(c->first_failure, sizeof c->first_failure, "%s: %u.%u: %s",
+               mongoc_apm_command_failed_get_command_name(event), error.domain, error.code, error.message);
    }
-   fprintf (stderr, "enc-client: %s client: command %s failed: %u.%u: %s\n", c->who,
-            mongoc_apm_command_failed_get_command_name (event), error.domain,
-            error.code, error.message);
+   fprintf(stderr, "enc-client: %s client: command %s failed: %u.%u: %s\n", c->who,
+           mongoc_apm_command_failed_get_command_name(event), error.domain, error.code, error.message);
 }
 
 static void
-monitor (mongoc_client_t *client, counters_t *c)
+monitor(mongoc_client_t *client, counters_t *c)
 {
-   mongoc_apm_callbacks_t *cbs = mongoc_apm_callbacks_new ();
+   mongoc_apm_callbacks_t *cbs = mongoc_apm_callbacks_new();
 
-   mongoc_apm_set_command_started_cb (cbs, on_started);
-   mongoc_apm_set_command_succeeded_cb (cbs, on_succeeded);
-   mongoc_apm_set_command_failed_cb (cbs, on_failed);
-   mongoc_client_set_apm_callbacks (client, cbs, c);
-   mongoc_apm_callbacks_destroy (cbs);
+   mongoc_apm_set_command_started_cb(cbs, on_started);
+   mongoc_apm_set_command_succeeded_cb(cbs, on_succeeded);
+   mongoc_apm_set_command_failed_cb(cbs, on_failed);
+   mongoc_client_set_apm_callbacks(client, cbs, c);
+   mongoc_apm_callbacks_destroy(cbs);
 }
 
 /* ---- documents ------------------------------------------------------------ */
 
 static void
-secret_text (int i, char *buf, size_t len)
+secret_text(int i, char *buf, size_t len)
 {
-   snprintf (buf, len, "opmsg-secret-%03d", i);
+   snprintf(buf, len, "opmsg-secret-%03d", i);
 }
 
 static void
-card_plain (int i, bson_t *card)
+card_plain(int i, bson_t *card)
 {
    char number[32];
 
-   snprintf (number, sizeof number, "opmsg-card-%03d", i);
-   bson_init (card);
-   BSON_APPEND_UTF8 (card, "number", number);
-   BSON_APPEND_INT32 (card, "cvv", 100 + i);
+   snprintf(number, sizeof number, "opmsg-card-%03d", i);
+   bson_init(card);
+   BSON_APPEND_UTF8(card, "number", number);
+   BSON_APPEND_INT32(card, "cvv", 100 + i);
 }
 
 /* Document i: {_id, name, n, secret, card, tags[, big]}; secret and card are
  * the given values (plaintext or ciphertext); the last N_BIG documents have
  * a large plaintext field "big". */
 static void
-build_doc (int i, const bson_value_t *secret, const bson_value_t *card, bson_t *doc)
+build_doc(int i, const bson_value_t *secret, const bson_value_t *card, bson_t *doc)
 {
    char name[32];
    bson_t tags;
 
-   snprintf (name, sizeof name, "doc-%03d", i);
-   bson_init (doc);
-   BSON_APPEND_INT32 (doc, "_id", i);
-   BSON_APPEND_UTF8 (doc, "name", name);
-   BSON_APPEND_INT64 (doc, "n", (int64_t) i * 1000);
-   BSON_APPEND_VALUE (doc, "secret", secret);
-   BSON_APPEND_VALUE (doc, "card", card);
+   snprintf(name, sizeof name, "doc-%03d", i);
+   bson_init(doc);
+   BSON_APPEND_INT32(doc, "_id", i);
+   BSON_APPEND_UTF8(doc, "name", name);
+   BSON_APPEND_INT64(doc, "n", (int64_t) i * 1000);
+   BSON_APPEND_VALUE(doc, "secret", secret);
+   BSON_APPEND_VALUE(doc, "card", card);
    /* Built apart and appended whole: bson_append_array_begin is deprecated
     * in libbson 2. */
-   bson_init (&tags);
-   BSON_APPEND_UTF8 (&tags, "0", "plain");
-   BSON_APPEND_INT32 (&tags, "1", i % 3);
-   BSON_APPEND_ARRAY (doc, "tags", &tags);
-   bson_destroy (&tags);
+   bson_init(&tags);
+   BSON_APPEND_UTF8(&tags, "0", "plain");
+   BSON_APPEND_INT32(&tags, "1", i % 3);
+   BSON_APPEND_ARRAY(doc, "tags", &tags);
+   bson_destroy(&tags);
    if (i >= N_SMALL) {
-      char *big = bson_malloc (BIG_LEN + 1);
-      memset (big, 'a' + i % 26, BIG_LEN);
+      char *big = bson_malloc(BIG_LEN + 1);
+      memset(big, 'a' + i % 26, BIG_LEN);
       big[BIG_LEN] = '\0';
-      BSON_APPEND_UTF8 (doc, "big", big);
-      bson_free (big);
+      BSON_APPEND_UTF8(doc, "big", big);
+      bson_free(big);
    }
 }
 
@@ -224,93 +221,79 @@ static const char *key_alt_name; /* the data key's alternate name */
 /* Encrypts with the data key named by its id, or by its alternate name when
  * keyid is NULL. */
 static bool
-encrypt_value (mongoc_client_encryption_t *ce,
-               const bson_value_t *keyid,
-               const char *algorithm,
-               const bson_value_t *plain,
-               bson_value_t *cipher,
-               bson_error_t *error)
+encrypt_value(mongoc_client_encryption_t *ce, const bson_value_t *keyid, const char *algorithm,
+              const bson_value_t *plain, bson_value_t *cipher, bson_error_t *error)
 {
-   mongoc_client_encryption_encrypt_opts_t *opts =
-      mongoc_client_encryption_encrypt_opts_new ();
+   mongoc_client_encryption_encrypt_opts_t *opts = mongoc_client_encryption_encrypt_opts_new();
    bool ok;
 
    if (keyid) {
-      mongoc_client_encryption_encrypt_opts_set_keyid (opts, keyid);
+      mongoc_client_encryption_encrypt_opts_set_keyid(opts, keyid);
    } else {
-      mongoc_client_encryption_encrypt_opts_set_keyaltname (opts, key_alt_name);
+      mongoc_client_encryption_encrypt_opts_set_keyaltname(opts, key_alt_name);
    }
-   mongoc_client_encryption_encrypt_opts_set_algorithm (opts, algorithm);
-   ok = mongoc_client_encryption_encrypt (ce, plain, opts, cipher, error);
-   mongoc_client_encryption_encrypt_opts_destroy (opts);
+   mongoc_client_encryption_encrypt_opts_set_algorithm(opts, algorithm);
+   ok = mongoc_client_encryption_encrypt(ce, plain, opts, cipher, error);
+   mongoc_client_encryption_encrypt_opts_destroy(opts);
    return ok;
 }
 
 static bool
-encrypt_secret (mongoc_client_encryption_t *ce,
-                const bson_value_t *keyid,
-                int i,
-                bson_value_t *cipher,
-                bson_error_t *error)
+encrypt_secret(mongoc_client_encryption_t *ce, const bson_value_t *keyid, int i, bson_value_t *cipher,
+               bson_error_t *error)
 {
    char text[32];
    bson_value_t v;
 
-   secret_text (i, text, sizeof text);
+   secret_text(i, text, sizeof text);
    v.value_type = BSON_TYPE_UTF8;
    v.value.v_utf8.str = text;
-   v.value.v_utf8.len = (uint32_t) strlen (text);
-   return encrypt_value (ce, keyid, MONGOC_AEAD_AES_256_CBC_HMAC_SHA_512_DETERMINISTIC,
-                         &v, cipher, error);
+   v.value.v_utf8.len = (uint32_t) strlen(text);
+   return encrypt_value(ce, keyid, MONGOC_AEAD_AES_256_CBC_HMAC_SHA_512_DETERMINISTIC, &v, cipher, error);
 }
 
 /* Makes document i twice: in plaintext and with both fields encrypted. */
 static bool
-make_doc (mongoc_client_encryption_t *ce,
-          const bson_value_t *keyid,
-          int i,
-          bson_t *plain,
-          bson_t *encrypted,
-          bson_error_t *error)
+make_doc(mongoc_client_encryption_t *ce, const bson_value_t *keyid, int i, bson_t *plain, bson_t *encrypted,
+         bson_error_t *error)
 {
    char text[32];
    bson_t card;
    bson_value_t secret_v, card_v, secret_c, card_c;
    bool ok = false;
 
-   secret_text (i, text, sizeof text);
+   secret_text(i, text, sizeof text);
    secret_v.value_type = BSON_TYPE_UTF8;
    secret_v.value.v_utf8.str = text;
-   secret_v.value.v_utf8.len = (uint32_t) strlen (text);
-   card_plain (i, &card);
+   secret_v.value.v_utf8.len = (uint32_t) strlen(text);
+   card_plain(i, &card);
    card_v.value_type = BSON_TYPE_DOCUMENT;
-   card_v.value.v_doc.data = (uint8_t *) bson_get_data (&card);
+   card_v.value.v_doc.data = (uint8_t *) bson_get_data(&card);
    card_v.value.v_doc.data_len = card.len;
-   memset (&secret_c, 0, sizeof secret_c);
-   memset (&card_c, 0, sizeof card_c);
+   memset(&secret_c, 0, sizeof secret_c);
+   memset(&card_c, 0, sizeof card_c);
 
-   if (encrypt_secret (ce, keyid, i, &secret_c, error) &&
-       encrypt_value (ce, NULL, MONGOC_AEAD_AES_256_CBC_HMAC_SHA_512_RANDOM, &card_v,
-                      &card_c, error)) {
-      build_doc (i, &secret_v, &card_v, plain);
-      build_doc (i, &secret_c, &card_c, encrypted);
+   if (encrypt_secret(ce, keyid, i, &secret_c, error) &&
+       encrypt_value(ce, NULL, MONGOC_AEAD_AES_256_CBC_HMAC_SHA_512_RANDOM, &card_v, &card_c, error)) {
+      build_doc(i, &secret_v, &card_v, plain);
+      build_doc(i, &secret_c, &card_c, encrypted);
       ok = true;
    }
-   bson_value_destroy (&secret_c);
-   bson_value_destroy (&card_c);
-   bson_destroy (&card);
+   bson_value_destroy(&secret_c);
+   bson_value_destroy(&card_c);
+   bson_destroy(&card);
    return ok;
 }
 
 /* Canonical Extended JSON, long strings shortened ("aaaa...(400000 bytes)"). */
 static char *
-to_json (const bson_t *doc)
+to_json(const bson_t *doc)
 {
-   char *s = bson_as_canonical_extended_json (doc, NULL);
+   char *s = bson_as_canonical_extended_json(doc, NULL);
    char *r, *w;
 
    if (!s) {
-      return bson_strdup ("(invalid BSON)");
+      return bson_strdup("(invalid BSON)");
    }
    for (r = w = s; *r;) {
       size_t run = 1;
@@ -319,11 +302,11 @@ to_json (const bson_t *doc)
       }
       if (run > 64) {
          char note[48];
-         int n = snprintf (note, sizeof note, "%c...(%zu bytes)", r[0], run);
-         memcpy (w, note, (size_t) n); /* n < 64 < run: fits in place */
+         int n = snprintf(note, sizeof note, "%c...(%zu bytes)", r[0], run);
+         memcpy(w, note, (size_t) n); /* n < 64 < run: fits in place */
          w += n;
       } else {
-         memmove (w, r, run);
+         memmove(w, r, run);
          w += run;
       }
       r += run;
@@ -335,12 +318,12 @@ to_json (const bson_t *doc)
 /* ---- the ciphertext on the server ---------------------------------------- */
 
 static bool
-contains (const uint8_t *hay, size_t hay_len, const char *needle)
+contains(const uint8_t *hay, size_t hay_len, const char *needle)
 {
-   size_t n = strlen (needle);
+   size_t n = strlen(needle);
 
    for (size_t i = 0; n <= hay_len && i <= hay_len - n; i++) {
-      if (memcmp (hay + i, needle, n) == 0) {
+      if (memcmp(hay + i, needle, n) == 0) {
          return true;
       }
    }
@@ -351,7 +334,7 @@ contains (const uint8_t *hay, size_t hay_len, const char *needle)
  * subtype) is `blob` (1 deterministic, 2 random) and which does not contain
  * `plain`. */
 static bool
-check_ciphertext (const bson_t *doc, const char *field, uint8_t blob, const char *plain)
+check_ciphertext(const bson_t *doc, const char *field, uint8_t blob, const char *plain)
 {
    bson_iter_t it;
    bson_subtype_t subtype;
@@ -359,31 +342,30 @@ check_ciphertext (const bson_t *doc, const char *field, uint8_t blob, const char
    const uint8_t *data = NULL;
    char *json;
 
-   if (!bson_iter_init_find (&it, doc, field) || !BSON_ITER_HOLDS_BINARY (&it)) {
-      json = to_json (doc);
-      fail ("server: field %s is not binary in %s", field, json);
-      bson_free (json);
+   if (!bson_iter_init_find(&it, doc, field) || !BSON_ITER_HOLDS_BINARY(&it)) {
+      json = to_json(doc);
+      fail("server: field %s is not binary in %s", field, json);
+      bson_free(json);
       return false;
    }
-   bson_iter_binary (&it, &subtype, &len, &data);
+   bson_iter_binary(&it, &subtype, &len, &data);
    if (subtype != BSON_SUBTYPE_ENCRYPTED || len < 2 || data[0] != blob) {
-      fail ("server: field %s: binary subtype %d, %u bytes, blob subtype %d "
-            "(expected 6 and %d)",
-            field, (int) subtype, len, len ? data[0] : -1, (int) blob);
+      fail("server: field %s: binary subtype %d, %u bytes, blob subtype %d "
+           "(expected 6 and %d)",
+           field, (int) subtype, len, len ? data[0] : -1, (int) blob);
       return false;
    }
-   if (contains (data, len, plain)) {
-      fail ("server: field %s contains the plaintext %s", field, plain);
+   if (contains(data, len, plain)) {
+      fail("server: field %s contains the plaintext %s", field, plain);
       return false;
    }
    return true;
 }
 
 static bool
-check_server (mongoc_client_t *plain_client, const char *coll_name, int *n_checked)
+check_server(mongoc_client_t *plain_client, const char *coll_name, int *n_checked)
 {
-   mongoc_collection_t *coll =
-      mongoc_client_get_collection (plain_client, DB_NAME, coll_name);
+   mongoc_collection_t *coll = mongoc_client_get_collection(plain_client, DB_NAME, coll_name);
    bson_t filter = BSON_INITIALIZER, opts = BSON_INITIALIZER, sort;
    mongoc_cursor_t *cursor;
    const bson_t *doc;
@@ -391,41 +373,41 @@ check_server (mongoc_client_t *plain_client, const char *coll_name, int *n_check
    bool ok = true;
    int n = 0;
 
-   BSON_APPEND_DOCUMENT_BEGIN (&opts, "sort", &sort);
-   BSON_APPEND_INT32 (&sort, "_id", 1);
-   bson_append_document_end (&opts, &sort);
-   cursor = mongoc_collection_find_with_opts (coll, &filter, &opts, NULL);
-   while (mongoc_cursor_next (cursor, &doc)) {
+   BSON_APPEND_DOCUMENT_BEGIN(&opts, "sort", &sort);
+   BSON_APPEND_INT32(&sort, "_id", 1);
+   bson_append_document_end(&opts, &sort);
+   cursor = mongoc_collection_find_with_opts(coll, &filter, &opts, NULL);
+   while (mongoc_cursor_next(cursor, &doc)) {
       char secret[32], card[32];
 
-      secret_text (n, secret, sizeof secret);
-      snprintf (card, sizeof card, "opmsg-card-%03d", n);
-      ok &= check_ciphertext (doc, "secret", 1, secret);
-      ok &= check_ciphertext (doc, "card", 2, card);
-      if ((n >= N_SMALL) != bson_has_field (doc, "big")) {
-         fail ("server: document %d: field big %s", n, n >= N_SMALL ? "missing" : "unexpected");
+      secret_text(n, secret, sizeof secret);
+      snprintf(card, sizeof card, "opmsg-card-%03d", n);
+      ok &= check_ciphertext(doc, "secret", 1, secret);
+      ok &= check_ciphertext(doc, "card", 2, card);
+      if ((n >= N_SMALL) != bson_has_field(doc, "big")) {
+         fail("server: document %d: field big %s", n, n >= N_SMALL ? "missing" : "unexpected");
          ok = false;
       }
       /* No plaintext anywhere in the stored document. */
-      if (contains (bson_get_data (doc), doc->len, "opmsg-secret") ||
-          contains (bson_get_data (doc), doc->len, "opmsg-card")) {
-         fail ("server: document %d holds plaintext", n);
+      if (contains(bson_get_data(doc), doc->len, "opmsg-secret") ||
+          contains(bson_get_data(doc), doc->len, "opmsg-card")) {
+         fail("server: document %d holds plaintext", n);
          ok = false;
       }
       n++;
    }
-   if (mongoc_cursor_error (cursor, &error)) {
-      fail_error ("server: plain find", &error);
+   if (mongoc_cursor_error(cursor, &error)) {
+      fail_error("server: plain find", &error);
       ok = false;
    }
    if (n != N_DOCS) {
-      fail ("server: %d documents stored, expected %d", n, N_DOCS);
+      fail("server: %d documents stored, expected %d", n, N_DOCS);
       ok = false;
    }
-   mongoc_cursor_destroy (cursor);
-   bson_destroy (&filter);
-   bson_destroy (&opts);
-   mongoc_collection_destroy (coll);
+   mongoc_cursor_destroy(cursor);
+   bson_destroy(&filter);
+   bson_destroy(&opts);
+   mongoc_collection_destroy(coll);
    *n_checked = n;
    return ok;
 }
@@ -433,37 +415,36 @@ check_server (mongoc_client_t *plain_client, const char *coll_name, int *n_check
 /* ---- main ------------------------------------------------------------------ */
 
 static mongoc_client_t *
-new_client (const char *uri, const char *app)
+new_client(const char *uri, const char *app)
 {
    bson_error_t error;
-   mongoc_uri_t *u = mongoc_uri_new_with_error (uri, &error);
+   mongoc_uri_t *u = mongoc_uri_new_with_error(uri, &error);
    mongoc_client_t *client;
 
    if (!u) {
-      fail_error ("uri", &error);
+      fail_error("uri", &error);
       return NULL;
    }
-   mongoc_uri_set_appname (u, app);
-   client = mongoc_client_new_from_uri_with_error (u, &error);
-   mongoc_uri_destroy (u);
+   mongoc_uri_set_appname(u, app);
+   client = mongoc_client_new_from_uri_with_error(u, &error);
+   mongoc_uri_destroy(u);
    if (!client) {
-      fail_error ("client", &error);
+      fail_error("client", &error);
       return NULL;
    }
-   mongoc_client_set_error_api (client, MONGOC_ERROR_API_VERSION_2);
+   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
    return client;
 }
 
 static void
-usage (void)
+usage(void)
 {
-   fprintf (stderr,
-            "usage: enc-client [--bypass query-analysis|auto-encryption|none] URI RUN_ID\n");
-   exit (2);
+   fprintf(stderr, "usage: enc-client [--bypass query-analysis|auto-encryption|none] URI RUN_ID\n");
+   exit(2);
 }
 
 int
-main (int argc, char **argv)
+main(int argc, char **argv)
 {
    const char *bypass = "query-analysis";
    const char *uri, *run_id;
@@ -483,56 +464,54 @@ main (int argc, char **argv)
    counters_t enc_c, kv_c;
    int argi = 1;
 
-   if (argc > 2 && strcmp (argv[1], "--bypass") == 0) {
+   if (argc > 2 && strcmp(argv[1], "--bypass") == 0) {
       bypass = argv[2];
       argi = 3;
-      if (strcmp (bypass, "query-analysis") != 0 &&
-          strcmp (bypass, "auto-encryption") != 0 && strcmp (bypass, "none") != 0) {
-         usage ();
+      if (strcmp(bypass, "query-analysis") != 0 && strcmp(bypass, "auto-encryption") != 0 &&
+          strcmp(bypass, "none") != 0) {
+         usage();
       }
    }
    if (argc - argi != 2) {
-      usage ();
+      usage();
    }
    uri = argv[argi];
    run_id = argv[argi + 1];
-   snprintf (coll_name, sizeof coll_name, "people_%s", run_id);
-   snprintf (alt_name, sizeof alt_name, "opmsg-key-%s", run_id);
+   snprintf(coll_name, sizeof coll_name, "people_%s", run_id);
+   snprintf(alt_name, sizeof alt_name, "opmsg-key-%s", run_id);
    key_alt_name = alt_name;
-   memset (&keyid, 0, sizeof keyid);
-   memset (&enc_c, 0, sizeof enc_c);
-   memset (&kv_c, 0, sizeof kv_c);
+   memset(&keyid, 0, sizeof keyid);
+   memset(&enc_c, 0, sizeof enc_c);
+   memset(&kv_c, 0, sizeof kv_c);
    enc_c.who = "encrypted";
    kv_c.who = "key vault";
-   snprintf (enc_c.coll, sizeof enc_c.coll, "%s", coll_name);
-   snprintf (kv_c.coll, sizeof kv_c.coll, "%s", KEYVAULT_COLL);
+   snprintf(enc_c.coll, sizeof enc_c.coll, "%s", coll_name);
+   snprintf(kv_c.coll, sizeof kv_c.coll, "%s", KEYVAULT_COLL);
 
-   mongoc_init ();
-   fprintf (stderr, "enc-client: libmongoc %s, bypass %s, collection %s.%s\n",
-            mongoc_get_version (), bypass, DB_NAME, coll_name);
+   mongoc_init();
+   fprintf(stderr, "enc-client: libmongoc %s, bypass %s, collection %s.%s\n", mongoc_get_version(), bypass, DB_NAME,
+           coll_name);
 
    /* The local KMS provider: a fixed 96-byte master key (a test; a real one
     * comes from a secure random source and is kept secret). */
    for (size_t i = 0; i < sizeof master; i++) {
       master[i] = (uint8_t) (i * 37 + 11);
    }
-   BSON_APPEND_DOCUMENT_BEGIN (&kms, "local", &local);
-   BSON_APPEND_BINARY (&local, "key", BSON_SUBTYPE_BINARY, master, sizeof master);
-   bson_append_document_end (&kms, &local);
+   BSON_APPEND_DOCUMENT_BEGIN(&kms, "local", &local);
+   BSON_APPEND_BINARY(&local, "key", BSON_SUBTYPE_BINARY, master, sizeof master);
+   bson_append_document_end(&kms, &local);
 
-   if (!(plain = new_client (uri, "opmsg-enc-plain")) ||
-       !(kv = new_client (uri, "opmsg-enc-keyvault")) ||
-       !(enc = new_client (uri, "opmsg-enc-auto"))) {
+   if (!(plain = new_client(uri, "opmsg-enc-plain")) || !(kv = new_client(uri, "opmsg-enc-keyvault")) ||
+       !(enc = new_client(uri, "opmsg-enc-auto"))) {
       goto done;
    }
-   monitor (enc, &enc_c);
-   monitor (kv, &kv_c);
+   monitor(enc, &enc_c);
+   monitor(kv, &kv_c);
 
    /* A clean collection for this run (no error when it does not exist). */
-   plain_coll = mongoc_client_get_collection (plain, DB_NAME, coll_name);
-   if (!mongoc_collection_drop (plain_coll, &error) &&
-       !strstr (error.message, "ns not found") && error.code != 26) {
-      fail_error ("drop", &error);
+   plain_coll = mongoc_client_get_collection(plain, DB_NAME, coll_name);
+   if (!mongoc_collection_drop(plain_coll, &error) && !strstr(error.message, "ns not found") && error.code != 26) {
+      fail_error("drop", &error);
       goto done;
    }
 
@@ -540,82 +519,70 @@ main (int argc, char **argv)
     * client-side encryption asks for (partial: only keys that have names).
     * Recorded, not required: this test gives every key a distinct name. */
    {
-      bson_t *cmd = BCON_NEW ("createIndexes", BCON_UTF8 (KEYVAULT_COLL),
-                              "indexes", "[", "{",
-                                 "key", "{", "keyAltNames", BCON_INT32 (1), "}",
-                                 "name", BCON_UTF8 ("keyAltNames_1"),
-                                 "unique", BCON_BOOL (true),
-                                 "partialFilterExpression", "{",
-                                    "keyAltNames", "{", "$exists", BCON_BOOL (true), "}",
-                                 "}",
-                              "}", "]");
+      bson_t *cmd =
+         BCON_NEW("createIndexes", BCON_UTF8(KEYVAULT_COLL), "indexes", "[", "{", "key", "{", "keyAltNames",
+                  BCON_INT32(1), "}", "name", BCON_UTF8("keyAltNames_1"), "unique", BCON_BOOL(true),
+                  "partialFilterExpression", "{", "keyAltNames", "{", "$exists", BCON_BOOL(true), "}", "}", "}", "]");
       bson_t reply;
 
-      if (mongoc_client_write_command_with_opts (plain, KEYVAULT_DB, cmd, NULL, &reply,
-                                                 &error)) {
-         printf ("KEYVAULT-INDEX unique partial index on keyAltNames: created\n");
+      if (mongoc_client_write_command_with_opts(plain, KEYVAULT_DB, cmd, NULL, &reply, &error)) {
+         printf("KEYVAULT-INDEX unique partial index on keyAltNames: created\n");
       } else {
-         printf ("KEYVAULT-INDEX unique partial index on keyAltNames: not created: "
-                 "error %u.%u: %s\n", error.domain, error.code, error.message);
+         printf("KEYVAULT-INDEX unique partial index on keyAltNames: not created: "
+                "error %u.%u: %s\n",
+                error.domain, error.code, error.message);
       }
-      bson_destroy (&reply);
-      bson_destroy (cmd);
+      bson_destroy(&reply);
+      bson_destroy(cmd);
    }
 
    /* The key vault and a data key. */
-   ce_opts = mongoc_client_encryption_opts_new ();
-   mongoc_client_encryption_opts_set_keyvault_client (ce_opts, plain);
-   mongoc_client_encryption_opts_set_keyvault_namespace (ce_opts, KEYVAULT_DB,
-                                                         KEYVAULT_COLL);
-   mongoc_client_encryption_opts_set_kms_providers (ce_opts, &kms);
-   ce = mongoc_client_encryption_new (ce_opts, &error);
+   ce_opts = mongoc_client_encryption_opts_new();
+   mongoc_client_encryption_opts_set_keyvault_client(ce_opts, plain);
+   mongoc_client_encryption_opts_set_keyvault_namespace(ce_opts, KEYVAULT_DB, KEYVAULT_COLL);
+   mongoc_client_encryption_opts_set_kms_providers(ce_opts, &kms);
+   ce = mongoc_client_encryption_new(ce_opts, &error);
    if (!ce) {
-      fail_error ("client_encryption_new", &error);
+      fail_error("client_encryption_new", &error);
       /* "libmongoc is not built with support for Client-Side Field Level
        * Encryption": built without libmongocrypt. */
-      if (error.domain == MONGOC_ERROR_CLIENT &&
-          strstr (error.message, "not built with support")) {
-         printf ("SKIP %s\n", error.message);
+      if (error.domain == MONGOC_ERROR_CLIENT && strstr(error.message, "not built with support")) {
+         printf("SKIP %s\n", error.message);
          skip = true;
       }
       goto done;
    }
    {
-      mongoc_client_encryption_datakey_opts_t *dk_opts =
-         mongoc_client_encryption_datakey_opts_new ();
+      mongoc_client_encryption_datakey_opts_t *dk_opts = mongoc_client_encryption_datakey_opts_new();
       char *names[1];
       bool ok;
 
       names[0] = alt_name;
-      mongoc_client_encryption_datakey_opts_set_keyaltnames (dk_opts, names, 1);
-      ok =
-         mongoc_client_encryption_create_datakey (ce, "local", dk_opts, &keyid, &error);
-      mongoc_client_encryption_datakey_opts_destroy (dk_opts);
+      mongoc_client_encryption_datakey_opts_set_keyaltnames(dk_opts, names, 1);
+      ok = mongoc_client_encryption_create_datakey(ce, "local", dk_opts, &keyid, &error);
+      mongoc_client_encryption_datakey_opts_destroy(dk_opts);
       if (!ok) {
-         fail_error ("create_datakey", &error);
+         fail_error("create_datakey", &error);
          goto done;
       }
    }
-   if (keyid.value_type != BSON_TYPE_BINARY ||
-       keyid.value.v_binary.subtype != BSON_SUBTYPE_UUID ||
+   if (keyid.value_type != BSON_TYPE_BINARY || keyid.value.v_binary.subtype != BSON_SUBTYPE_UUID ||
        keyid.value.v_binary.data_len != 16) {
-      fail ("create_datakey: the key id is not a UUID");
+      fail("create_datakey: the key id is not a UUID");
       goto done;
    }
    {
       char hex[33];
       for (int i = 0; i < 16; i++) {
-         snprintf (hex + 2 * i, 3, "%02x", keyid.value.v_binary.data[i]);
+         snprintf(hex + 2 * i, 3, "%02x", keyid.value.v_binary.data[i]);
       }
-      fprintf (stderr, "enc-client: data key %s in %s.%s\n", hex, KEYVAULT_DB,
-               KEYVAULT_COLL);
+      fprintf(stderr, "enc-client: data key %s in %s.%s\n", hex, KEYVAULT_DB, KEYVAULT_COLL);
    }
 
    /* Explicit encryption of every document's fields. */
    for (n_made = 0; n_made < N_DOCS; n_made++) {
-      if (!make_doc (ce, &keyid, n_made, &plain_docs[n_made], &enc_docs[n_made],
-                     &error)) {
-         fail_error ("explicit encrypt", &error);
+      if (!make_doc(ce, &keyid, n_made, &plain_docs[n_made], &enc_docs[n_made], &error)) {
+         fail_error("explicit encrypt", &error);
          goto done;
       }
    }
@@ -623,34 +590,32 @@ main (int argc, char **argv)
    {
       bson_iter_t it;
       bson_value_t out;
-      bson_iter_init_find (&it, &enc_docs[0], "secret");
-      if (!mongoc_client_encryption_decrypt (ce, bson_iter_value (&it), &out, &error)) {
-         fail_error ("explicit decrypt", &error);
+      bson_iter_init_find(&it, &enc_docs[0], "secret");
+      if (!mongoc_client_encryption_decrypt(ce, bson_iter_value(&it), &out, &error)) {
+         fail_error("explicit decrypt", &error);
          goto done;
       }
-      if (out.value_type != BSON_TYPE_UTF8 ||
-          strcmp (out.value.v_utf8.str, "opmsg-secret-000") != 0) {
-         fail ("explicit decrypt: wrong plaintext");
+      if (out.value_type != BSON_TYPE_UTF8 || strcmp(out.value.v_utf8.str, "opmsg-secret-000") != 0) {
+         fail("explicit decrypt: wrong plaintext");
       }
-      bson_value_destroy (&out);
+      bson_value_destroy(&out);
    }
 
    /* The client with automatic encryption and decryption. */
-   ae_opts = mongoc_auto_encryption_opts_new ();
-   mongoc_auto_encryption_opts_set_keyvault_client (ae_opts, kv);
-   mongoc_auto_encryption_opts_set_keyvault_namespace (ae_opts, KEYVAULT_DB,
-                                                       KEYVAULT_COLL);
-   mongoc_auto_encryption_opts_set_kms_providers (ae_opts, &kms);
-   if (strcmp (bypass, "query-analysis") == 0) {
-      mongoc_auto_encryption_opts_set_bypass_query_analysis (ae_opts, true);
-   } else if (strcmp (bypass, "auto-encryption") == 0) {
-      mongoc_auto_encryption_opts_set_bypass_auto_encryption (ae_opts, true);
+   ae_opts = mongoc_auto_encryption_opts_new();
+   mongoc_auto_encryption_opts_set_keyvault_client(ae_opts, kv);
+   mongoc_auto_encryption_opts_set_keyvault_namespace(ae_opts, KEYVAULT_DB, KEYVAULT_COLL);
+   mongoc_auto_encryption_opts_set_kms_providers(ae_opts, &kms);
+   if (strcmp(bypass, "query-analysis") == 0) {
+      mongoc_auto_encryption_opts_set_bypass_query_analysis(ae_opts, true);
+   } else if (strcmp(bypass, "auto-encryption") == 0) {
+      mongoc_auto_encryption_opts_set_bypass_auto_encryption(ae_opts, true);
    }
-   if (!mongoc_client_enable_auto_encryption (enc, ae_opts, &error)) {
-      fail_error ("enable_auto_encryption", &error);
+   if (!mongoc_client_enable_auto_encryption(enc, ae_opts, &error)) {
+      fail_error("enable_auto_encryption", &error);
       goto done;
    }
-   coll = mongoc_client_get_collection (enc, DB_NAME, coll_name);
+   coll = mongoc_client_get_collection(enc, DB_NAME, coll_name);
 
    /* Writes: one document, a sequence of N_MANY, a bulk of N_BULK, a
     * sequence of N_BIG large documents. */
@@ -660,54 +625,51 @@ main (int argc, char **argv)
       mongoc_bulk_operation_t *bulk;
       bool ok;
 
-      ok = mongoc_collection_insert_one (coll, &enc_docs[0], NULL, &reply, &error);
-      bson_destroy (&reply);
+      ok = mongoc_collection_insert_one(coll, &enc_docs[0], NULL, &reply, &error);
+      bson_destroy(&reply);
       if (!ok) {
-         fail_error ("insert_one", &error);
+         fail_error("insert_one", &error);
          goto done;
       }
       for (int i = 0; i < N_MANY; i++) {
          many[i] = &enc_docs[N_ONE + i];
       }
-      ok = mongoc_collection_insert_many (coll, many, N_MANY, NULL, &reply, &error);
-      bson_destroy (&reply);
+      ok = mongoc_collection_insert_many(coll, many, N_MANY, NULL, &reply, &error);
+      bson_destroy(&reply);
       if (!ok) {
-         fail_error ("insert_many", &error);
+         fail_error("insert_many", &error);
          goto done;
       }
-      bulk = mongoc_collection_create_bulk_operation_with_opts (coll, NULL);
+      bulk = mongoc_collection_create_bulk_operation_with_opts(coll, NULL);
       for (int i = 0; i < N_BULK; i++) {
-         if (!mongoc_bulk_operation_insert_with_opts (
-                bulk, &enc_docs[N_ONE + N_MANY + i], NULL, &error)) {
-            fail_error ("bulk insert", &error);
-            mongoc_bulk_operation_destroy (bulk);
+         if (!mongoc_bulk_operation_insert_with_opts(bulk, &enc_docs[N_ONE + N_MANY + i], NULL, &error)) {
+            fail_error("bulk insert", &error);
+            mongoc_bulk_operation_destroy(bulk);
             goto done;
          }
       }
-      ok = mongoc_bulk_operation_execute (bulk, &reply, &error) != 0;
+      ok = mongoc_bulk_operation_execute(bulk, &reply, &error) != 0;
       if (!ok) {
-         char *json = to_json (&reply);
-         fail ("bulk execute: error %u.%u: %s; reply %s", error.domain, error.code,
-               error.message, json);
-         bson_free (json);
+         char *json = to_json(&reply);
+         fail("bulk execute: error %u.%u: %s; reply %s", error.domain, error.code, error.message, json);
+         bson_free(json);
       }
-      bson_destroy (&reply);
-      mongoc_bulk_operation_destroy (bulk);
+      bson_destroy(&reply);
+      mongoc_bulk_operation_destroy(bulk);
       if (!ok) {
          goto done;
       }
       for (int i = 0; i < N_BIG; i++) {
          many[i] = &enc_docs[N_SMALL + i];
       }
-      ok = mongoc_collection_insert_many (coll, many, N_BIG, NULL, &reply, &error);
-      bson_destroy (&reply);
+      ok = mongoc_collection_insert_many(coll, many, N_BIG, NULL, &reply, &error);
+      bson_destroy(&reply);
       if (!ok) {
-         fail_error ("insert_many (large documents)", &error);
+         fail_error("insert_many (large documents)", &error);
          goto done;
       }
       if (enc_c.started_insert != N_INSERTS) {
-         fail ("%d insert commands, expected %d (the large documents in two)",
-               enc_c.started_insert, N_INSERTS);
+         fail("%d insert commands, expected %d (the large documents in two)", enc_c.started_insert, N_INSERTS);
       }
    }
 
@@ -717,31 +679,30 @@ main (int argc, char **argv)
       mongoc_cursor_t *cursor;
       const bson_t *doc;
 
-      BSON_APPEND_DOCUMENT_BEGIN (&opts, "sort", &sort);
-      BSON_APPEND_INT32 (&sort, "_id", 1);
-      bson_append_document_end (&opts, &sort);
-      BSON_APPEND_INT32 (&opts, "batchSize", BATCH_SIZE);
-      cursor = mongoc_collection_find_with_opts (coll, &filter, &opts, NULL);
-      while (mongoc_cursor_next (cursor, &doc)) {
-         char *json = to_json (doc);
-         printf ("DOC %s\n", json);
-         if (n_read < N_DOCS && bson_equal (doc, &plain_docs[n_read])) {
+      BSON_APPEND_DOCUMENT_BEGIN(&opts, "sort", &sort);
+      BSON_APPEND_INT32(&sort, "_id", 1);
+      bson_append_document_end(&opts, &sort);
+      BSON_APPEND_INT32(&opts, "batchSize", BATCH_SIZE);
+      cursor = mongoc_collection_find_with_opts(coll, &filter, &opts, NULL);
+      while (mongoc_cursor_next(cursor, &doc)) {
+         char *json = to_json(doc);
+         printf("DOC %s\n", json);
+         if (n_read < N_DOCS && bson_equal(doc, &plain_docs[n_read])) {
             n_equal++;
          } else {
-            char *want = n_read < N_DOCS ? to_json (&plain_docs[n_read])
-                                         : bson_strdup ("(no more documents)");
-            fail ("document %d differs: read %s, wrote %s", n_read, json, want);
-            bson_free (want);
+            char *want = n_read < N_DOCS ? to_json(&plain_docs[n_read]) : bson_strdup("(no more documents)");
+            fail("document %d differs: read %s, wrote %s", n_read, json, want);
+            bson_free(want);
          }
-         bson_free (json);
+         bson_free(json);
          n_read++;
       }
-      if (mongoc_cursor_error (cursor, &error)) {
-         fail_error ("find", &error);
+      if (mongoc_cursor_error(cursor, &error)) {
+         fail_error("find", &error);
       }
-      mongoc_cursor_destroy (cursor);
-      bson_destroy (&filter);
-      bson_destroy (&opts);
+      mongoc_cursor_destroy(cursor);
+      bson_destroy(&filter);
+      bson_destroy(&opts);
    }
 
    /* A find whose filter is a deterministic ciphertext: equality on
@@ -753,46 +714,46 @@ main (int argc, char **argv)
       const bson_t *doc;
       int found = 0;
 
-      memset (&cipher, 0, sizeof cipher);
-      if (!encrypt_secret (ce, &keyid, FIND_BY_ID, &cipher, &error)) {
-         fail_error ("explicit encrypt (query)", &error);
+      memset(&cipher, 0, sizeof cipher);
+      if (!encrypt_secret(ce, &keyid, FIND_BY_ID, &cipher, &error)) {
+         fail_error("explicit encrypt (query)", &error);
       } else {
-         BSON_APPEND_VALUE (&filter, "secret", &cipher);
-         cursor = mongoc_collection_find_with_opts (coll, &filter, NULL, NULL);
-         while (mongoc_cursor_next (cursor, &doc)) {
-            char *json = to_json (doc);
-            printf ("BY-CIPHERTEXT %s\n", json);
-            if (!bson_equal (doc, &plain_docs[FIND_BY_ID])) {
-               fail ("find by ciphertext: wrong document %s", json);
+         BSON_APPEND_VALUE(&filter, "secret", &cipher);
+         cursor = mongoc_collection_find_with_opts(coll, &filter, NULL, NULL);
+         while (mongoc_cursor_next(cursor, &doc)) {
+            char *json = to_json(doc);
+            printf("BY-CIPHERTEXT %s\n", json);
+            if (!bson_equal(doc, &plain_docs[FIND_BY_ID])) {
+               fail("find by ciphertext: wrong document %s", json);
             }
-            bson_free (json);
+            bson_free(json);
             found++;
          }
-         if (mongoc_cursor_error (cursor, &error)) {
-            fail_error ("find by ciphertext", &error);
+         if (mongoc_cursor_error(cursor, &error)) {
+            fail_error("find by ciphertext", &error);
          } else if (found != 1) {
-            fail ("find by ciphertext: %d documents, expected 1", found);
+            fail("find by ciphertext: %d documents, expected 1", found);
          }
-         mongoc_cursor_destroy (cursor);
+         mongoc_cursor_destroy(cursor);
       }
-      bson_value_destroy (&cipher);
-      bson_destroy (&filter);
+      bson_value_destroy(&cipher);
+      bson_destroy(&filter);
    }
 
    if (n_read != N_DOCS) {
-      fail ("read %d documents, wrote %d", n_read, N_DOCS);
+      fail("read %d documents, wrote %d", n_read, N_DOCS);
    }
 
    /* The automatic path was taken: libmongocrypt asked for the collection's
     * metadata (it does so only for a command it was given to encrypt), and
     * fetched the data key to decrypt the replies. */
    path_ok = enc_c.listcoll_for_coll > 0 && kv_c.started_find > 0;
-   if (strcmp (bypass, "query-analysis") == 0 && !path_ok) {
-      fail ("libmongocrypt was not asked: %d listCollections for %s, %d key vault finds",
-            enc_c.listcoll_for_coll, coll_name, kv_c.started_find);
+   if (strcmp(bypass, "query-analysis") == 0 && !path_ok) {
+      fail("libmongocrypt was not asked: %d listCollections for %s, %d key vault finds", enc_c.listcoll_for_coll,
+           coll_name, kv_c.started_find);
    }
    if (enc_c.started_getmore == 0) {
-      fail ("no getMore was sent");
+      fail("no getMore was sent");
    }
 
    /* "equal" covers the operations, the documents and the path; the bytes
@@ -800,41 +761,39 @@ main (int argc, char **argv)
    equal_ok = failures == 0 && n_equal == N_DOCS && n_read == N_DOCS;
 
    /* The bytes on the server, read without encryption. */
-   server_ok = check_server (plain, coll_name, &n_server);
+   server_ok = check_server(plain, coll_name, &n_server);
 
 done:
    if (enc_c.failed) {
-      printf ("COMMAND-FAILED %s\n", enc_c.first_failure);
+      printf("COMMAND-FAILED %s\n", enc_c.first_failure);
    }
    if (kv_c.failed) {
-      printf ("KEYVAULT-COMMAND-FAILED %s\n", kv_c.first_failure);
+      printf("KEYVAULT-COMMAND-FAILED %s\n", kv_c.first_failure);
    }
-   printf ("COMMANDS insert=%d find=%d getMore=%d listCollections(metadata)=%d "
-           "keyvault-find=%d\n",
-           enc_c.started_insert, enc_c.started_find, enc_c.started_getmore,
-           enc_c.listcoll_for_coll, kv_c.started_find > 0 ? 1 : 0);
-   printf ("RESULT operations=%d documents=%d equal=%s ciphertext=%s path=%s\n",
-           enc_c.succeeded_workload, n_read,
-           equal_ok ? "yes" : "no",
-           (server_ok && n_server == N_DOCS) ? "yes" : "no",
-           path_ok ? "automatic" : "bypassed");
-   fflush (stdout);
+   printf("COMMANDS insert=%d find=%d getMore=%d listCollections(metadata)=%d "
+          "keyvault-find=%d\n",
+          enc_c.started_insert, enc_c.started_find, enc_c.started_getmore, enc_c.listcoll_for_coll,
+          kv_c.started_find > 0 ? 1 : 0);
+   printf("RESULT operations=%d documents=%d equal=%s ciphertext=%s path=%s\n", enc_c.succeeded_workload, n_read,
+          equal_ok ? "yes" : "no", (server_ok && n_server == N_DOCS) ? "yes" : "no",
+          path_ok ? "automatic" : "bypassed");
+   fflush(stdout);
 
    for (int i = 0; i < n_made; i++) {
-      bson_destroy (&plain_docs[i]);
-      bson_destroy (&enc_docs[i]);
+      bson_destroy(&plain_docs[i]);
+      bson_destroy(&enc_docs[i]);
    }
-   bson_value_destroy (&keyid);
-   mongoc_collection_destroy (coll);
-   mongoc_collection_destroy (plain_coll);
-   mongoc_client_encryption_destroy (ce);
-   mongoc_client_encryption_opts_destroy (ce_opts);
-   mongoc_auto_encryption_opts_destroy (ae_opts);
-   mongoc_client_destroy (enc);
-   mongoc_client_destroy (kv);
-   mongoc_client_destroy (plain);
-   bson_destroy (&kms);
-   mongoc_cleanup ();
+   bson_value_destroy(&keyid);
+   mongoc_collection_destroy(coll);
+   mongoc_collection_destroy(plain_coll);
+   mongoc_client_encryption_destroy(ce);
+   mongoc_client_encryption_opts_destroy(ce_opts);
+   mongoc_auto_encryption_opts_destroy(ae_opts);
+   mongoc_client_destroy(enc);
+   mongoc_client_destroy(kv);
+   mongoc_client_destroy(plain);
+   bson_destroy(&kms);
+   mongoc_cleanup();
    if (skip) {
       return 77;
    }

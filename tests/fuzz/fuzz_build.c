@@ -101,17 +101,16 @@ gen_doc(src_t *s, bson_t *doc)
 }
 
 static const char *const COMMANDS[] = {"insert", "update", "delete", "bulkWrite", "find"};
-static const char *const IDENTIFIERS[] = {"documents", "updates",  "deletes",
-                                          "ops",       "nsInfo",   "cursor.firstBatch",
-                                          "a.b.c",     "a",        "ordered.x"};
+static const char *const IDENTIFIERS[] = {"documents",         "updates", "deletes", "ops",      "nsInfo",
+                                          "cursor.firstBatch", "a.b.c",   "a",       "ordered.x"};
 #define N_IDENTIFIERS (sizeof IDENTIFIERS / sizeof IDENTIFIERS[0])
 
 typedef struct {
-   opmsg_options_t opts;       /* the limits, for parsing the batches */
-   size_t max_message;         /* effective limits */
+   opmsg_options_t opts; /* the limits, for parsing the batches */
+   size_t max_message;   /* effective limits */
    size_t max_batch;
    size_t max_bson;
-   const uint8_t **doc_data;   /* the documents, in order */
+   const uint8_t **doc_data; /* the documents, in order */
    uint32_t *doc_len;
    size_t n_docs;
 } expect_t;
@@ -157,8 +156,8 @@ encode_three_ways(const opmsg_build_t *b, size_t *len)
 }
 
 static void
-run_splitter(const opmsg_build_t *tmpl, const opmsg_sequence_in_t *seq,
-             const opmsg_split_limits_t *limits, const expect_t *ex, bool raw)
+run_splitter(const opmsg_build_t *tmpl, const opmsg_sequence_in_t *seq, const opmsg_split_limits_t *limits,
+             const expect_t *ex, bool raw)
 {
    opmsg_splitter_t s;
    bson_error_t error;
@@ -182,13 +181,11 @@ run_splitter(const opmsg_build_t *tmpl, const opmsg_sequence_in_t *seq,
          }
          FUZZ_CHECK_MSG(over || raw, "no document is over a limit: %s", error.message);
       } else if (error.code == OPMSG_ERR_OUTPUT_TOO_LARGE) {
-         FUZZ_CHECK_MSG(fixed_ok && fixed > ex->max_message,
-                        "the command fits (%zu <= %zu): %s", fixed, ex->max_message,
-                        error.message);
+         FUZZ_CHECK_MSG(fixed_ok && fixed > ex->max_message, "the command fits (%zu <= %zu): %s", fixed,
+                        ex->max_message, error.message);
       } else {
          /* A raw run may break any of the document rules. */
-         FUZZ_CHECK_MSG(raw && error.code >= OPMSG_ERR_DOCUMENT_LENGTH &&
-                           error.code <= OPMSG_ERR_INVALID_VALUE,
+         FUZZ_CHECK_MSG(raw && error.code >= OPMSG_ERR_DOCUMENT_LENGTH && error.code <= OPMSG_ERR_INVALID_VALUE,
                         "splitter_init refuses valid input: %s", error.message);
       }
       return;
@@ -201,16 +198,15 @@ run_splitter(const opmsg_build_t *tmpl, const opmsg_sequence_in_t *seq,
       FUZZ_CHECK(batch.index == k && batch.first_index == next);
       FUZZ_CHECK(batch.count <= ex->max_batch && next + batch.count <= ex->n_docs);
       FUZZ_CHECK(batch.count > 0 || ex->n_docs == 0);
-      FUZZ_CHECK(batch.build->request_id ==
-                 (int32_t) ((uint32_t) tmpl->request_id + (uint32_t) k));
+      FUZZ_CHECK(batch.build->request_id == (int32_t) ((uint32_t) tmpl->request_id + (uint32_t) k));
 
       size_t len = 0;
       uint8_t *msg = encode_three_ways(batch.build, &len);
       FUZZ_CHECK(len == batch.message_size && len <= ex->max_message);
 
       opmsg_msg_t parsed;
-      FUZZ_CHECK_MSG(opmsg_parse(msg, len, &ex->opts, &parsed, &error),
-                     "batch %zu does not parse: %s", k, error.message);
+      FUZZ_CHECK_MSG(opmsg_parse(msg, len, &ex->opts, &parsed, &error), "batch %zu does not parse: %s", k,
+                     error.message);
       FUZZ_CHECK(parsed.n_sequences == 1);
       opmsg_sequence_t got;
       FUZZ_CHECK(opmsg_sequence_find(&parsed, seq->identifier, &got));
@@ -221,8 +217,8 @@ run_splitter(const opmsg_build_t *tmpl, const opmsg_sequence_in_t *seq,
       opmsg_document_iter_init(&dit, &got);
       while (opmsg_document_iter_next(&dit, &doc)) {
          FUZZ_CHECK(i < ex->n_docs && doc.len == ex->doc_len[i]);
-         FUZZ_CHECK_MSG(memcmp(bson_get_data(&doc), ex->doc_data[i], doc.len) == 0,
-                        "document %zu comes back changed", i);
+         FUZZ_CHECK_MSG(memcmp(bson_get_data(&doc), ex->doc_data[i], doc.len) == 0, "document %zu comes back changed",
+                        i);
          i++;
       }
       FUZZ_CHECK(i == next + batch.count);
@@ -235,16 +231,14 @@ run_splitter(const opmsg_build_t *tmpl, const opmsg_sequence_in_t *seq,
 
       next += batch.count;
       if (next < ex->n_docs) {
-         FUZZ_CHECK_MSG(batch.count == ex->max_batch ||
-                           len + ex->doc_len[next] > ex->max_message,
-                        "batch %zu is not full: %zu documents, %zu bytes, next %u", k,
-                        batch.count, len, ex->doc_len[next]);
+         FUZZ_CHECK_MSG(batch.count == ex->max_batch || len + ex->doc_len[next] > ex->max_message,
+                        "batch %zu is not full: %zu documents, %zu bytes, next %u", k, batch.count, len,
+                        ex->doc_len[next]);
       }
       bson_free(msg);
       FUZZ_CHECK_MSG(++k <= ex->n_docs + 1, "the splitter does not end");
    }
-   FUZZ_CHECK_MSG(next == ex->n_docs, "the batches carry %zu of %zu documents", next,
-                  ex->n_docs);
+   FUZZ_CHECK_MSG(next == ex->n_docs, "the batches carry %zu of %zu documents", next, ex->n_docs);
    FUZZ_CHECK(k >= 1);
 }
 
@@ -292,8 +286,7 @@ run_multi(const bson_t *command, src_t *src, const expect_t *ex, const bson_t *c
          snprintf(first, sizeof first, "%s", seqs[i].identifier);
          first[strcspn(first, ".")] = '\0';
          clash |= bson_iter_init_find(&it, command, first) &&
-                  (strchr(seqs[i].identifier, '.') == NULL ||
-                   !BSON_ITER_HOLDS_DOCUMENT(&it));
+                  (strchr(seqs[i].identifier, '.') == NULL || !BSON_ITER_HOLDS_DOCUMENT(&it));
       }
       switch (error.code) {
       case OPMSG_ERR_DUPLICATE_IDENTIFIER:
@@ -315,8 +308,8 @@ run_multi(const bson_t *command, src_t *src, const expect_t *ex, const bson_t *c
    uint8_t *msg = encode_three_ways(&b, &len);
    FUZZ_CHECK(len == size);
    opmsg_msg_t parsed;
-   FUZZ_CHECK_MSG(opmsg_parse(msg, len, &ex->opts, &parsed, &error),
-                  "an encoded message does not parse: %s", error.message);
+   FUZZ_CHECK_MSG(opmsg_parse(msg, len, &ex->opts, &parsed, &error), "an encoded message does not parse: %s",
+                  error.message);
    FUZZ_CHECK(parsed.n_sequences == n_seqs);
    for (size_t i = 0; i < n_seqs; i++) {
       opmsg_sequence_t got;

@@ -44,22 +44,21 @@ check_rebuilt_header(const opmsg_msg_t *msg, const uint8_t *data, size_t len)
 
 /* Compress the rebuilt message again; it must come back unchanged. */
 static void
-check_round_trip(const opmsg_msg_t *outer, const uint8_t *plain, size_t len,
-                 const opmsg_msg_t *inner, const opmsg_options_t *opts)
+check_round_trip(const opmsg_msg_t *outer, const uint8_t *plain, size_t len, const opmsg_msg_t *inner,
+                 const opmsg_options_t *opts)
 {
    bson_error_t error;
    size_t packed_len = 0;
-   uint8_t *packed = opmsg_compress(plain, len, outer->compressor_id,
-                                    OPMSG_COMPRESS_DEFAULT_LEVEL, &packed_len, &error);
+   uint8_t *packed =
+      opmsg_compress(plain, len, outer->compressor_id, OPMSG_COMPRESS_DEFAULT_LEVEL, &packed_len, &error);
    if (!packed) {
       fuzz_check_error(&error);
       /* The frames level leaves the body's elements unread: its first key,
        * which names the command the compressor must know, may be unsound. */
-      FUZZ_CHECK_MSG((error.code == OPMSG_ERR_COMPRESSION_FORBIDDEN &&
-                      !opmsg_compression_allowed(opmsg_command_name(inner))) ||
-                        (opts->check == OPMSG_CHECK_FRAMES &&
-                         error.code == OPMSG_ERR_DOCUMENT_ELEMENT),
-                     "compressing a valid message failed: %s", error.message);
+      FUZZ_CHECK_MSG(
+         (error.code == OPMSG_ERR_COMPRESSION_FORBIDDEN && !opmsg_compression_allowed(opmsg_command_name(inner))) ||
+            (opts->check == OPMSG_CHECK_FRAMES && error.code == OPMSG_ERR_DOCUMENT_ELEMENT),
+         "compressing a valid message failed: %s", error.message);
       return;
    }
    FUZZ_CHECK(packed_len <= opmsg_compress_bound(len, outer->compressor_id));
@@ -67,14 +66,12 @@ check_round_trip(const opmsg_msg_t *outer, const uint8_t *plain, size_t len,
    opmsg_options_t lenient;
    opmsg_options_init(&lenient);
    opmsg_msg_t again;
-   FUZZ_CHECK_MSG(opmsg_parse(packed, packed_len, &lenient, &again, &error),
-                  "our own OP_COMPRESSED does not parse: %s", error.message);
-   FUZZ_CHECK(again.opcode == OPMSG_OP_COMPRESSED &&
-              again.compressor_id == outer->compressor_id);
+   FUZZ_CHECK_MSG(opmsg_parse(packed, packed_len, &lenient, &again, &error), "our own OP_COMPRESSED does not parse: %s",
+                  error.message);
+   FUZZ_CHECK(again.opcode == OPMSG_OP_COMPRESSED && again.compressor_id == outer->compressor_id);
    size_t back_len = 0;
    uint8_t *back = opmsg_decompress(&again, &back_len, &error);
-   FUZZ_CHECK_MSG(back != NULL, "our own OP_COMPRESSED does not decompress: %s",
-                  error.message);
+   FUZZ_CHECK_MSG(back != NULL, "our own OP_COMPRESSED does not decompress: %s", error.message);
    FUZZ_CHECK(back_len == len && memcmp(back, plain, len) == 0);
    bson_free(back);
    bson_free(packed);
@@ -82,8 +79,7 @@ check_round_trip(const opmsg_msg_t *outer, const uint8_t *plain, size_t len,
 
 /* The decompressed message parsed: compare with opmsg_merge_compressed(). */
 static void
-check_inner(const opmsg_msg_t *outer, const opmsg_options_t *opts,
-            const uint8_t *plain, size_t len)
+check_inner(const opmsg_msg_t *outer, const opmsg_options_t *opts, const uint8_t *plain, size_t len)
 {
    bson_error_t error, error2;
    opmsg_msg_t direct;
@@ -91,8 +87,7 @@ check_inner(const opmsg_msg_t *outer, const opmsg_options_t *opts,
 
    opmsg_decompressed_t d;
    bool ok = opmsg_decompress_parse(outer, opts, &d, &error2);
-   FUZZ_CHECK_MSG(ok == direct_ok, "decompress_parse (%d) and parse (%d) disagree",
-                  (int) ok, (int) direct_ok);
+   FUZZ_CHECK_MSG(ok == direct_ok, "decompress_parse (%d) and parse (%d) disagree", (int) ok, (int) direct_ok);
    bson_t *merged = opmsg_merge_compressed(outer, opts, &error2);
    if (!ok) {
       fuzz_check_error(&error2);
@@ -109,8 +104,7 @@ check_inner(const opmsg_msg_t *outer, const opmsg_options_t *opts,
    fuzz_check_reencode(&d.inner, opts, expect, merged_len);
    if (expect) {
       FUZZ_CHECK_MSG(merged != NULL, "merge_compressed fails: %s", error2.message);
-      FUZZ_CHECK(merged->len == merged_len &&
-                 memcmp(bson_get_data(merged), expect, merged_len) == 0);
+      FUZZ_CHECK(merged->len == merged_len && memcmp(bson_get_data(merged), expect, merged_len) == 0);
    } else {
       FUZZ_CHECK(merged == NULL && error2.code == OPMSG_ERR_WRONG_OPCODE);
    }
@@ -155,8 +149,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    fuzz_mem_begin();
    uint8_t *plain = opmsg_decompress(&msg, &len, &error);
    fuzz_mem_end(&mem);
-   FUZZ_CHECK_MSG(mem.largest <= total + CODEC_SLACK,
-                  "decompress allocated %zu bytes at once for a %zu-byte result",
+   FUZZ_CHECK_MSG(mem.largest <= total + CODEC_SLACK, "decompress allocated %zu bytes at once for a %zu-byte result",
                   mem.largest, total);
 
    /* Into a caller's buffer of exactly the size: the same outcome. */
@@ -179,8 +172,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       return 0;
    }
    FUZZ_CHECK(len == total && written == total);
-   FUZZ_CHECK_MSG(mem.live_delta == total, "decompress keeps %zu bytes for a %zu-byte result",
-                  mem.live_delta, total);
+   FUZZ_CHECK_MSG(mem.live_delta == total, "decompress keeps %zu bytes for a %zu-byte result", mem.live_delta, total);
    FUZZ_CHECK(memcmp(buf, plain, total) == 0);
    check_rebuilt_header(&msg, plain, len);
    FUZZ_CHECK(!opmsg_decompress_into(&msg, buf, total - 1, &written, &error2));

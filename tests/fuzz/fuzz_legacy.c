@@ -70,11 +70,10 @@ check_reply(const opmsg_msg_t *msg)
    FUZZ_CHECK(buf != NULL);
    size_t written = 0;
    bson_error_t error;
-   FUZZ_CHECK_MSG(opmsg_build_reply(&r, buf, msg->len, &written, &error),
-                  "build_reply refuses a parsed reply: %s", error.message);
+   FUZZ_CHECK_MSG(opmsg_build_reply(&r, buf, msg->len, &written, &error), "build_reply refuses a parsed reply: %s",
+                  error.message);
    FUZZ_CHECK(written == msg->len);
-   FUZZ_CHECK_MSG(memcmp(buf, msg->data, msg->len) == 0,
-                  "build_reply does not give the parsed reply back");
+   FUZZ_CHECK_MSG(memcmp(buf, msg->data, msg->len) == 0, "build_reply does not give the parsed reply back");
    free(buf);
    free(ptrs);
    free(docs);
@@ -95,14 +94,12 @@ check_query(const opmsg_msg_t *msg)
    off += msg->body_len;
    if (msg->field_selector) {
       FUZZ_CHECK(msg->field_selector == msg->data + off);
-      FUZZ_CHECK(msg->field_selector_len >= 5 &&
-                 fuzz_u32(msg->field_selector) == msg->field_selector_len);
+      FUZZ_CHECK(msg->field_selector_len >= 5 && fuzz_u32(msg->field_selector) == msg->field_selector_len);
       off += msg->field_selector_len;
    } else {
       FUZZ_CHECK(msg->field_selector_len == 0);
    }
-   FUZZ_CHECK_MSG(off == msg->len, "the query's parts leave %zu bytes over",
-                  msg->len - off);
+   FUZZ_CHECK_MSG(off == msg->len, "the query's parts leave %zu bytes over", msg->len - off);
 
    opmsg_reply_iter_t it;
    bson_t doc;

@@ -40,8 +40,8 @@ check_crc(uint8_t control, const uint8_t *msg, size_t len)
 static bool
 same_options(const opmsg_options_t *a, const opmsg_options_t *b)
 {
-   return a->flags == b->flags && a->max_message_size == b->max_message_size &&
-          a->max_bson_size == b->max_bson_size && a->check == b->check;
+   return a->flags == b->flags && a->max_message_size == b->max_message_size && a->max_bson_size == b->max_bson_size &&
+          a->check == b->check;
 }
 
 /* What strict options accept, lenient ones (default limits, checksum
@@ -49,8 +49,8 @@ same_options(const opmsg_options_t *a, const opmsg_options_t *b)
  * options refuse (strict_ok false), the lenient ones may accept: then the
  * frames level is held to fuzz_check_accepted() and the encoder too. */
 static void
-check_lenient(const uint8_t *data, size_t len, const opmsg_options_t *strict, bool strict_ok,
-              const uint8_t *merged, size_t merged_len)
+check_lenient(const uint8_t *data, size_t len, const opmsg_options_t *strict, bool strict_ok, const uint8_t *merged,
+              size_t merged_len)
 {
    opmsg_options_t lenient;
    opmsg_options_init(&lenient);
@@ -74,8 +74,8 @@ check_lenient(const uint8_t *data, size_t len, const opmsg_options_t *strict, bo
       free(merged2);
       return;
    }
-   FUZZ_CHECK_MSG(ok, "accepted with flags 0x%x at the %s level, refused by lenient options: %s",
-                  strict->flags, opmsg_check_name(strict->check), error.message);
+   FUZZ_CHECK_MSG(ok, "accepted with flags 0x%x at the %s level, refused by lenient options: %s", strict->flags,
+                  opmsg_check_name(strict->check), error.message);
    size_t len2 = 0;
    uint8_t *merged2 = fuzz_check_accepted(&msg, &lenient, &len2);
    FUZZ_CHECK((merged == NULL) == (merged2 == NULL));
@@ -109,8 +109,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    FUZZ_CHECK_MSG(mem.live_delta == 0, "parse leaves %zu bytes allocated", mem.live_delta);
    /* Only a duplicate-key table for large bodies is allowed: bounded by the
     * number of keys, hence by the input. */
-   FUZZ_CHECK_MSG(mem.largest <= 16 * len + 65536,
-                  "parse of %zu bytes allocated %zu bytes at once", len, mem.largest);
+   FUZZ_CHECK_MSG(mem.largest <= 16 * len + 65536, "parse of %zu bytes allocated %zu bytes at once", len, mem.largest);
    if (!ok) {
       fuzz_check_error(&error);
       check_lenient(msg, len, &opts, false, NULL, 0);

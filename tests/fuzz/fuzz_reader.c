@@ -59,8 +59,7 @@ frame_whole(const uint8_t *s, size_t n, const opmsg_options_t *opts, outcome_t *
       }
       size_t len = 0;
       bson_error_t error;
-      if (rest >= OPMSG_HEADER_SIZE &&
-          !opmsg_frame_length(s + off, rest, opts, &len, &error)) {
+      if (rest >= OPMSG_HEADER_SIZE && !opmsg_frame_length(s + off, rest, opts, &len, &error)) {
          o->last = OPMSG_READER_ERROR;
          o->code = error.code;
          return;
@@ -91,8 +90,7 @@ piece_size(uint8_t b)
 /* In reply mode: the reply given for the frame s[start..end) is the frame,
  * or its decompression. */
 static void
-check_reply(const uint8_t *frame, size_t frame_len, const uint8_t *msg, size_t len,
-            const opmsg_options_t *opts)
+check_reply(const uint8_t *frame, size_t frame_len, const uint8_t *msg, size_t len, const opmsg_options_t *opts)
 {
    if (fuzz_u32(frame + 12) != OPMSG_OP_COMPRESSED) {
       FUZZ_CHECK(len == frame_len && memcmp(msg, frame, len) == 0);
@@ -117,16 +115,14 @@ typedef struct {
  * (END or ERROR, recorded in *o; in reply mode also the end of the reply
  * sequence). *took_any: a message was taken. */
 static bool
-drain(opmsg_reader_t *r, const uint8_t *s, size_t fed, outcome_t *o, bool *took_any,
-      const read_mode_t *mode)
+drain(opmsg_reader_t *r, const uint8_t *s, size_t fed, outcome_t *o, bool *took_any, const read_mode_t *mode)
 {
    for (;;) {
       const uint8_t *msg = NULL;
       size_t len = 0;
       bson_error_t error;
       opmsg_reader_status_t st =
-         mode->x ? opmsg_reader_next_reply(r, mode->x, &msg, &len, &error)
-                 : opmsg_reader_next(r, &msg, &len, &error);
+         mode->x ? opmsg_reader_next_reply(r, mode->x, &msg, &len, &error) : opmsg_reader_next(r, &msg, &len, &error);
       switch (st) {
       case OPMSG_READER_MESSAGE: {
          size_t start = o->n ? o->ends[o->n - 1] : 0;
@@ -137,8 +133,7 @@ drain(opmsg_reader_t *r, const uint8_t *s, size_t fed, outcome_t *o, bool *took_
             check_reply(s + start, end - start, msg, len, mode->opts);
          } else {
             FUZZ_CHECK(end == start + len);
-            FUZZ_CHECK_MSG(memcmp(msg, s + start, len) == 0,
-                           "message %zu is not the stream's bytes", o->n);
+            FUZZ_CHECK_MSG(memcmp(msg, s + start, len) == 0, "message %zu is not the stream's bytes", o->n);
          }
          push(o, end);
          FUZZ_CHECK(opmsg_reader_buffered(r) == fed - end);
@@ -174,9 +169,8 @@ drain(opmsg_reader_t *r, const uint8_t *s, size_t fed, outcome_t *o, bool *took_
 /* Feeds s[0..n) in pieces (sizes[] cyclically; all at once when nsizes is
  * 0 and whole is true) and records what the reader gives. */
 static void
-run_reader(const uint8_t *s, size_t n, const opmsg_options_t *opts,
-           const uint8_t *sizes, size_t nsizes, bool whole, outcome_t *o,
-           const int32_t *reply_to)
+run_reader(const uint8_t *s, size_t n, const opmsg_options_t *opts, const uint8_t *sizes, size_t nsizes, bool whole,
+           outcome_t *o, const int32_t *reply_to)
 {
    opmsg_reader_t *r = opmsg_reader_new(opts);
    FUZZ_CHECK(r != NULL);
@@ -206,8 +200,7 @@ run_reader(const uint8_t *s, size_t n, const opmsg_options_t *opts,
       opmsg_reader_end(r);
       FUZZ_CHECK(opmsg_reader_feed(r, s, n ? 1 : 0) == 0);
       bool took_any = false;
-      FUZZ_CHECK_MSG(!drain(r, s, fed, o, &took_any, &mode),
-                     "the reader wants more after the stream ended");
+      FUZZ_CHECK_MSG(!drain(r, s, fed, o, &took_any, &mode), "the reader wants more after the stream ended");
    }
    opmsg_reader_destroy(r);
 }
@@ -215,8 +208,8 @@ run_reader(const uint8_t *s, size_t n, const opmsg_options_t *opts,
 static bool
 same_outcome(const outcome_t *a, const outcome_t *b)
 {
-   return a->n == b->n && (a->n == 0 || memcmp(a->ends, b->ends, a->n * sizeof *a->ends) == 0) &&
-          a->last == b->last && (a->last != OPMSG_READER_ERROR || a->code == b->code);
+   return a->n == b->n && (a->n == 0 || memcmp(a->ends, b->ends, a->n * sizeof *a->ends) == 0) && a->last == b->last &&
+          (a->last != OPMSG_READER_ERROR || a->code == b->code);
 }
 
 int
@@ -235,8 +228,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    const uint8_t *sizes = data + 2;
    const uint8_t *stream = sizes + nsizes;
    size_t n = size - 2 - nsizes;
-   size_t limit = opts.max_message_size ? opts.max_message_size
-                                        : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
+   size_t limit = opts.max_message_size ? opts.max_message_size : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
 
    outcome_t expect = {0}, whole = {0}, pieces = {0};
    bool reply_mode = data[0] & 0x20u;
@@ -255,30 +247,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    if (reply_mode) {
       /* Decompressing a reply takes a second buffer of up to the limit,
        * and the codec its working memory (zlib: about 40 KiB). */
-      FUZZ_CHECK_MSG(same_outcome(&whole, &pieces),
-                     "replies: %zu at once, %zu in pieces (end %d/%u vs %d/%u)", whole.n,
+      FUZZ_CHECK_MSG(same_outcome(&whole, &pieces), "replies: %zu at once, %zu in pieces (end %d/%u vs %d/%u)", whole.n,
                      pieces.n, (int) whole.last, whole.code, (int) pieces.last, pieces.code);
       FUZZ_CHECK(mem.live_delta == 0);
-      FUZZ_CHECK_MSG(mem.largest <= limit + 512 * 1024,
-                     "reply mode allocated %zu bytes at once (limit %zu)", mem.largest, limit);
+      FUZZ_CHECK_MSG(mem.largest <= limit + 512 * 1024, "reply mode allocated %zu bytes at once (limit %zu)",
+                     mem.largest, limit);
       free(whole.ends);
       free(pieces.ends);
       return 0;
    }
    frame_whole(stream, n, &opts, &expect);
 
-   FUZZ_CHECK_MSG(same_outcome(&expect, &whole),
-                  "fed at once: %zu messages, end %d/%u; expected %zu, %d/%u", whole.n,
+   FUZZ_CHECK_MSG(same_outcome(&expect, &whole), "fed at once: %zu messages, end %d/%u; expected %zu, %d/%u", whole.n,
                   (int) whole.last, whole.code, expect.n, (int) expect.last, expect.code);
-   FUZZ_CHECK_MSG(same_outcome(&expect, &pieces),
-                  "fed in pieces: %zu messages, end %d/%u; expected %zu, %d/%u", pieces.n,
-                  (int) pieces.last, pieces.code, expect.n, (int) expect.last, expect.code);
+   FUZZ_CHECK_MSG(same_outcome(&expect, &pieces), "fed in pieces: %zu messages, end %d/%u; expected %zu, %d/%u",
+                  pieces.n, (int) pieces.last, pieces.code, expect.n, (int) expect.last, expect.code);
    FUZZ_CHECK_MSG(mem.live_delta == 0, "the reader leaks %zu bytes", mem.live_delta);
    size_t chunk = OPMSG_READER_CHUNK < limit ? OPMSG_READER_CHUNK : limit;
    size_t bound = (n > chunk ? n : chunk) + 4096;
-   FUZZ_CHECK_MSG(mem.largest <= bound,
-                  "the reader allocated %zu bytes at once for a %zu-byte stream",
-                  mem.largest, n);
+   FUZZ_CHECK_MSG(mem.largest <= bound, "the reader allocated %zu bytes at once for a %zu-byte stream", mem.largest, n);
 
    free(expect.ends);
    free(whole.ends);

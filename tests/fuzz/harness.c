@@ -43,16 +43,14 @@ fuzz_bson_array(size_t n)
 uint32_t
 fuzz_u32(const uint8_t *p)
 {
-   return (uint32_t) p[0] | ((uint32_t) p[1] << 8) | ((uint32_t) p[2] << 16) |
-          ((uint32_t) p[3] << 24);
+   return (uint32_t) p[0] | ((uint32_t) p[1] << 8) | ((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 24);
 }
 
 void
 fuzz_options_from_byte(uint8_t control, opmsg_options_t *opts)
 {
    opmsg_options_init(opts);
-   opts->flags = control & (OPMSG_PARSE_FULL_VALIDATE | OPMSG_PARSE_SKIP_CHECKSUM |
-                            OPMSG_PARSE_REQUEST);
+   opts->flags = control & (OPMSG_PARSE_FULL_VALIDATE | OPMSG_PARSE_SKIP_CHECKSUM | OPMSG_PARSE_REQUEST);
    if (control & OPMSG_PARSE_FULL_VALIDATE) {
       opts->check = OPMSG_CHECK_FULL;
    } else if (control & 0x80u) {
@@ -77,15 +75,12 @@ fuzz_options_from_byte(uint8_t control, opmsg_options_t *opts)
 void
 fuzz_check_error(const bson_error_t *error)
 {
-   FUZZ_CHECK_MSG(error->domain == OPMSG_ERROR_DOMAIN,
-                  "error domain %u is not opmsg's (code %u: %s)", error->domain,
+   FUZZ_CHECK_MSG(error->domain == OPMSG_ERROR_DOMAIN, "error domain %u is not opmsg's (code %u: %s)", error->domain,
                   error->code, error->message);
-   FUZZ_CHECK_MSG(error->code > OPMSG_OK && error->code < OPMSG_ERR_COUNT_,
-                  "error code %u out of range (%s)", error->code, error->message);
-   FUZZ_CHECK_MSG(strcmp(opmsg_error_name(error->code), "unknown") != 0,
-                  "error code %u has no name", error->code);
-   FUZZ_CHECK_MSG(memchr(error->message, '\0', sizeof error->message) != NULL &&
-                     error->message[0] != '\0',
+   FUZZ_CHECK_MSG(error->code > OPMSG_OK && error->code < OPMSG_ERR_COUNT_, "error code %u out of range (%s)",
+                  error->code, error->message);
+   FUZZ_CHECK_MSG(strcmp(opmsg_error_name(error->code), "unknown") != 0, "error code %u has no name", error->code);
+   FUZZ_CHECK_MSG(memchr(error->message, '\0', sizeof error->message) != NULL && error->message[0] != '\0',
                   "error %u has an empty or unterminated message", error->code);
 }
 
@@ -216,9 +211,8 @@ fuzz_init(void)
       return;
    }
    done = true;
-   static const bson_mem_vtable_t vtable = {
-      fuzz_malloc, fuzz_calloc, fuzz_realloc, fuzz_free, fuzz_aligned_alloc,
-      {NULL, NULL, NULL}};
+   static const bson_mem_vtable_t vtable = {fuzz_malloc, fuzz_calloc,        fuzz_realloc,
+                                            fuzz_free,   fuzz_aligned_alloc, {NULL, NULL, NULL}};
    bson_mem_set_vtable(&vtable);
 }
 
@@ -248,24 +242,21 @@ static bool
 fuzz_inside(const opmsg_msg_t *msg, const void *p, size_t n)
 {
    const uint8_t *q = p;
-   return q >= msg->data && q <= msg->data + msg->len &&
-          n <= (size_t) (msg->data + msg->len - q);
+   return q >= msg->data && q <= msg->data + msg->len && n <= (size_t) (msg->data + msg->len - q);
 }
 
 static bool
 fuzz_removed_opcode(int32_t opcode)
 {
-   return opcode == OPMSG_OP_UPDATE || opcode == OPMSG_OP_INSERT ||
-          opcode == OPMSG_OP_GET_MORE || opcode == OPMSG_OP_DELETE ||
-          opcode == OPMSG_OP_KILL_CURSORS;
+   return opcode == OPMSG_OP_UPDATE || opcode == OPMSG_OP_INSERT || opcode == OPMSG_OP_GET_MORE ||
+          opcode == OPMSG_OP_DELETE || opcode == OPMSG_OP_KILL_CURSORS;
 }
 
 static bool
 fuzz_known_opcode(int32_t opcode)
 {
-   return opcode == OPMSG_OP_MSG || opcode == OPMSG_OP_COMPRESSED ||
-          opcode == OPMSG_OP_QUERY || opcode == OPMSG_OP_REPLY ||
-          fuzz_removed_opcode(opcode);
+   return opcode == OPMSG_OP_MSG || opcode == OPMSG_OP_COMPRESSED || opcode == OPMSG_OP_QUERY ||
+          opcode == OPMSG_OP_REPLY || fuzz_removed_opcode(opcode);
 }
 
 static void
@@ -282,8 +273,8 @@ fuzz_check_header(const opmsg_msg_t *msg, const opmsg_options_t *opts)
    FUZZ_CHECK(frame == msg->len);
 
    if (msg->opcode == OPMSG_OP_MSG) {
-      FUZZ_CHECK((msg->flags & OPMSG_FLAG_REQUIRED_MASK &
-                  ~(OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME)) == 0);
+      FUZZ_CHECK((msg->flags & OPMSG_FLAG_REQUIRED_MASK & ~(OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME)) ==
+                 0);
       FUZZ_CHECK(msg->checksum_present == !!(msg->flags & OPMSG_FLAG_CHECKSUM_PRESENT));
       FUZZ_CHECK(msg->body != NULL);
    } else {
@@ -413,8 +404,7 @@ fuzz_tolerated_view_gap(const uint8_t *merged, size_t merged_len)
 /* The merged document rebuilt from the view (view_rebuild(), shared with the
  * unit tests and opmsg-bench) must be the merge, byte for byte. */
 static void
-fuzz_check_view(const opmsg_msg_t *msg, const opmsg_options_t *opts, const uint8_t *merged,
-                size_t merged_len)
+fuzz_check_view(const opmsg_msg_t *msg, const opmsg_options_t *opts, const uint8_t *merged, size_t merged_len)
 {
    bson_t rebuilt = BSON_INITIALIZER;
    char why[256];
@@ -422,14 +412,13 @@ fuzz_check_view(const opmsg_msg_t *msg, const opmsg_options_t *opts, const uint8
    view_rebuild_status_t st = view_rebuild(msg, &rebuilt, why, sizeof why);
    FUZZ_CHECK_MSG(st != VIEW_REBUILD_BROKEN, "%s", why);
    if (st == VIEW_REBUILD_OK &&
-       (rebuilt.len != merged_len ||
-        memcmp(bson_get_data(&rebuilt), merged, merged_len) != 0) &&
+       (rebuilt.len != merged_len || memcmp(bson_get_data(&rebuilt), merged, merged_len) != 0) &&
        !fuzz_tolerated_view_gap(merged, merged_len) &&
        /* The frames level leaves elements unchecked; the view reads the
         * body through libbson's iterator, which stops at a bad one. */
        !(opts->check == OPMSG_CHECK_FRAMES && !fuzz_iter_walkable(merged, merged_len, 0))) {
-      fuzz_fail(__FILE__, __LINE__, "the view (%u bytes) disagrees with the merge (%zu bytes)",
-                rebuilt.len, merged_len);
+      fuzz_fail(__FILE__, __LINE__, "the view (%u bytes) disagrees with the merge (%zu bytes)", rebuilt.len,
+                merged_len);
    }
    bson_destroy(&rebuilt);
 }
@@ -462,24 +451,43 @@ fuzz_value_size(uint8_t t, const uint8_t *p, size_t n)
 {
    long a, b;
    switch (t) {
-   case 0x01: case 0x09: case 0x11: case 0x12: return 8;
-   case 0x02: case 0x0D: case 0x0E:
+   case 0x01:
+   case 0x09:
+   case 0x11:
+   case 0x12:
+      return 8;
+   case 0x02:
+   case 0x0D:
+   case 0x0E:
       return n >= 4 ? 4 + (long) (int32_t) fuzz_u32(p) : -1;
-   case 0x03: case 0x04: case 0x0F:
+   case 0x03:
+   case 0x04:
+   case 0x0F:
       return n >= 4 ? (long) (int32_t) fuzz_u32(p) : -1;
-   case 0x05: return n >= 4 ? 5 + (long) (int32_t) fuzz_u32(p) : -1;
-   case 0x06: case 0x0A: case 0x7F: case 0xFF: return 0;
-   case 0x07: return 12;
-   case 0x08: return 1;
+   case 0x05:
+      return n >= 4 ? 5 + (long) (int32_t) fuzz_u32(p) : -1;
+   case 0x06:
+   case 0x0A:
+   case 0x7F:
+   case 0xFF:
+      return 0;
+   case 0x07:
+      return 12;
+   case 0x08:
+      return 1;
    case 0x0B:
       if ((a = fuzz_cstr(p, n)) < 0 || (b = fuzz_cstr(p + a + 1, n - (size_t) a - 1)) < 0) {
          return -1;
       }
       return a + b + 2;
-   case 0x0C: return n >= 4 ? 4 + (long) (int32_t) fuzz_u32(p) + 12 : -1;
-   case 0x10: return 4;
-   case 0x13: return 16;
-   default: return -1;
+   case 0x0C:
+      return n >= 4 ? 4 + (long) (int32_t) fuzz_u32(p) + 12 : -1;
+   case 0x10:
+      return 4;
+   case 0x13:
+      return 16;
+   default:
+      return -1;
    }
 }
 
@@ -516,8 +524,7 @@ fuzz_path_used(const opmsg_msg_t *msg, const char *path)
    size_t n = strlen(path);
    opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_iter_next(&it, &seq)) {
-      if (seq.identifier_len > n && seq.identifier[n] == '.' &&
-          memcmp(seq.identifier, path, n) == 0) {
+      if (seq.identifier_len > n && seq.identifier[n] == '.' && memcmp(seq.identifier, path, n) == 0) {
          return true;
       }
    }
@@ -527,8 +534,8 @@ fuzz_path_used(const opmsg_msg_t *msg, const char *path)
 /* Every field of the body (sub-)document src is in dst, byte for byte, or
  * (a sub-document that sequences extend) recursively so. */
 static void
-fuzz_check_kept(const opmsg_msg_t *msg, const uint8_t *src, const uint8_t *dst,
-                char *path, size_t path_len, size_t path_cap)
+fuzz_check_kept(const opmsg_msg_t *msg, const uint8_t *src, const uint8_t *dst, char *path, size_t path_len,
+                size_t path_cap)
 {
    const uint8_t *p = src + 4, *end = src + fuzz_u32(src) - 1;
    fuzz_elem_t e, m, o;
@@ -548,8 +555,7 @@ fuzz_check_kept(const opmsg_msg_t *msg, const uint8_t *src, const uint8_t *dst,
       if (!found && fuzz_tolerated_view_gap(src, fuzz_u32(src))) {
          return; /* the known finding: libbson's iterator stops in src */
       }
-      FUZZ_CHECK_MSG(found, "the merge lost the body field \"%s\" (under \"%s\")", e.key,
-                     path);
+      FUZZ_CHECK_MSG(found, "the merge lost the body field \"%s\" (under \"%s\")", e.key, path);
       if ((size_t) (e.end - e.start) == (size_t) (m.end - m.start) &&
           memcmp(e.start, m.start, (size_t) (e.end - e.start)) == 0) {
          continue;
@@ -597,8 +603,7 @@ fuzz_unmergeable(const opmsg_msg_t *msg)
 }
 
 uint8_t *
-fuzz_check_accepted(const opmsg_msg_t *msg, const opmsg_options_t *opts,
-                    size_t *merged_len)
+fuzz_check_accepted(const opmsg_msg_t *msg, const opmsg_options_t *opts, size_t *merged_len)
 {
    bson_error_t error;
 
@@ -634,19 +639,16 @@ fuzz_check_accepted(const opmsg_msg_t *msg, const opmsg_options_t *opts,
    fuzz_mem_begin();
    bson_t *doc = opmsg_merge_bson(msg, &error);
    fuzz_mem_end(&mem);
-   FUZZ_CHECK_MSG(doc != NULL, "merge_bson fails where merge_into worked: %s",
-                  error.message);
+   FUZZ_CHECK_MSG(doc != NULL, "merge_bson fails where merge_into worked: %s", error.message);
    FUZZ_CHECK_MSG(mem.count == 1, "merge_bson made %zu allocations", mem.count);
    FUZZ_CHECK(doc->len == need && memcmp(bson_get_data(doc), buf, need) == 0);
 
    if (opts->flags & OPMSG_PARSE_FULL_VALIDATE) {
       /* Every element checked: libbson can walk all of it. */
-      FUZZ_CHECK_MSG(fuzz_iter_walkable(buf, need, 0),
-                     "libbson's iterator stops inside a fully validated merge");
+      FUZZ_CHECK_MSG(fuzz_iter_walkable(buf, need, 0), "libbson's iterator stops inside a fully validated merge");
       size_t off = 0;
-      FUZZ_CHECK_MSG(
-         bson_validate(doc, BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL, &off),
-         "bson_validate rejects a fully validated merge at offset %zu", off);
+      FUZZ_CHECK_MSG(bson_validate(doc, BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL, &off),
+                     "bson_validate rejects a fully validated merge at offset %zu", off);
    }
    bson_destroy(doc);
 
@@ -657,8 +659,7 @@ fuzz_check_accepted(const opmsg_msg_t *msg, const opmsg_options_t *opts,
 }
 
 void
-fuzz_check_reencode(const opmsg_msg_t *msg, const opmsg_options_t *opts,
-                    const uint8_t *merged, size_t merged_len)
+fuzz_check_reencode(const opmsg_msg_t *msg, const opmsg_options_t *opts, const uint8_t *merged, size_t merged_len)
 {
    if (msg->opcode != OPMSG_OP_MSG || !merged) {
       return;
@@ -686,8 +687,7 @@ fuzz_check_reencode(const opmsg_msg_t *msg, const opmsg_options_t *opts,
    b.n_sequences = n;
    b.request_id = msg->request_id;
    b.response_to = msg->response_to;
-   b.flags = msg->flags & (OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME |
-                           OPMSG_FLAG_EXHAUST_ALLOWED);
+   b.flags = msg->flags & (OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME | OPMSG_FLAG_EXHAUST_ALLOWED);
    b.max_message_size = opts->max_message_size;
    b.max_bson_size = opts->max_bson_size;
    /* The frames level vouches for the sequence documents' frames only:
@@ -702,8 +702,7 @@ fuzz_check_reencode(const opmsg_msg_t *msg, const opmsg_options_t *opts,
       /* The one rule the encoder adds: a command is not empty. */
       /* At the frames level a body alone is only framed; the encoder
        * checks the command's top level and may refuse it. */
-      FUZZ_CHECK_MSG(error.code == OPMSG_ERR_BAD_COMMAND &&
-                        (msg->body_len == 5 || opts->check == OPMSG_CHECK_FRAMES),
+      FUZZ_CHECK_MSG(error.code == OPMSG_ERR_BAD_COMMAND && (msg->body_len == 5 || opts->check == OPMSG_CHECK_FRAMES),
                      "the encoder refuses an accepted message: %s", error.message);
       free(seqs);
       return;
@@ -713,15 +712,14 @@ fuzz_check_reencode(const opmsg_msg_t *msg, const opmsg_options_t *opts,
    opmsg_options_t strict = *opts;
    strict.flags &= ~OPMSG_PARSE_SKIP_CHECKSUM;
    opmsg_msg_t again;
-   FUZZ_CHECK_MSG(opmsg_parse(out, len, &strict, &again, &error),
-                  "the re-encoded message does not parse: %s", error.message);
+   FUZZ_CHECK_MSG(opmsg_parse(out, len, &strict, &again, &error), "the re-encoded message does not parse: %s",
+                  error.message);
    size_t need = opmsg_merged_size(&again);
    FUZZ_CHECK(need == merged_len);
    uint8_t *buf = malloc(need);
    FUZZ_CHECK(buf != NULL);
    FUZZ_CHECK(opmsg_merge_into(&again, buf, need, NULL, &error));
-   FUZZ_CHECK_MSG(memcmp(buf, merged, need) == 0,
-                  "the re-encoded message merges differently");
+   FUZZ_CHECK_MSG(memcmp(buf, merged, need) == 0, "the re-encoded message merges differently");
    free(buf);
    bson_free(out);
    free(seqs);

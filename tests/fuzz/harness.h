@@ -27,21 +27,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #endif
 
 /* Prints where and why, then aborts. */
-FUZZ_NORETURN void fuzz_fail(const char *file, int line, const char *fmt, ...)
-   FUZZ_PRINTF(3, 4);
+FUZZ_NORETURN void fuzz_fail(const char *file, int line, const char *fmt, ...) FUZZ_PRINTF(3, 4);
 
-#define FUZZ_CHECK(cond)                                                  \
-   do {                                                                   \
-      if (!(cond)) {                                                      \
-         fuzz_fail(__FILE__, __LINE__, "property broken: %s", #cond);     \
-      }                                                                   \
+#define FUZZ_CHECK(cond)                                              \
+   do {                                                               \
+      if (!(cond)) {                                                  \
+         fuzz_fail(__FILE__, __LINE__, "property broken: %s", #cond); \
+      }                                                               \
    } while (0)
 
-#define FUZZ_CHECK_MSG(cond, ...)                                         \
-   do {                                                                   \
-      if (!(cond)) {                                                      \
-         fuzz_fail(__FILE__, __LINE__, __VA_ARGS__);                      \
-      }                                                                   \
+#define FUZZ_CHECK_MSG(cond, ...)                    \
+   do {                                              \
+      if (!(cond)) {                                 \
+         fuzz_fail(__FILE__, __LINE__, __VA_ARGS__); \
+      }                                              \
    } while (0)
 
 /*
@@ -96,8 +95,7 @@ void fuzz_mem_end(fuzz_mem_stats_t *stats);
  * their length in *merged_len, or NULL when the message has no merged form
  * (OP_COMPRESSED, an OP_REPLY without exactly one document).
  */
-uint8_t *fuzz_check_accepted(const opmsg_msg_t *msg, const opmsg_options_t *opts,
-                             size_t *merged_len);
+uint8_t *fuzz_check_accepted(const opmsg_msg_t *msg, const opmsg_options_t *opts, size_t *merged_len);
 
 /*
  * Given an accepted OP_MSG and its merged bytes: encodes it again with the
@@ -107,8 +105,7 @@ uint8_t *fuzz_check_accepted(const opmsg_msg_t *msg, const opmsg_options_t *opts
  * options (checksum verified) and merges to the same bytes. Nothing for
  * other opcodes.
  */
-void fuzz_check_reencode(const opmsg_msg_t *msg, const opmsg_options_t *opts,
-                         const uint8_t *merged, size_t merged_len);
+void fuzz_check_reencode(const opmsg_msg_t *msg, const opmsg_options_t *opts, const uint8_t *merged, size_t merged_len);
 
 /* A zeroed array of n bson_t with the alignment bson_t requires (128
  * bytes: calloc's is not enough). Free with free(). */

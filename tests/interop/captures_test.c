@@ -34,8 +34,7 @@ read_file(const char *path, size_t *len)
    if (!f) {
       return NULL;
    }
-   if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 &&
-       fseek(f, 0, SEEK_SET) == 0) {
+   if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
       buf = bson_malloc((size_t) size);
       if (fread(buf, 1, (size_t) size, f) != (size_t) size) {
          bson_free(buf);
@@ -51,8 +50,7 @@ static void
 fail(const char *path, const char *what, const bson_error_t *error)
 {
    failures++;
-   printf("FAIL: %s: %s: %s%s%s\n", path, what,
-          error ? opmsg_error_name(error->code) : "", error ? ": " : "",
+   printf("FAIL: %s: %s: %s%s%s\n", path, what, error ? opmsg_error_name(error->code) : "", error ? ": " : "",
           error ? error->message : "");
 }
 
@@ -68,8 +66,7 @@ check_sequences(const char *path, const opmsg_msg_t *msg, const bson_t *merged)
       bson_iter_t bi, arr;
       uint32_t n = 0;
 
-      if (!bson_iter_init(&bi, merged) ||
-          !bson_iter_find_descendant(&bi, seq.identifier, &arr) ||
+      if (!bson_iter_init(&bi, merged) || !bson_iter_find_descendant(&bi, seq.identifier, &arr) ||
           !BSON_ITER_HOLDS_ARRAY(&arr) || !bson_iter_recurse(&arr, &bi)) {
          fail(path, "a sequence is not an array of the merged document", NULL);
          return;
@@ -78,8 +75,7 @@ check_sequences(const char *path, const opmsg_msg_t *msg, const bson_t *merged)
          n += BSON_ITER_HOLDS_DOCUMENT(&bi) ? 1 : 0;
       }
       if (n != seq.count) {
-         fail(path, "a sequence merged to a different number of documents",
-              NULL);
+         fail(path, "a sequence merged to a different number of documents", NULL);
       }
    }
 }

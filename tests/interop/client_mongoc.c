@@ -39,10 +39,8 @@ make_doc(int i)
 
    bson_snprintf(s, sizeof s, "item-%03d", i);
    bson_snprintf(tag, sizeof tag, "t%d", i % 3);
-   return BCON_NEW("_id", BCON_INT32(i), "n", BCON_INT32(i), "s", BCON_UTF8(s),
-                   "even", BCON_BOOL(i % 2 == 0), "sub", "{", "k",
-                   BCON_INT32(i % 7), "tags", "[", BCON_UTF8(tag), BCON_UTF8("x"),
-                   "]", "}");
+   return BCON_NEW("_id", BCON_INT32(i), "n", BCON_INT32(i), "s", BCON_UTF8(s), "even", BCON_BOOL(i % 2 == 0), "sub",
+                   "{", "k", BCON_INT32(i % 7), "tags", "[", BCON_UTF8(tag), BCON_UTF8("x"), "]", "}");
 }
 
 static void
@@ -55,8 +53,7 @@ insert_all(mongoc_collection_t *coll)
    for (int i = 0; i < N_DOCS; i++) {
       docs[i] = make_doc(i);
    }
-   if (!mongoc_collection_insert_many(coll, (const bson_t **) docs, N_DOCS,
-                                      NULL, &reply, &error)) {
+   if (!mongoc_collection_insert_many(coll, (const bson_t **) docs, N_DOCS, NULL, &reply, &error)) {
       fail("insert_many", &error);
    }
    if (get_int(&reply, "insertedCount") != N_DOCS) {
@@ -71,8 +68,7 @@ insert_all(mongoc_collection_t *coll)
 static void
 bulk_updates(mongoc_collection_t *coll)
 {
-   mongoc_bulk_operation_t *bulk =
-      mongoc_collection_create_bulk_operation_with_opts(coll, NULL);
+   mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(coll, NULL);
    bson_t reply, *q, *u;
    bson_error_t error;
 
@@ -101,8 +97,7 @@ bulk_updates(mongoc_collection_t *coll)
 static void
 bulk_deletes(mongoc_collection_t *coll)
 {
-   mongoc_bulk_operation_t *bulk =
-      mongoc_collection_create_bulk_operation_with_opts(coll, NULL);
+   mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(coll, NULL);
    bson_t reply, *q;
    bson_error_t error;
 
@@ -128,10 +123,8 @@ static void
 find_all(mongoc_collection_t *coll)
 {
    bson_t filter = BSON_INITIALIZER;
-   bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "batchSize",
-                           BCON_INT32(50));
-   mongoc_cursor_t *cur =
-      mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
+   bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "batchSize", BCON_INT32(50));
+   mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
    const bson_t *doc;
    bson_error_t error;
    int count = 0;
@@ -141,8 +134,8 @@ find_all(mongoc_collection_t *coll)
       bson_iter_t it;
       bool upd = bson_iter_init_find(&it, doc, "upd");
 
-      if (n != (id >= 290 ? id + 1000 : id) || upd != (id < 10) ||
-          (id >= 280 && id < 290) || (id % 2 == 1 && id < 20)) {
+      if (n != (id >= 290 ? id + 1000 : id) || upd != (id < 10) || (id >= 280 && id < 290) ||
+          (id % 2 == 1 && id < 20)) {
          fail("find: unexpected document", NULL);
       }
       count++;
@@ -161,13 +154,10 @@ static void
 aggregate(mongoc_collection_t *coll)
 {
    /* One accumulator: FerretDB 1.24.2 computes only the first of several. */
-   bson_t *pipeline = BCON_NEW(
-      "pipeline", "[", "{", "$match", "{", "n", "{", "$lt", BCON_INT32(100), "}",
-      "}", "}", "{", "$group", "{", "_id", BCON_UTF8("$even"), "total", "{",
-      "$sum", BCON_UTF8("$n"), "}", "}", "}", "{", "$sort", "{", "_id",
-      BCON_INT32(1), "}", "}", "]");
-   mongoc_cursor_t *cur =
-      mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, pipeline, NULL, NULL);
+   bson_t *pipeline = BCON_NEW("pipeline", "[", "{", "$match", "{", "n", "{", "$lt", BCON_INT32(100), "}", "}", "}",
+                               "{", "$group", "{", "_id", BCON_UTF8("$even"), "total", "{", "$sum", BCON_UTF8("$n"),
+                               "}", "}", "}", "{", "$sort", "{", "_id", BCON_INT32(1), "}", "}", "]");
+   mongoc_cursor_t *cur = mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, pipeline, NULL, NULL);
    const bson_t *doc;
    bson_error_t error;
    int64_t want[2] = {2400, 2450};
@@ -176,9 +166,8 @@ aggregate(mongoc_collection_t *coll)
    while (mongoc_cursor_next(cur, &doc)) {
       bson_iter_t it;
 
-      if (i >= 2 || !bson_iter_init_find(&it, doc, "_id") ||
-          !BSON_ITER_HOLDS_BOOL(&it) || bson_iter_bool(&it) != (i == 1) ||
-          get_int(doc, "total") != want[i]) {
+      if (i >= 2 || !bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_BOOL(&it) ||
+          bson_iter_bool(&it) != (i == 1) || get_int(doc, "total") != want[i]) {
          fail("aggregate: unexpected result", NULL);
       }
       i++;

@@ -35,13 +35,13 @@
 static int failures;
 static int32_t next_request_id = 1;
 
-#define CHECK(cond, ...)                                   \
-   do {                                                    \
-      if (!(cond)) {                                       \
-         failures++;                                       \
-         printf("FAIL: " __VA_ARGS__);                     \
-         printf("\n");                                     \
-      }                                                     \
+#define CHECK(cond, ...)               \
+   do {                                \
+      if (!(cond)) {                   \
+         failures++;                   \
+         printf("FAIL: " __VA_ARGS__); \
+         printf("\n");                 \
+      }                                \
    } while (0)
 
 static int
@@ -127,14 +127,12 @@ read_reply(int fd, int32_t request_id, int *codec, bool *had_checksum)
       return NULL;
    }
    if (!opmsg_parse(buf, len, NULL, &msg, &error)) {
-      printf("FAIL: the reply breaks %s: %s\n", opmsg_error_name(error.code),
-             error.message);
+      printf("FAIL: the reply breaks %s: %s\n", opmsg_error_name(error.code), error.message);
       failures++;
    } else {
       const opmsg_msg_t *inner = &msg;
 
-      CHECK(msg.response_to == request_id, "responseTo %d, expected %d",
-            msg.response_to, request_id);
+      CHECK(msg.response_to == request_id, "responseTo %d, expected %d", msg.response_to, request_id);
       if (msg.opcode == OPMSG_OP_COMPRESSED) {
          *codec = msg.compressor_id;
          if (!opmsg_decompress_parse(&msg, NULL, &dec, &error)) {
@@ -157,8 +155,7 @@ read_reply(int fd, int32_t request_id, int *codec, bool *had_checksum)
 }
 
 static uint8_t *
-build(const bson_t *cmd, const opmsg_sequence_in_t *seqs, size_t n_seqs,
-      uint32_t flags, size_t *len)
+build(const bson_t *cmd, const opmsg_sequence_in_t *seqs, size_t n_seqs, uint32_t flags, size_t *len)
 {
    opmsg_build_t b;
    bson_error_t error;
@@ -182,25 +179,20 @@ get_number(const bson_t *doc, const char *key)
 {
    bson_iter_t it;
 
-   return doc && bson_iter_init_find(&it, doc, key) &&
-                BSON_ITER_HOLDS_NUMBER(&it)
-             ? bson_iter_as_double(&it)
-             : -1;
+   return doc && bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_double(&it) : -1;
 }
 
 static char *
 describe(const bson_t *doc)
 {
-   return doc ? bson_as_relaxed_extended_json(doc, NULL)
-              : bson_strdup("(no reply: the connection was closed)");
+   return doc ? bson_as_relaxed_extended_json(doc, NULL) : bson_strdup("(no reply: the connection was closed)");
 }
 
 /* hello, asking for every codec; returns the codecs the server names. */
 static unsigned
 hello(int fd)
 {
-   bson_t *cmd = BCON_NEW("hello", BCON_INT32(1), "compression", "[",
-                          BCON_UTF8("snappy"), BCON_UTF8("zlib"),
+   bson_t *cmd = BCON_NEW("hello", BCON_INT32(1), "compression", "[", BCON_UTF8("snappy"), BCON_UTF8("zlib"),
                           BCON_UTF8("zstd"), "]", "$db", BCON_UTF8("admin"));
    size_t len;
    uint8_t *msg = build(cmd, NULL, 0, 0, &len);
@@ -214,21 +206,18 @@ hello(int fd)
    CHECK(send_all(fd, msg, len), "send hello");
    reply = read_reply(fd, id, &codec, &crc);
    CHECK(reply && get_number(reply, "ok") == 1, "hello answered ok");
-   if (reply && bson_iter_init_find(&it, reply, "compression") &&
-       BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &child)) {
+   if (reply && bson_iter_init_find(&it, reply, "compression") && BSON_ITER_HOLDS_ARRAY(&it) &&
+       bson_iter_recurse(&it, &child)) {
       while (bson_iter_next(&child)) {
-         int c = BSON_ITER_HOLDS_UTF8(&child)
-                    ? opmsg_compressor_from_name(bson_iter_utf8(&child, NULL))
-                    : -1;
+         int c = BSON_ITER_HOLDS_UTF8(&child) ? opmsg_compressor_from_name(bson_iter_utf8(&child, NULL)) : -1;
 
          if (c > 0) {
             mask |= 1u << c;
          }
       }
    }
-   printf("peer: hello offered snappy, zlib, zstd; the server accepts:%s%s%s%s\n",
-          mask & 2 ? " snappy" : "", mask & 4 ? " zlib" : "",
-          mask & 8 ? " zstd" : "", mask ? "" : " none");
+   printf("peer: hello offered snappy, zlib, zstd; the server accepts:%s%s%s%s\n", mask & 2 ? " snappy" : "",
+          mask & 4 ? " zlib" : "", mask & 8 ? " zstd" : "", mask ? "" : " none");
    bson_destroy(reply);
    bson_destroy(cmd);
    bson_free(msg);
@@ -251,24 +240,21 @@ ping_with_checksum(int port)
    CHECK(send_all(fd, msg, len), "send ping");
    reply = read_reply(fd, id, &codec, &crc);
    text = describe(reply);
-   printf("peer: ping with a correct CRC-32C: %s (the reply has %s)\n",
-          text, crc ? "a checksum" : "no checksum");
-   CHECK(reply && get_number(reply, "ok") == 1,
-         "a correct CRC-32C is accepted");
+   printf("peer: ping with a correct CRC-32C: %s (the reply has %s)\n", text, crc ? "a checksum" : "no checksum");
+   CHECK(reply && get_number(reply, "ok") == 1, "a correct CRC-32C is accepted");
    bson_free(text);
    bson_destroy(reply);
 
    /* The same message with its checksum's last byte changed. */
    msg[len - 1] ^= 0x5a;
-   memcpy(msg + 4, &(int32_t){next_request_id}, 4);
+   memcpy(msg + 4, &(int32_t) {next_request_id}, 4);
    id = next_request_id++;
    if (send_all(fd, msg, len)) {
       reply = read_reply(fd, id, &codec, &crc);
       text = describe(reply);
       printf("peer: ping with a wrong CRC-32C: %s\n", text);
       /* Answering or closing are both fine; executing it is not. */
-      CHECK(!reply || get_number(reply, "ok") != 1,
-            "a ping with a wrong CRC-32C was executed");
+      CHECK(!reply || get_number(reply, "ok") != 1, "a ping with a wrong CRC-32C was executed");
       bson_free(text);
       bson_destroy(reply);
    } else {
@@ -297,11 +283,9 @@ insert_compressed(int port, int codec, bool crc, bool must_accept)
    bool reply_crc, ok;
    char *text;
 
-   bson_snprintf(coll, sizeof coll, "wire_%s%s", opmsg_compressor_name(codec),
-                 crc ? "_crc" : "");
+   bson_snprintf(coll, sizeof coll, "wire_%s%s", opmsg_compressor_name(codec), crc ? "_crc" : "");
    for (int i = 0; i < 50; i++) {
-      docs[i] = BCON_NEW("_id", BCON_INT32(i), "pad",
-                         BCON_UTF8("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+      docs[i] = BCON_NEW("_id", BCON_INT32(i), "pad", BCON_UTF8("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
    }
    seq.identifier = "documents";
    seq.docs = (const bson_t *const *) docs;
@@ -309,11 +293,9 @@ insert_compressed(int port, int codec, bool crc, bool must_accept)
    cmd = BCON_NEW("insert", BCON_UTF8(coll), "$db", BCON_UTF8("interop"));
    msg = build(cmd, &seq, 1, crc ? OPMSG_FLAG_CHECKSUM_PRESENT : 0, &len);
    id = next_request_id - 1;
-   wire = opmsg_compress(msg, len, codec, OPMSG_COMPRESS_DEFAULT_LEVEL,
-                         &wire_len, &error);
+   wire = opmsg_compress(msg, len, codec, OPMSG_COMPRESS_DEFAULT_LEVEL, &wire_len, &error);
    if (!wire) {
-      printf("FAIL: compress with %s: %s\n", opmsg_compressor_name(codec),
-             error.message);
+      printf("FAIL: compress with %s: %s\n", opmsg_compressor_name(codec), error.message);
       failures++;
       close(fd);
       return false;
@@ -322,13 +304,11 @@ insert_compressed(int port, int codec, bool crc, bool must_accept)
    reply = read_reply(fd, id, &reply_codec, &reply_crc);
    ok = reply && get_number(reply, "ok") == 1 && get_number(reply, "n") == 50;
    text = describe(reply);
-   printf("peer: insert compressed with %s%s (%zu -> %zu bytes): %s: %s%s\n",
-          opmsg_compressor_name(codec), crc ? " + CRC-32C" : "", len, wire_len,
-          ok ? "accepted" : "not accepted", text,
+   printf("peer: insert compressed with %s%s (%zu -> %zu bytes): %s: %s%s\n", opmsg_compressor_name(codec),
+          crc ? " + CRC-32C" : "", len, wire_len, ok ? "accepted" : "not accepted", text,
           reply_codec >= 0 ? " (the reply was compressed too)" : "");
    if (must_accept) {
-      CHECK(ok, "the server named %s in hello but did not accept it",
-            opmsg_compressor_name(codec));
+      CHECK(ok, "the server named %s in hello but did not accept it", opmsg_compressor_name(codec));
    }
    bson_free(text);
    bson_destroy(reply);
@@ -358,8 +338,7 @@ main(int argc, char **argv)
    close(fd);
 
    ping_with_checksum(port);
-   for (int codec = OPMSG_COMPRESSOR_NOOP; codec <= OPMSG_COMPRESSOR_ZSTD;
-        codec++) {
+   for (int codec = OPMSG_COMPRESSOR_NOOP; codec <= OPMSG_COMPRESSOR_ZSTD; codec++) {
       bool named = codec != OPMSG_COMPRESSOR_NOOP && (accepted & (1u << codec));
 
       insert_compressed(port, codec, false, named);

@@ -163,8 +163,7 @@ put_i32_at(uint8_t *p, int32_t v)
    opmsg_write_u32(p, (uint32_t) v);
 }
 
-static const int32_t LIES[] = {INT32_MAX, INT32_MAX - 15, 48000001, 16777217,
-                               -1, -16, INT32_MIN, 0, 4};
+static const int32_t LIES[] = {INT32_MAX, INT32_MAX - 15, 48000001, 16777217, -1, -16, INT32_MIN, 0, 4};
 #define N_LIES (sizeof LIES / sizeof LIES[0])
 
 /* Parses, expecting a refusal that allocates nothing. */
@@ -365,8 +364,7 @@ compressed_insert(int codec, size_t *len)
    tu_buf_t b;
    build_insert(&b, 5);
    bson_error_t error;
-   uint8_t *out = opmsg_compress(b.data, b.len, codec, OPMSG_COMPRESS_DEFAULT_LEVEL, len,
-                                 &error);
+   uint8_t *out = opmsg_compress(b.data, b.len, codec, OPMSG_COMPRESS_DEFAULT_LEVEL, len, &error);
    if (!out) {
       fail_msg("compress with %d: %s", codec, error.message);
    }
@@ -383,9 +381,7 @@ test_compressed_lying_size_refused(void **state)
       uint8_t *msg = compressed_insert(codec, &len);
       /* Above the default limit once the header is added, negative, or
        * below the smallest OP_MSG body. */
-      static const int32_t lies[] = {INT32_MAX,  INT32_MAX - 15, 48000000 - 15,
-                                     -1,         -16,            INT32_MIN,
-                                     0,          4};
+      static const int32_t lies[] = {INT32_MAX, INT32_MAX - 15, 48000000 - 15, -1, -16, INT32_MIN, 0, 4};
       for (size_t i = 0; i < sizeof lies / sizeof lies[0]; i++) {
          put_i32_at(msg + USIZE_AT, lies[i]);
          assert_refused_free(msg, len, level_opts());
@@ -393,7 +389,7 @@ test_compressed_lying_size_refused(void **state)
       /* One past what a 4 KiB limit allows. */
       opmsg_options_t opts;
       opmsg_options_init(&opts);
-   opts.check = g_check;
+      opts.check = g_check;
       opts.max_message_size = 4096;
       put_i32_at(msg + USIZE_AT, 4096 - 16 + 1);
       assert_refused_free(msg, len, &opts);
@@ -432,7 +428,8 @@ check_lying_within_limit(int codec, size_t limit)
    assert_true(m.largest <= limit);
    assert_int_equal(m.live, 0);
    print_message("codec %d, uncompressedSize %d from %zu bytes: largest allocation %zu, "
-                 "peak %zu\n", codec, claim, len, m.largest, m.peak);
+                 "peak %zu\n",
+                 codec, claim, len, m.largest, m.peak);
 
    opmsg_decompressed_t d;
    mem_begin();
@@ -468,8 +465,8 @@ static void
 test_decompress_declared_size_checked_first(void **state)
 {
    (void) state;
-   static const int codecs[] = {OPMSG_COMPRESSOR_NOOP, OPMSG_COMPRESSOR_SNAPPY,
-                                OPMSG_COMPRESSOR_ZLIB, OPMSG_COMPRESSOR_ZSTD};
+   static const int codecs[] = {OPMSG_COMPRESSOR_NOOP, OPMSG_COMPRESSOR_SNAPPY, OPMSG_COMPRESSOR_ZLIB,
+                                OPMSG_COMPRESSOR_ZSTD};
    for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
       size_t len;
       uint8_t *data = compressed_insert(codecs[i], &len);
@@ -486,7 +483,8 @@ test_decompress_declared_size_checked_first(void **state)
                   (codecs[i] == OPMSG_COMPRESSOR_ZLIB && error.code == OPMSG_ERR_DECOMPRESS));
       if (m.peak > 2 * len + 256 * 1024) {
          fail_msg("codec %d: a 40,000,000-byte uncompressedSize lie in a %zu-byte message "
-                  "made decompression allocate %zu bytes", codecs[i], len, m.peak);
+                  "made decompression allocate %zu bytes",
+                  codecs[i], len, m.peak);
       }
       assert_int_equal(m.live, 0);
    }
@@ -525,8 +523,7 @@ test_decompress_honest_exact(void **state)
 /* Feeds data in pieces of `piece` bytes, taking messages out as they come,
  * then ends the stream. Returns the last status; *error has its error. */
 static opmsg_reader_status_t
-read_all(opmsg_reader_t *r, const uint8_t *data, size_t len, size_t piece,
-         size_t *messages, bson_error_t *error)
+read_all(opmsg_reader_t *r, const uint8_t *data, size_t len, size_t piece, size_t *messages, bson_error_t *error)
 {
    size_t fed = 0;
    opmsg_reader_status_t st = OPMSG_READER_NEED_MORE;
@@ -636,9 +633,8 @@ test_reader_large_messages_bounded(void **state)
 int
 main(void)
 {
-   static const bson_mem_vtable_t vtable = {hook_malloc, hook_calloc, hook_realloc,
-                                            hook_free, hook_aligned_alloc,
-                                            {NULL, NULL, NULL}};
+   static const bson_mem_vtable_t vtable = {hook_malloc, hook_calloc,        hook_realloc,
+                                            hook_free,   hook_aligned_alloc, {NULL, NULL, NULL}};
    bson_mem_set_vtable(&vtable);
    const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_lying_message_length),
@@ -653,8 +649,7 @@ main(void)
       cmocka_unit_test(test_reader_lying_lengths),
       cmocka_unit_test(test_reader_large_messages_bounded),
    };
-   static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL,
-                                          OPMSG_CHECK_FULL};
+   static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL};
    int failed = 0;
    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
       g_check = levels[i];

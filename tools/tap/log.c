@@ -59,8 +59,7 @@ tap_line_start(double t, uint64_t conn)
    }
    gmtime_r(&secs, &tm);
    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-   opmsg_strbuf_append_printf(s, "%s.%06ldZ\",\"conn\":%" PRIu64, buf, usec,
-                             conn);
+   opmsg_strbuf_append_printf(s, "%s.%06ldZ\",\"conn\":%" PRIu64, buf, usec, conn);
    return s;
 }
 
@@ -154,8 +153,7 @@ tap_has_long_array(const bson_t *doc, uint32_t max, int depth)
 /* Copies src into dst keeping the first max elements of every array and
  * ending a shortened array with {"$elided": <how many were left out>}. */
 static void
-tap_copy_elided(const bson_t *src, bson_t *dst, uint32_t max, bool is_array,
-                int depth)
+tap_copy_elided(const bson_t *src, bson_t *dst, uint32_t max, bool is_array, int depth)
 {
    bson_iter_t it;
    uint32_t index = 0, dropped = 0;
@@ -176,8 +174,7 @@ tap_copy_elided(const bson_t *src, bson_t *dst, uint32_t max, bool is_array,
          continue;
       }
       index++;
-      if ((type == BSON_TYPE_ARRAY || type == BSON_TYPE_DOCUMENT) &&
-          depth < OPMSG_MAX_DEPTH) {
+      if ((type == BSON_TYPE_ARRAY || type == BSON_TYPE_DOCUMENT) && depth < OPMSG_MAX_DEPTH) {
          if (type == BSON_TYPE_ARRAY) {
             bson_iter_array(&it, &len, &data);
          } else {
@@ -221,8 +218,7 @@ tap_append_doc(tap_t *tap, opmsg_strbuf_t *s, const bson_t *doc)
    /* Below full validation, an element libbson cannot read stops its
     * iterator: the eliding copy would lose the rest silently, and JSON
     * cannot carry it. Such a document is logged without "doc". */
-   if (tap->parse.check != OPMSG_CHECK_FULL &&
-       !bson_validate(doc, BSON_VALIDATE_UTF8, NULL)) {
+   if (tap->parse.check != OPMSG_CHECK_FULL && !bson_validate(doc, BSON_VALIDATE_UTF8, NULL)) {
       return;
    }
    if (tap->o.max_array && tap_has_long_array(doc, tap->o.max_array, 0)) {
@@ -246,21 +242,19 @@ tap_append_doc(tap_t *tap, opmsg_strbuf_t *s, const bson_t *doc)
  * ------------------------------------------------------------------------- */
 
 static void
-tap_save_raw(tap_t *tap, const tap_session_t *ses, int dir,
-             const uint8_t *data, size_t len)
+tap_save_raw(tap_t *tap, const tap_session_t *ses, int dir, const uint8_t *data, size_t len)
 {
    char path[4096];
    FILE *f;
 
    /* The sequence number first, so listing the directory replays the
     * conversation in the order it was logged. */
-   bson_snprintf(path, sizeof path, "%s/%08" PRIu64 "-conn%" PRIu64 "-%s.bin",
-                 tap->o.raw_dir, ++tap->raw_seq, ses->id, tap_dir_name[dir]);
+   bson_snprintf(path, sizeof path, "%s/%08" PRIu64 "-conn%" PRIu64 "-%s.bin", tap->o.raw_dir, ++tap->raw_seq, ses->id,
+                 tap_dir_name[dir]);
    f = fopen(path, "wb");
    if (!f || fwrite(data, 1, len, f) != len) {
       if (!tap->raw_failed) {
-         fprintf(stderr, "opmsg tap: cannot write %s: %s\n", path,
-                 strerror(errno));
+         fprintf(stderr, "opmsg tap: cannot write %s: %s\n", path, strerror(errno));
          tap->raw_failed = true;
       }
    }
@@ -293,9 +287,7 @@ tap_append_sequences(opmsg_strbuf_t *s, const opmsg_msg_t *msg)
 static void
 tap_append_error(opmsg_strbuf_t *s, const bson_error_t *error)
 {
-   const char *name = error->domain == OPMSG_ERROR_DOMAIN
-                         ? opmsg_error_name(error->code)
-                         : "error";
+   const char *name = error->domain == OPMSG_ERROR_DOMAIN ? opmsg_error_name(error->code) : "error";
 
    opmsg_strbuf_append(s, ",\"error\":");
    tap_json_string(s, name, strlen(name));
@@ -306,15 +298,13 @@ tap_append_error(opmsg_strbuf_t *s, const bson_error_t *error)
 /* The command, $db and merged document of a parsed (inner) message. A
  * reply's first key is not a command: only requests name one. */
 static void
-tap_append_contents(tap_t *tap, opmsg_strbuf_t *s, const opmsg_msg_t *msg,
-                    int dir)
+tap_append_contents(tap_t *tap, opmsg_strbuf_t *s, const opmsg_msg_t *msg, int dir)
 {
    bson_error_t error;
    bson_t *merged;
    bson_t body;
 
-   if (dir == TAP_C2S &&
-       (msg->opcode == OPMSG_OP_MSG || msg->opcode == OPMSG_OP_QUERY)) {
+   if (dir == TAP_C2S && (msg->opcode == OPMSG_OP_MSG || msg->opcode == OPMSG_OP_QUERY)) {
       const char *cmd = opmsg_command_name(msg);
       uint32_t db_len = 0;
       const char *db = opmsg_db(msg, &db_len);
@@ -336,8 +326,7 @@ tap_append_contents(tap_t *tap, opmsg_strbuf_t *s, const opmsg_msg_t *msg,
       }
    }
    if (msg->opcode == OPMSG_OP_REPLY) {
-      opmsg_strbuf_append_printf(s, ",\"numberReturned\":%" PRId32,
-                                msg->number_returned);
+      opmsg_strbuf_append_printf(s, ",\"numberReturned\":%" PRId32, msg->number_returned);
       if (msg->number_returned != 1) {
          if (msg->body && opmsg_body(msg, &body)) {
             tap_append_doc(tap, s, &body);
@@ -359,8 +348,7 @@ tap_append_contents(tap_t *tap, opmsg_strbuf_t *s, const opmsg_msg_t *msg,
  * or, when it breaks a rule, the rule. A request is remembered for the
  * latency of its reply even when it breaks one: the server may answer it. */
 void
-tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
-                size_t len, double now)
+tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data, size_t len, double now)
 {
    opmsg_options_t opts = tap->parse;
    opmsg_decompressed_t dec = {0};
@@ -378,10 +366,8 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
       tap_save_raw(tap, ses, dir, data, len);
    }
    s = tap_line_start(now, ses->id);
-   opmsg_strbuf_append_printf(s,
-                             ",\"dir\":\"%s\",\"len\":%zu,\"requestID\":%" PRId32
-                             ",\"responseTo\":%" PRId32,
-                             tap_dir_name[dir], len, request_id, response_to);
+   opmsg_strbuf_append_printf(s, ",\"dir\":\"%s\",\"len\":%zu,\"requestID\":%" PRId32 ",\"responseTo\":%" PRId32,
+                              tap_dir_name[dir], len, request_id, response_to);
    tap_append_opcode(s, "opcode", opcode);
 
    if (dir == TAP_C2S && opcode == OPMSG_OP_MSG) {
@@ -391,8 +377,7 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
    if (ok && msg.opcode == OPMSG_OP_COMPRESSED) {
       const char *codec = opmsg_compressor_name(msg.compressor_id);
 
-      opmsg_strbuf_append_printf(s, ",\"compressor\":\"%s\"",
-                                codec ? codec : "reserved");
+      opmsg_strbuf_append_printf(s, ",\"compressor\":\"%s\"", codec ? codec : "reserved");
       tap_append_opcode(s, "originalOpcode", msg.original_opcode);
       if (dir == TAP_C2S && msg.original_opcode == OPMSG_OP_MSG) {
          opts.flags |= OPMSG_PARSE_REQUEST;
@@ -404,13 +389,10 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
    }
 
    if (inner) {
-      if (inner->opcode == OPMSG_OP_MSG || inner->opcode == OPMSG_OP_QUERY ||
-          inner->opcode == OPMSG_OP_REPLY) {
+      if (inner->opcode == OPMSG_OP_MSG || inner->opcode == OPMSG_OP_QUERY || inner->opcode == OPMSG_OP_REPLY) {
          tap_append_flags(s, inner->opcode, inner->flags);
       }
-      if (dir == TAP_C2S &&
-          !(inner->opcode == OPMSG_OP_MSG &&
-            (inner->flags & OPMSG_FLAG_MORE_TO_COME))) {
+      if (dir == TAP_C2S && !(inner->opcode == OPMSG_OP_MSG && (inner->flags & OPMSG_FLAG_MORE_TO_COME))) {
          tap_remember(ses, request_id, now);
       }
    } else if (dir == TAP_C2S) {
@@ -420,8 +402,7 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
    if (dir == TAP_S2C && tap_answer(ses, response_to, &sent)) {
       opmsg_strbuf_append_printf(s, ",\"latency_us\":%.1f", (now - sent) * 1e6);
       /* Exhaust: the next reply answers this one. */
-      if (inner && inner->opcode == OPMSG_OP_MSG &&
-          (inner->flags & OPMSG_FLAG_MORE_TO_COME)) {
+      if (inner && inner->opcode == OPMSG_OP_MSG && (inner->flags & OPMSG_FLAG_MORE_TO_COME)) {
          tap_remember(ses, request_id, now);
       }
    }
@@ -439,8 +420,7 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
  * ------------------------------------------------------------------------- */
 
 void
-tap_log_event(tap_t *tap, const tap_session_t *ses, double now,
-              const char *event, const char *detail)
+tap_log_event(tap_t *tap, const tap_session_t *ses, double now, const char *event, const char *detail)
 {
    opmsg_strbuf_t *s = tap_line_start(now, ses->id);
 
@@ -453,19 +433,16 @@ tap_log_event(tap_t *tap, const tap_session_t *ses, double now,
 }
 
 void
-tap_log_close(tap_t *tap, const tap_session_t *ses, double now,
-              const char *why)
+tap_log_close(tap_t *tap, const tap_session_t *ses, double now, const char *why)
 {
    opmsg_strbuf_t *s = tap_line_start(now, ses->id);
 
-   opmsg_strbuf_append_printf(
-      s,
-      ",\"event\":\"close\",\"bytes_c2s\":%" PRIu64 ",\"bytes_s2c\":%" PRIu64
-      ",\"messages_c2s\":%" PRIu64 ",\"messages_s2c\":%" PRIu64
-      ",\"unframed_c2s\":%zu,\"unframed_s2c\":%zu",
-      ses->dir[0].bytes, ses->dir[1].bytes, ses->dir[0].messages,
-      ses->dir[1].messages, opmsg_reader_buffered(ses->dir[0].reader),
-      opmsg_reader_buffered(ses->dir[1].reader));
+   opmsg_strbuf_append_printf(s,
+                              ",\"event\":\"close\",\"bytes_c2s\":%" PRIu64 ",\"bytes_s2c\":%" PRIu64
+                              ",\"messages_c2s\":%" PRIu64 ",\"messages_s2c\":%" PRIu64
+                              ",\"unframed_c2s\":%zu,\"unframed_s2c\":%zu",
+                              ses->dir[0].bytes, ses->dir[1].bytes, ses->dir[0].messages, ses->dir[1].messages,
+                              opmsg_reader_buffered(ses->dir[0].reader), opmsg_reader_buffered(ses->dir[1].reader));
    if (why) {
       opmsg_strbuf_append(s, ",\"detail\":");
       tap_json_string(s, why, strlen(why));

@@ -56,8 +56,7 @@ typedef struct tap_queue {
 } tap_queue_t;
 
 void
-tap_post(tap_t *tap, tap_session_t *ses, int kind, int dir, double t,
-         const char *text, const uint8_t *data, size_t len)
+tap_post(tap_t *tap, tap_session_t *ses, int kind, int dir, double t, const char *text, const uint8_t *data, size_t len)
 {
    tap_queue_t *q = tap->queue;
    tap_item_t *it = bson_malloc(sizeof *it + len);

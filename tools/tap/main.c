@@ -33,21 +33,20 @@ tap_signal(int sig)
 static void
 tap_usage(FILE *f)
 {
-   fputs(
-      "usage: opmsg tap --listen HOST:PORT --upstream HOST:PORT [--out FILE]\n"
-      "                 [--raw DIR] [--max-array N]\n"
-      "       opmsg tap --pcap FILE [--port N] [--out FILE] [--raw DIR]\n"
-      "                 [--max-array N]\n"
-      "  both also take [--check frames|top-level|full] [--full-validate]\n"
-      "Forwards MongoDB wire traffic unchanged and logs one JSON line per\n"
-      "message (docs/tap.md). --out FILE: the log (default stdout).\n"
-      "--raw DIR: also save each message as DIR/<seq>-conn<id>-<c2s|s2c>.bin.\n"
-      "--pcap FILE: read a capture instead, the server being on port --port\n"
-      "(default 27017). --max-array N: show at most N elements of an array\n"
-      "(default 100, 0 = all). --check: how far inside the documents each\n"
-      "message is checked (default full; --full-validate is --check full).\n"
-      "Stop with Ctrl-C or SIGTERM.\n",
-      f);
+   fputs("usage: opmsg tap --listen HOST:PORT --upstream HOST:PORT [--out FILE]\n"
+         "                 [--raw DIR] [--max-array N]\n"
+         "       opmsg tap --pcap FILE [--port N] [--out FILE] [--raw DIR]\n"
+         "                 [--max-array N]\n"
+         "  both also take [--check frames|top-level|full] [--full-validate]\n"
+         "Forwards MongoDB wire traffic unchanged and logs one JSON line per\n"
+         "message (docs/tap.md). --out FILE: the log (default stdout).\n"
+         "--raw DIR: also save each message as DIR/<seq>-conn<id>-<c2s|s2c>.bin.\n"
+         "--pcap FILE: read a capture instead, the server being on port --port\n"
+         "(default 27017). --max-array N: show at most N elements of an array\n"
+         "(default 100, 0 = all). --check: how far inside the documents each\n"
+         "message is checked (default full; --full-validate is --check full).\n"
+         "Stop with Ctrl-C or SIGTERM.\n",
+         f);
 }
 
 static int
@@ -91,16 +90,14 @@ tap_parse_args(int argc, char **argv, tap_opts_t *o)
          o->pcap_path = val;
       } else if (strcmp(a, "--port") == 0 && cli_parse_int(val, 1, 65535, &v)) {
          o->port = (uint16_t) v;
-      } else if (strcmp(a, "--max-array") == 0 &&
-                 cli_parse_int(val, 0, UINT32_MAX, &v)) {
+      } else if (strcmp(a, "--max-array") == 0 && cli_parse_int(val, 0, UINT32_MAX, &v)) {
          o->max_array = (uint32_t) v;
       } else {
          fprintf(stderr, "opmsg tap: bad option: %s %s\n", a, val);
          return 2;
       }
    }
-   if (o->pcap_path ? (o->listen || o->upstream)
-                    : (!o->listen || !o->upstream)) {
+   if (o->pcap_path ? (o->listen || o->upstream) : (!o->listen || !o->upstream)) {
       fprintf(stderr, "opmsg tap: give --listen and --upstream, or --pcap\n");
       tap_usage(stderr);
       return 2;
@@ -126,8 +123,7 @@ cli_tap_main(int argc, char **argv)
       struct stat st;
 
       if (stat(tap.o.raw_dir, &st) != 0 && mkdir(tap.o.raw_dir, 0777) != 0) {
-         fprintf(stderr, "opmsg tap: cannot create %s: %s\n", tap.o.raw_dir,
-                 strerror(errno));
+         fprintf(stderr, "opmsg tap: cannot create %s: %s\n", tap.o.raw_dir, strerror(errno));
          return 2;
       }
    }
@@ -135,8 +131,7 @@ cli_tap_main(int argc, char **argv)
    if (tap.o.out_path && strcmp(tap.o.out_path, "-") != 0) {
       tap.out = fopen(tap.o.out_path, "w");
       if (!tap.out) {
-         fprintf(stderr, "opmsg tap: cannot open %s: %s\n", tap.o.out_path,
-                 strerror(errno));
+         fprintf(stderr, "opmsg tap: cannot open %s: %s\n", tap.o.out_path, strerror(errno));
          return 2;
       }
    }

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define TAP_OOO_MAX_SEGMENTS 256u  /* out-of-order segments kept per direction */
+#define TAP_OOO_MAX_SEGMENTS 256u /* out-of-order segments kept per direction */
 
 typedef struct tap_segment {
    struct tap_segment *next;
@@ -30,7 +30,7 @@ typedef struct tap_segment {
 
 typedef struct {
    bool have_next;
-   uint32_t next_seq;  /* the sequence number of the next byte to feed */
+   uint32_t next_seq; /* the sequence number of the next byte to feed */
    bool fin;
    tap_segment_t *ooo; /* segments past a gap, sorted by seq */
    size_t n_ooo;
@@ -38,7 +38,7 @@ typedef struct {
 
 typedef struct tap_flow {
    struct tap_flow *next;
-   uint8_t key[36];    /* client address, server address (16 each), ports */
+   uint8_t key[36]; /* client address, server address (16 each), ports */
    tap_session_t ses;
    tap_half_t half[2];
 } tap_flow_t;
@@ -77,8 +77,7 @@ tap_flow_free(tap_flow_t *f)
 }
 
 static void
-tap_flow_end(tap_t *tap, tap_flows_t *flows, tap_flow_t *f, double now,
-             const char *why)
+tap_flow_end(tap_t *tap, tap_flows_t *flows, tap_flow_t *f, double now, const char *why)
 {
    tap_flow_t **pp = &flows->bucket[tap_key_hash(f->key)];
 
@@ -101,8 +100,7 @@ tap_seq_diff(uint32_t a, uint32_t b)
 
 /* Feeds the segment's bytes that are new, in order. */
 static void
-tap_half_deliver(tap_t *tap, tap_flow_t *f, int dir, uint32_t seq,
-                 const uint8_t *data, size_t len, double now)
+tap_half_deliver(tap_t *tap, tap_flow_t *f, int dir, uint32_t seq, const uint8_t *data, size_t len, double now)
 {
    tap_half_t *h = &f->half[dir];
    int64_t off = tap_seq_diff(seq, h->next_seq);
@@ -119,8 +117,7 @@ tap_half_deliver(tap_t *tap, tap_flow_t *f, int dir, uint32_t seq,
       tap_segment_t **pp = &h->ooo, *seg;
 
       if (h->n_ooo >= TAP_OOO_MAX_SEGMENTS) {
-         tap_log_event(tap, &f->ses, now, "gap",
-                       "too many segments missing: not logging this direction any more");
+         tap_log_event(tap, &f->ses, now, "gap", "too many segments missing: not logging this direction any more");
          f->ses.dir[dir].broken = true;
          return;
       }
@@ -146,8 +143,7 @@ tap_half_deliver(tap_t *tap, tap_flow_t *f, int dir, uint32_t seq,
       h->ooo = seg->next;
       h->n_ooo--;
       if ((int64_t) seg->len > skip) {
-         tap_feed(tap, &f->ses, dir, seg->data + skip, seg->len - (size_t) skip,
-                  now);
+         tap_feed(tap, &f->ses, dir, seg->data + skip, seg->len - (size_t) skip, now);
          h->next_seq += (uint32_t) (seg->len - (size_t) skip);
       }
       bson_free(seg);
@@ -159,14 +155,12 @@ tap_half_deliver(tap_t *tap, tap_flow_t *f, int dir, uint32_t seq,
 #define TCP_RST 0x04
 
 static void
-tap_tcp_segment(tap_t *tap, tap_flows_t *flows, const uint8_t *src_ip,
-                const uint8_t *dst_ip, size_t ip_len, const uint8_t *tcp,
-                size_t tcp_len, double now)
+tap_tcp_segment(tap_t *tap, tap_flows_t *flows, const uint8_t *src_ip, const uint8_t *dst_ip, size_t ip_len,
+                const uint8_t *tcp, size_t tcp_len, double now)
 {
    uint16_t sport = (uint16_t) (tcp[0] << 8 | tcp[1]);
    uint16_t dport = (uint16_t) (tcp[2] << 8 | tcp[3]);
-   uint32_t seq = (uint32_t) tcp[4] << 24 | (uint32_t) tcp[5] << 16 |
-                  (uint32_t) tcp[6] << 8 | tcp[7];
+   uint32_t seq = (uint32_t) tcp[4] << 24 | (uint32_t) tcp[5] << 16 | (uint32_t) tcp[6] << 8 | tcp[7];
    size_t off = (size_t) (tcp[12] >> 4) * 4;
    uint8_t flags = tcp[13];
    uint8_t key[36] = {0};
@@ -200,8 +194,8 @@ tap_tcp_segment(tap_t *tap, tap_flows_t *flows, const uint8_t *src_ip,
          break;
       }
    }
-   if (f && dir == TAP_C2S && (flags & TCP_SYN) && !(flags & 0x10) &&
-       f->half[dir].have_next && seq + 1 != f->half[dir].next_seq) {
+   if (f && dir == TAP_C2S && (flags & TCP_SYN) && !(flags & 0x10) && f->half[dir].have_next &&
+       seq + 1 != f->half[dir].next_seq) {
       /* The same ports again: a new connection. */
       tap_flow_end(tap, flows, f, now, "port reused");
       f = NULL;
@@ -210,8 +204,7 @@ tap_tcp_segment(tap_t *tap, tap_flows_t *flows, const uint8_t *src_ip,
       char text[INET6_ADDRSTRLEN + 8];
       char host[INET6_ADDRSTRLEN];
 
-      if ((flags & (TCP_RST | TCP_FIN)) ||
-          (!(flags & TCP_SYN) && tcp_len == off)) {
+      if ((flags & (TCP_RST | TCP_FIN)) || (!(flags & TCP_SYN) && tcp_len == off)) {
          return; /* the end of something not seen, or a last ACK */
       }
       f = bson_malloc0(sizeof *f);
@@ -220,8 +213,7 @@ tap_tcp_segment(tap_t *tap, tap_flows_t *flows, const uint8_t *src_ip,
       f->next = flows->bucket[tap_key_hash(key)];
       flows->bucket[tap_key_hash(key)] = f;
       inet_ntop(ip_len == 4 ? AF_INET : AF_INET6, client_ip, host, sizeof host);
-      bson_snprintf(text, sizeof text, ip_len == 4 ? "%s:%u" : "[%s]:%u", host,
-                    (unsigned) client_port);
+      bson_snprintf(text, sizeof text, ip_len == 4 ? "%s:%u" : "[%s]:%u", host, (unsigned) client_port);
       tap_log_event(tap, &f->ses, now, "open", text);
    }
    h = &f->half[dir];
@@ -233,8 +225,7 @@ tap_tcp_segment(tap_t *tap, tap_flows_t *flows, const uint8_t *src_ip,
       h->next_seq = seq;
    }
    if (tcp_len > off) {
-      tap_half_deliver(tap, f, dir, (flags & TCP_SYN) ? seq + 1 : seq,
-                       tcp + off, tcp_len - off, now);
+      tap_half_deliver(tap, f, dir, (flags & TCP_SYN) ? seq + 1 : seq, tcp + off, tcp_len - off, now);
    }
    if (flags & TCP_RST) {
       tap_flow_end(tap, flows, f, now, "reset");
@@ -303,8 +294,7 @@ tap_link_payload(int dlt, const uint8_t *p, size_t caplen, size_t *len)
 }
 
 static void
-tap_ip_packet(tap_t *tap, tap_flows_t *flows, const uint8_t *ip, size_t len,
-              double now)
+tap_ip_packet(tap_t *tap, tap_flows_t *flows, const uint8_t *ip, size_t len, double now)
 {
    if (len >= 20 && ip[0] >> 4 == 4) {
       size_t ihl = (size_t) (ip[0] & 0x0f) * 4;
@@ -318,8 +308,7 @@ tap_ip_packet(tap_t *tap, tap_flows_t *flows, const uint8_t *ip, size_t len,
          return; /* truncated by the snap length: the bytes are not there */
       }
       if (total - ihl >= 20) {
-         tap_tcp_segment(tap, flows, ip + 12, ip + 16, 4, ip + ihl, total - ihl,
-                         now);
+         tap_tcp_segment(tap, flows, ip + 12, ip + 16, 4, ip + ihl, total - ihl, now);
       }
    } else if (len >= 40 && ip[0] >> 4 == 6) {
       size_t payload = (size_t) (ip[4] << 8 | ip[5]);
@@ -335,8 +324,7 @@ int
 tap_run_pcap(tap_t *tap)
 {
    char errbuf[PCAP_ERRBUF_SIZE];
-   pcap_t *pc = pcap_open_offline_with_tstamp_precision(
-      tap->o.pcap_path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
+   pcap_t *pc = pcap_open_offline_with_tstamp_precision(tap->o.pcap_path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
    tap_flows_t *flows;
    struct pcap_pkthdr *hdr;
    const u_char *pkt;
@@ -366,8 +354,7 @@ tap_run_pcap(tap_t *tap)
       }
    }
    if (!tap_stop && rc == PCAP_ERROR) {
-      fprintf(stderr, "opmsg tap: %s: %s\n", tap->o.pcap_path,
-              pcap_geterr(pc));
+      fprintf(stderr, "opmsg tap: %s: %s\n", tap->o.pcap_path, pcap_geterr(pc));
       status = 1;
    }
    for (size_t b = 0; b < TAP_FLOW_BUCKETS; b++) {

@@ -36,11 +36,11 @@ typedef struct {
 
 typedef struct {
    tap_session_t *ses; /* handed to the logging thread at close */
-   int fd[2];        /* [0] the client, [1] the upstream server */
-   tap_out_t out[2]; /* bytes waiting to be written to fd[i] */
-   bool eof[2];      /* fd[i] has no more to read */
-   bool shut[2];     /* shutdown(fd[i], SHUT_WR) done */
-   bool connecting;  /* fd[1]'s connect() is in progress */
+   int fd[2];          /* [0] the client, [1] the upstream server */
+   tap_out_t out[2];   /* bytes waiting to be written to fd[i] */
+   bool eof[2];        /* fd[i] has no more to read */
+   bool shut[2];       /* shutdown(fd[i], SHUT_WR) done */
+   bool connecting;    /* fd[1]'s connect() is in progress */
    bool dead;
 } tap_conn_t;
 
@@ -55,8 +55,7 @@ tap_now(void)
 }
 
 static bool
-tap_split_hostport(const char *text, char *host, size_t host_cap,
-                   char *port, size_t port_cap)
+tap_split_hostport(const char *text, char *host, size_t host_cap, char *port, size_t port_cap)
 {
    const char *colon = strrchr(text, ':');
    const char *h = text;
@@ -96,8 +95,7 @@ tap_resolve(const char *hostport, bool passive)
    hints.ai_flags = passive ? AI_PASSIVE : 0;
    rc = getaddrinfo(host, port, &hints, &res);
    if (rc != 0) {
-      fprintf(stderr, "opmsg tap: cannot resolve '%s': %s\n", hostport,
-              gai_strerror(rc));
+      fprintf(stderr, "opmsg tap: cannot resolve '%s': %s\n", hostport, gai_strerror(rc));
       return NULL;
    }
    return res;
@@ -133,8 +131,7 @@ tap_addr_text(const struct sockaddr *sa, char *buf, size_t cap)
       port = ntohs(in->sin_port);
       bson_snprintf(buf, cap, "%s:%u", host, port);
    } else if (sa->sa_family == AF_INET6) {
-      const struct sockaddr_in6 *in6 =
-         (const struct sockaddr_in6 *) (const void *) sa;
+      const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) (const void *) sa;
 
       inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
       port = ntohs(in6->sin6_port);
@@ -158,16 +155,14 @@ tap_listen(const char *hostport)
          continue;
       }
       (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 128) == 0 &&
-          tap_nonblock(fd)) {
+      if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 128) == 0 && tap_nonblock(fd)) {
          break;
       }
       close(fd);
       fd = -1;
    }
    if (res && fd < 0) {
-      fprintf(stderr, "opmsg tap: cannot listen on %s: %s\n", hostport,
-              strerror(errno));
+      fprintf(stderr, "opmsg tap: cannot listen on %s: %s\n", hostport, strerror(errno));
    }
    freeaddrinfo(res);
    return fd;
@@ -191,8 +186,7 @@ tap_conn_close(tap_t *tap, tap_conn_t *c, const char *why)
 
 /* Starts connecting to the upstream server for a new client. */
 static tap_conn_t *
-tap_conn_new(tap_t *tap, int cfd, const struct addrinfo *up,
-             const struct sockaddr *peer)
+tap_conn_new(tap_t *tap, int cfd, const struct addrinfo *up, const struct sockaddr *peer)
 {
    tap_conn_t *c = bson_malloc0(sizeof *c);
    char text[80];
@@ -219,8 +213,7 @@ tap_conn_new(tap_t *tap, int cfd, const struct addrinfo *up,
       if (errno != EINPROGRESS) {
          char why[160];
 
-         bson_snprintf(why, sizeof why, "upstream connect: %s",
-                       strerror(errno));
+         bson_snprintf(why, sizeof why, "upstream connect: %s", strerror(errno));
          tap_conn_close(tap, c, why);
          return c;
       }
@@ -300,16 +293,14 @@ tap_conn_read(tap_t *tap, tap_conn_t *c, int src, uint8_t *buf)
       return;
    }
    /* Forward first, log afterwards. */
-   if (c->out[dst].len == 0 &&
-       !tap_send(c->fd[dst], buf, (size_t) n, &sent)) {
+   if (c->out[dst].len == 0 && !tap_send(c->fd[dst], buf, (size_t) n, &sent)) {
       tap_conn_close(tap, c, dst == 0 ? "client write error" : "upstream write error");
       return;
    }
    if (sent < (size_t) n) {
       tap_out_append(&c->out[dst], buf + sent, (size_t) n - sent);
    }
-   tap_post(tap, c->ses, TAP_ITEM_DATA, src == 0 ? TAP_C2S : TAP_S2C,
-            tap_now(), NULL, buf, (size_t) n);
+   tap_post(tap, c->ses, TAP_ITEM_DATA, src == 0 ? TAP_C2S : TAP_S2C, tap_now(), NULL, buf, (size_t) n);
 }
 
 static void
@@ -325,8 +316,7 @@ tap_conn_write(tap_t *tap, tap_conn_t *c, int dst)
       if (getsockopt(c->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err) {
          char why[160];
 
-         bson_snprintf(why, sizeof why, "upstream connect: %s",
-                       strerror(err ? err : errno));
+         bson_snprintf(why, sizeof why, "upstream connect: %s", strerror(err ? err : errno));
          tap_conn_close(tap, c, why);
          return;
       }
@@ -345,8 +335,7 @@ tap_conn_write(tap_t *tap, tap_conn_t *c, int dst)
 }
 
 static void
-tap_accept(tap_t *tap, int lfd, const struct addrinfo *up, tap_conn_t ***conns,
-           size_t *n, size_t *cap)
+tap_accept(tap_t *tap, int lfd, const struct addrinfo *up, tap_conn_t ***conns, size_t *n, size_t *cap)
 {
    for (;;) {
       struct sockaddr_storage peer;
@@ -354,8 +343,7 @@ tap_accept(tap_t *tap, int lfd, const struct addrinfo *up, tap_conn_t ***conns,
       int cfd = accept(lfd, (struct sockaddr *) &peer, &plen);
 
       if (cfd < 0) {
-         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-             errno != ECONNABORTED) {
+         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
             fprintf(stderr, "opmsg tap: accept: %s\n", strerror(errno));
          }
          return;
@@ -398,8 +386,7 @@ tap_run_proxy(tap_t *tap)
    if (getsockname(lfd, (struct sockaddr *) &bound, &blen) == 0) {
       tap_addr_text((struct sockaddr *) &bound, text, sizeof text);
       /* Tests and scripts read this line to learn a port 0 listener's port. */
-      fprintf(stderr, "opmsg tap: listening on %s, upstream %s\n", text,
-              tap->o.upstream);
+      fprintf(stderr, "opmsg tap: listening on %s, upstream %s\n", text, tap->o.upstream);
    }
    if (!tap_logger_start(tap)) {
       close(lfd);
@@ -455,17 +442,15 @@ tap_run_proxy(tap_t *tap)
          for (int side = 0; side < 2 && !c->dead; side++) {
             short re = pfds[1 + 2 * i + (size_t) side].revents;
 
-            if (re & (POLLOUT | POLLERR | POLLHUP) &&
-                (c->out[side].len > 0 || (side == 1 && c->connecting))) {
+            if (re & (POLLOUT | POLLERR | POLLHUP) && (c->out[side].len > 0 || (side == 1 && c->connecting))) {
                tap_conn_write(tap, c, side);
             }
-            if (!c->dead && re & (POLLIN | POLLHUP | POLLERR) && !c->eof[side] &&
-                !c->connecting && c->out[1 - side].len == 0) {
+            if (!c->dead && re & (POLLIN | POLLHUP | POLLERR) && !c->eof[side] && !c->connecting &&
+                c->out[1 - side].len == 0) {
                tap_conn_read(tap, c, side, buf);
             }
          }
-         if (!c->dead && c->eof[0] && c->eof[1] && c->out[0].len == 0 &&
-             c->out[1].len == 0) {
+         if (!c->dead && c->eof[0] && c->eof[1] && c->out[0].len == 0 && c->out[1].len == 0) {
             tap_conn_close(tap, c, NULL);
          }
       }

@@ -24,8 +24,7 @@ tap_remember(tap_session_t *ses, int32_t request_id, double t)
 {
    if (ses->n_pending == TAP_MAX_PENDING) {
       /* Forget the oldest: a peer that never answers must not grow us. */
-      memmove(ses->pending, ses->pending + 1,
-              (TAP_MAX_PENDING - 1) * sizeof ses->pending[0]);
+      memmove(ses->pending, ses->pending + 1, (TAP_MAX_PENDING - 1) * sizeof ses->pending[0]);
       ses->n_pending--;
    }
    ses->pending[ses->n_pending].request_id = request_id;
@@ -40,8 +39,7 @@ tap_answer(tap_session_t *ses, int32_t response_to, double *t)
       if (ses->pending[i].request_id == response_to) {
          *t = ses->pending[i].t;
          ses->n_pending--;
-         memmove(ses->pending + i, ses->pending + i + 1,
-                 (ses->n_pending - i) * sizeof ses->pending[0]);
+         memmove(ses->pending + i, ses->pending + i + 1, (ses->n_pending - i) * sizeof ses->pending[0]);
          return true;
       }
    }
@@ -53,22 +51,18 @@ tap_answer(tap_session_t *ses, int32_t response_to, double *t)
  * ------------------------------------------------------------------------- */
 
 static void
-tap_lost_framing(tap_t *tap, tap_session_t *ses, int dir, double now,
-                 const bson_error_t *error)
+tap_lost_framing(tap_t *tap, tap_session_t *ses, int dir, double now, const bson_error_t *error)
 {
    char detail[700];
 
-   bson_snprintf(detail, sizeof detail,
-                 "%s: %s: %s: not logging this direction any more",
-                 tap_dir_name[dir],
+   bson_snprintf(detail, sizeof detail, "%s: %s: %s: not logging this direction any more", tap_dir_name[dir],
                  opmsg_error_name(error->code), error->message);
    tap_log_event(tap, ses, now, "desync", detail);
    ses->dir[dir].broken = true;
 }
 
 void
-tap_feed(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
-         size_t len, double now)
+tap_feed(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data, size_t len, double now)
 {
    tap_stream_t *st = &ses->dir[dir];
    bson_error_t error;
@@ -79,8 +73,7 @@ tap_feed(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
       return;
    }
    if (!st->reader && !(st->reader = opmsg_reader_new(&tap->parse))) {
-      bson_set_error(&error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_NO_MEMORY,
-                     "cannot create a stream reader");
+      bson_set_error(&error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_NO_MEMORY, "cannot create a stream reader");
       tap_lost_framing(tap, ses, dir, now, &error);
       return;
    }
@@ -92,8 +85,7 @@ tap_feed(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
       bool progress = took > 0;
 
       used += took;
-      while ((rs = opmsg_reader_next(st->reader, &msg, &msg_len, &error)) ==
-             OPMSG_READER_MESSAGE) {
+      while ((rs = opmsg_reader_next(st->reader, &msg, &msg_len, &error)) == OPMSG_READER_MESSAGE) {
          tap_log_message(tap, ses, dir, msg, msg_len, now);
          st->messages++;
          progress = true;
@@ -103,8 +95,8 @@ tap_feed(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
          return;
       }
       if (!progress) { /* the reader takes nothing and gives nothing */
-         bson_set_error(&error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_NO_MEMORY,
-                        "the stream reader is stuck after %zu bytes", used);
+         bson_set_error(&error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_NO_MEMORY, "the stream reader is stuck after %zu bytes",
+                        used);
          tap_lost_framing(tap, ses, dir, now, &error);
          return;
       }

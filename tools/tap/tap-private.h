@@ -35,7 +35,7 @@
 
 #define TAP_C2S 0
 #define TAP_S2C 1
-#define TAP_MAX_PENDING 1024u   /* outstanding requests remembered per connection */
+#define TAP_MAX_PENDING 1024u /* outstanding requests remembered per connection */
 
 /* "c2s" and "s2c", by TAP_C2S and TAP_S2C. */
 extern const char *const tap_dir_name[2];
@@ -55,7 +55,7 @@ typedef struct {
    const char *raw_dir;
    const char *pcap_path;
    uint16_t port;
-   uint32_t max_array; /* 0: no elision */
+   uint32_t max_array;  /* 0: no elision */
    opmsg_check_t check; /* --check; OPMSG_CHECK_FULL unless given */
 } tap_opts_t;
 
@@ -63,11 +63,11 @@ typedef struct {
    tap_opts_t o;
    FILE *out;
    opmsg_options_t parse;
-   uint64_t raw_seq;   /* numbers the --raw files in the order logged */
-   uint64_t next_conn; /* connection ids, from 1 */
-   uint64_t lines;     /* log lines written (flushed or not) */
+   uint64_t raw_seq;        /* numbers the --raw files in the order logged */
+   uint64_t next_conn;      /* connection ids, from 1 */
+   uint64_t lines;          /* log lines written (flushed or not) */
    struct tap_queue *queue; /* live proxy: the logging thread's input */
-   bool raw_failed;    /* reported once */
+   bool raw_failed;         /* reported once */
 } tap_t;
 
 /* One direction of one connection: the stream reader (opmsg/reader.h) cuts
@@ -100,12 +100,10 @@ typedef struct {
 void tap_session_init(tap_t *tap, tap_session_t *ses);
 /* Feeds bytes that went from one side to the other (dir) and logs every
  * message they complete. */
-void tap_feed(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data,
-              size_t len, double now);
+void tap_feed(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data, size_t len, double now);
 /* Logs the close line with the byte counts (why: NULL or the reason) and
  * frees the buffers; ses itself is the caller's. */
-void tap_session_close(tap_t *tap, tap_session_t *ses, double now,
-                       const char *why);
+void tap_session_close(tap_t *tap, tap_session_t *ses, double now, const char *why);
 /* Round-trip latency: tap_remember() notes a request sent at t;
  * tap_answer() finds (and forgets) the one a reply's responseTo names. */
 void tap_remember(tap_session_t *ses, int32_t request_id, double t);
@@ -116,15 +114,12 @@ bool tap_answer(tap_session_t *ses, int32_t response_to, double *t);
  * ------------------------------------------------------------------------- */
 
 /* Logs one framed message (and saves it under --raw). */
-void tap_log_message(tap_t *tap, tap_session_t *ses, int dir,
-                     const uint8_t *data, size_t len, double now);
+void tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data, size_t len, double now);
 /* Logs {"event": event, "detail": detail} (detail may be NULL). */
-void tap_log_event(tap_t *tap, const tap_session_t *ses, double now,
-                   const char *event, const char *detail);
+void tap_log_event(tap_t *tap, const tap_session_t *ses, double now, const char *event, const char *detail);
 /* Logs the close event with ses's byte and message counts and how many
  * bytes each direction left unframed; why may be NULL. */
-void tap_log_close(tap_t *tap, const tap_session_t *ses, double now,
-                   const char *why);
+void tap_log_close(tap_t *tap, const tap_session_t *ses, double now, const char *why);
 
 /* ---------------------------------------------------------------------------
  * The logging thread of the live proxy (logger.c)
@@ -137,8 +132,8 @@ bool tap_logger_start(tap_t *tap);
 /* Queues what happened on a connection, in order: OPEN (text: the client's
  * address), DATA (dir, data[0..len)), CLOSE (text: why, or NULL; the logging
  * thread then frees ses). t is when it happened. */
-void tap_post(tap_t *tap, tap_session_t *ses, int kind, int dir, double t,
-              const char *text, const uint8_t *data, size_t len);
+void tap_post(tap_t *tap, tap_session_t *ses, int kind, int dir, double t, const char *text, const uint8_t *data,
+              size_t len);
 /* Logs everything still queued, then stops the thread. */
 void tap_logger_stop(tap_t *tap);
 

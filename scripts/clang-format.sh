@@ -1,0 +1,47 @@
+#!/bin/sh
+# Prints the path of a clang-format of the pinned series, installing it first
+# when there is none: the PyPI wheel `clang-format` (the same series
+# mongo-c-driver pins in its pyproject.toml), in a virtual environment under
+# build/tools/, so nothing outside the tree changes. Debian's own
+# clang-format is left alone: 14 (Debian 12) cannot read upstream's
+# .clang-format, and formatting must not depend on the release.
+#
+# Usage: scripts/clang-format.sh [--print-version]
+# CLANG_FORMAT=/path/to/clang-format uses that one if it is of the series.
+set -eu
+
+series=20.1
+pin=20.1.8
+top=$(cd "$(dirname "$0")/.." && pwd)
+venv=$top/build/tools/clang-format-$pin
+
+of_series() {
+  "$1" --version 2>/dev/null | grep -q "clang-format version $series\."
+}
+
+pick() {
+  if [ -n "${CLANG_FORMAT:-}" ] && of_series "$CLANG_FORMAT"; then
+    echo "$CLANG_FORMAT"; return 0
+  fi
+  if [ -x "$venv/bin/clang-format" ] && of_series "$venv/bin/clang-format"; then
+    echo "$venv/bin/clang-format"; return 0
+  fi
+  return 1
+}
+
+if ! bin=$(pick); then
+  echo "clang-format.sh: installing clang-format $pin (PyPI wheel) into build/tools/" >&2
+  rm -rf "$venv"
+  # Debian's python3 with its venv module (python3-venv); a python3 that
+  # has pip of its own works too.
+  py=/usr/bin/python3
+  [ -x "$py" ] || py=python3
+  "$py" -m venv "$venv" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check "clang-format==$pin" >&2
+  bin=$(pick) || { echo "clang-format.sh: clang-format $pin did not install" >&2; exit 1; }
+fi
+if [ "${1:-}" = --print-version ]; then
+  "$bin" --version
+else
+  echo "$bin"
+fi
