@@ -219,12 +219,14 @@ _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf, size_t buflen)
 {
    opmsg_msg_t m;
    bson_error_t error;
-   bool reply = dropin_called_from_mongoc(__builtin_return_address(0));
+   bool reply;
 
    if (!dropin_active(__builtin_return_address(0))) {
       dropin_decompress_fn original = dropin_originals()->decompress;
       return original ? original(rpc_le, buf, buflen) : false;
    }
+   /* Only now: the gate publishes libmongoc's code ranges when it decides. */
+   reply = dropin_called_from_mongoc(__builtin_return_address(0));
    memset(&error, 0, sizeof error);
    if (!reparse_compressed(rpc_le, reply, &m, &error)) {
       return error.code ? dropin_reject("OP_COMPRESSED", &error)

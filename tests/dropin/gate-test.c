@@ -8,11 +8,23 @@
  *
  * active: the drop-in's scatter, decompress, get_first_msg and
  * append_payload run (checked on their results); forward: the fake's run.
+ *
+ *   dropin-gate-test first-calls THREADS
+ *
+ * The first calls into the drop-in, made at once by THREADS threads of this
+ * fresh process: each decompresses an OP_COMPRESSED reply from the fake
+ * libmongoc's code, as libmongoc's receive paths do. Whichever thread makes
+ * the gate decide, each must get libmongoc's contract (the sequence merged
+ * into one section), which depends on who called: a thread that read the
+ * gate's answer before the gate had decided took the wrong one. Prints
+ * "first-calls: W of THREADS threads got the wrong contract" and exits 1
+ * when W > 0.
  */
 #define _GNU_SOURCE 1
 #include <bson/bson.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +83,96 @@ build_msg(uint8_t *m)
    return off;
 }
 
-int
-main(int argc, char **argv)
+/* The OP_COMPRESSED (noop) of the len-byte message msg, into comp (at
+ * least len + 9 bytes); returns its length. */
+static size_t
+build_compressed(uint8_t *comp, const uint8_t *msg, size_t len)
+{
+   size_t usize = len - 16;
+
+   memcpy(comp, msg, 16);
+   memcpy(comp + 25, msg + 16, usize);
+   put_i32(comp, (int32_t) (25 + usize));
+   put_i32(comp + 12, 2012);
+   put_i32(comp + 16, 2013);
+   put_i32(comp + 20, (int32_t) usize);
+   comp[24] = 0;
+   return 25 + usize;
+}
+
+/* ---------------------------------------------------------------------------
+ * first-calls
+ * ------------------------------------------------------------------------- */
+#define FIRST_CALLS_MAX 64
+
+typedef struct {
+   pthread_barrier_t *start;
+   decompress_fn decompress;
+   const uint8_t *comp; /* the OP_COMPRESSED, shared and read-only */
+   size_t comp_len;
+   bool right;
+} first_call_t;
+
+static void *
+first_call(void *arg)
+{
+   first_call_t *t = arg;
+   uint64_t rpc_storage[12] = {0}; /* mongoc_rpc_t: 96 bytes, align 8 */
+   uint8_t *rpc = (uint8_t *) rpc_storage;
+   const uint8_t *payload = t->comp + 25;
+   int32_t payload_len = (int32_t) (t->comp_len - 25);
+   size_t out_len = (size_t) get_i32(t->comp + 20) + 16;
+   uint8_t *out = malloc(out_len);
+
+   /* The struct as _mongoc_rpc_scatter leaves an OP_COMPRESSED: the 25
+    * fixed bytes, then the payload's address and length. */
+   memcpy(rpc, t->comp, 25);
+   memcpy(rpc + 25, &payload, sizeof payload);
+   memcpy(rpc + 33, &payload_len, 4);
+   pthread_barrier_wait(t->start);
+   /* Merged for libmongoc: one body section that holds the sequence. */
+   t->right = t->decompress(rpc, out, out_len) && get_i32(rpc + 88) == 1 && rpc[24] == 0;
+   free(out);
+   return NULL;
+}
+
+static int
+first_calls(int n)
+{
+   void *h = dlopen(FAKE_MONGOC_PATH, RTLD_NOW | RTLD_GLOBAL);
+   first_call_t calls[FIRST_CALLS_MAX];
+   pthread_t tids[FIRST_CALLS_MAX];
+   pthread_barrier_t start;
+   uint8_t msg[256], comp[300];
+   size_t comp_len;
+   decompress_fn decompress;
+   int wrong = 0;
+
+   if (!h || n < 1 || n > FIRST_CALLS_MAX) {
+      fprintf(stderr, "gate-test: %s\n", h ? "THREADS must be 1 to 64" : dlerror());
+      return 2;
+   }
+   fn_sym(&decompress, sizeof decompress, h, "fake_mongoc_decompress");
+   comp_len = build_compressed(comp, msg, build_msg(msg));
+   pthread_barrier_init(&start, NULL, (unsigned) n);
+   for (int i = 0; i < n; i++) {
+      calls[i] = (first_call_t) {&start, decompress, comp, comp_len, false};
+      pthread_create(&tids[i], NULL, first_call, &calls[i]);
+   }
+   for (int i = 0; i < n; i++) {
+      pthread_join(tids[i], NULL);
+      wrong += !calls[i].right;
+   }
+   pthread_barrier_destroy(&start);
+   printf("first-calls: %d of %d threads got the wrong contract\n", wrong, n);
+   return wrong ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * global|local active|forward
+ * ------------------------------------------------------------------------- */
+static int
+gate_case(int argc, char **argv)
 {
    bool local = argc > 1 && strcmp(argv[1], "local") == 0;
    bool active = argc > 2 && strcmp(argv[2], "active") == 0;
@@ -135,13 +235,7 @@ main(int argc, char **argv)
       {
          size_t usize = len - 16;
          uint8_t *out_buf = malloc(usize + 16);
-         memcpy(comp + 25, msg + 16, usize);
-         memcpy(comp, msg, 16);
-         put_i32(comp, (int32_t) (25 + usize));
-         put_i32(comp + 12, 2012);
-         put_i32(comp + 16, 2013);
-         put_i32(comp + 20, (int32_t) usize);
-         comp[24] = 0;
+         build_compressed(comp, msg, len);
          CHECK(scatter(rpc, comp, 25 + usize));
          CHECK(decompress(rpc, out_buf, usize + 16));
          CHECK(get_i32(rpc + 12) == 2013 && get_i32(rpc + 88) == 1);
@@ -195,4 +289,13 @@ main(int argc, char **argv)
    dlclose(h);
    printf("gate-test %s %s: %s\n", argv[1], argv[2], failures ? "FAIL" : "ok");
    return failures ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+   if (argc > 2 && strcmp(argv[1], "first-calls") == 0) {
+      return first_calls(atoi(argv[2]));
+   }
+   return gate_case(argc, argv);
 }
