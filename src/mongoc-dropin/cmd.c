@@ -83,26 +83,12 @@ append_one(bson_t *out, const char *field, const uint8_t *payload, int32_t size)
    return ok;
 }
 
-static const void *
-read_ptr(const void *base, size_t off)
-{
-   const void *p;
-   memcpy(&p, (const uint8_t *) base + off, sizeof p);
-   return p;
-}
-
-static int32_t
-read_i32_at(const void *base, size_t off)
-{
-   return opmsg_read_i32((const uint8_t *) base + off);
-}
-
 /* 1.23: one payload, named after the command. */
 static bool
 append_rpc_123(const void *cmd, bson_t *out)
 {
-   return append_one(out, field_for(read_ptr(cmd, DROPIN_OFF_CMD_COMMAND_NAME)), read_ptr(cmd, DROPIN_OFF_CMD_PAYLOAD),
-                     read_i32_at(cmd, DROPIN_OFF_CMD_PAYLOAD_SIZE));
+   return append_one(out, field_for(dropin_read_ptr(cmd, DROPIN_OFF_CMD_COMMAND_NAME)),
+                     dropin_read_ptr(cmd, DROPIN_OFF_CMD_PAYLOAD), dropin_read_i32(cmd, DROPIN_OFF_CMD_PAYLOAD_SIZE));
 }
 
 /* 1.30 / 2.5: every payload, named by its identifier. All are checked
@@ -110,19 +96,18 @@ append_rpc_123(const void *cmd, bson_t *out)
 static bool
 append_mcd(const void *cmd, bson_t *out)
 {
-   size_t count;
+   size_t count = dropin_read_size(cmd, DROPIN_OFF_CMD_PAYLOADS_COUNT);
    uint32_t n_docs;
 
-   memcpy(&count, (const uint8_t *) cmd + DROPIN_OFF_CMD_PAYLOADS_COUNT, sizeof count);
    if (count == 0 || count > DROPIN_CMD_PAYLOADS_MAX) {
       return false;
    }
    for (size_t i = 0; i < count; i++) {
       size_t base = DROPIN_OFF_CMD_PAYLOADS + i * DROPIN_CMD_PAYLOAD_STRIDE;
-      const uint8_t *docs = read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_DOCUMENTS);
-      int32_t size = read_i32_at(cmd, base + DROPIN_OFF_PAYLOAD_SIZE);
+      const uint8_t *docs = dropin_read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_DOCUMENTS);
+      int32_t size = dropin_read_i32(cmd, base + DROPIN_OFF_PAYLOAD_SIZE);
 
-      if (!read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_IDENTIFIER) || !docs || size <= 0 ||
+      if (!dropin_read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_IDENTIFIER) || !docs || size <= 0 ||
           !count_documents(docs, (size_t) size, &n_docs)) {
          return false;
       }
@@ -130,9 +115,9 @@ append_mcd(const void *cmd, bson_t *out)
    for (size_t i = 0; i < count; i++) {
       size_t base = DROPIN_OFF_CMD_PAYLOADS + i * DROPIN_CMD_PAYLOAD_STRIDE;
 
-      if (!append_one(out, read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_IDENTIFIER),
-                      read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_DOCUMENTS),
-                      read_i32_at(cmd, base + DROPIN_OFF_PAYLOAD_SIZE))) {
+      if (!append_one(out, dropin_read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_IDENTIFIER),
+                      dropin_read_ptr(cmd, base + DROPIN_OFF_PAYLOAD_DOCUMENTS),
+                      dropin_read_i32(cmd, base + DROPIN_OFF_PAYLOAD_SIZE))) {
          return false; /* only without memory: checked above */
       }
    }
@@ -146,7 +131,7 @@ _mongoc_cmd_append_payload_as_array(const void *cmd, bson_t *out)
    bool done = false;
 
    if (cmd && out) {
-      switch (dropin_path(__builtin_return_address(0))) {
+      switch (DROPIN_CALLER().path) {
       case DROPIN_RPC_123:
          done = append_rpc_123(cmd, out);
          break;

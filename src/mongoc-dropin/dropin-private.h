@@ -1,12 +1,17 @@
 /*
- * dropin-private.h - libopmsg-mongoc.so: the parts of libmongoc 1.23's
- * private ABI the drop-in touches, and the glue between its files.
+ * dropin-private.h - libopmsg-mongoc.so: the parts of libmongoc's private
+ * ABI the drop-in touches (1.23's structs, the mongoc_cmd_t fields of 1.23,
+ * 1.30 and 2.5), the raw accessors that read and write them, and the glue
+ * between its files.
  *
- * libmongoc installs no private headers, so the layouts below are written
- * from its 1.23.1 sources (mongoc-rpc-private.h, mongoc-cmd-private.h),
- * checked against Debian 12's build (objdump, live runs), and pinned with
- * static asserts: a wrong offset fails the build instead of corrupting a
- * caller's stack.
+ * libmongoc installs no private headers. The layouts below are based on
+ * libmongoc's own sources of each version (1.23.1's mongoc-rpc-private.h
+ * and op-*.def; mongoc-cmd-private.h of 1.23.1, 1.30.4 and 2.5), checked
+ * against Debian's builds of them (the offsets in the disassembly of the
+ * callers), pinned by the static asserts below (a wrong offset fails the
+ * build instead of corrupting a caller's stack) and exercised by the tests
+ * in tests/dropin/ against the real libraries (dropin.payload-shape compares
+ * the command arrays byte for byte with libmongoc's own).
  * Only x86-64 / LP64 is described; other ABIs build a library that always
  * forwards (see OPMSG_DROPIN_LAYOUT_KNOWN).
  */
@@ -18,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__LP64__)
 #define OPMSG_DROPIN_LAYOUT_KNOWN 1
@@ -113,6 +119,48 @@ _Static_assert(DROPIN_OFF_COMP_MESSAGE_LEN + 4 <= DROPIN_RPC_SIZE, "compressed f
 #define DROPIN_CMD_PAYLOADS_MAX 2
 
 /* ---------------------------------------------------------------------------
+ * Raw access to the structs above, at the offsets above. They are libmongoc's
+ * structs in memory, so the fields are in host order (what the callers read
+ * after _mongoc_rpc_swab_from_le(), a no-op on x86-64); memcpy because
+ * nothing guarantees an offset is aligned for its type (the packed members).
+ * ------------------------------------------------------------------------- */
+static inline const void *
+dropin_read_ptr(const void *base, size_t off)
+{
+   const void *p;
+   memcpy(&p, (const uint8_t *) base + off, sizeof p);
+   return p;
+}
+
+static inline int32_t
+dropin_read_i32(const void *base, size_t off)
+{
+   int32_t v;
+   memcpy(&v, (const uint8_t *) base + off, sizeof v);
+   return v;
+}
+
+static inline size_t
+dropin_read_size(const void *base, size_t off)
+{
+   size_t v;
+   memcpy(&v, (const uint8_t *) base + off, sizeof v);
+   return v;
+}
+
+static inline void
+dropin_write_ptr(void *base, size_t off, const void *ptr)
+{
+   memcpy((uint8_t *) base + off, &ptr, sizeof ptr);
+}
+
+static inline void
+dropin_write_i32(void *base, size_t off, int32_t v)
+{
+   memcpy((uint8_t *) base + off, &v, sizeof v);
+}
+
+/* ---------------------------------------------------------------------------
  * The interposed functions (exported, unversioned, as libmongoc's are).
  * Both reply paths are exported by every build; the gate decides at the
  * first call which one runs, and the other forwards (it is never called by
@@ -190,31 +238,42 @@ typedef struct {
    const char *(*section_identifier)(const void *, size_t);
 } dropin_mcd_t;
 
-/* The path chosen for this process. caller is the interposed function's
- * return address: it identifies libmongoc when it was dlopen()ed privately
- * (then neither RTLD_DEFAULT nor RTLD_NEXT can see it). Cheap after the
- * first call. */
-dropin_path_t dropin_path(const void *caller);
+/* Who called an interposed function, as every one of them asks first. */
+typedef struct {
+   /* The reply path this process runs; DROPIN_FORWARD (or the other path's
+    * value) means: forward to libmongoc's own function. */
+   dropin_path_t path;
+   /* The caller is code of the libmongoc the gate found. libmongoc calls the
+    * parse functions only on what it receives from a server, so such a call
+    * parses a reply; any other caller (a mock server in a test binary, a
+    * proxy) may be parsing a request and gets the sections as on the wire.
+    * Always false when path is DROPIN_FORWARD. */
+   bool from_mongoc;
+} dropin_caller_t;
+
+/* The caller whose return address is return_address: the gate decides
+ * first, if it has not yet (the address finds libmongoc when it was
+ * dlopen()ed privately, which neither RTLD_DEFAULT nor RTLD_NEXT can see),
+ * and only then are libmongoc's code ranges read, because deciding is what
+ * publishes them: a thread that read them before could race with the
+ * thread that writes them and take the wrong contract. Cheap after the
+ * first call: one atomic load and a compare per code segment. */
+dropin_caller_t dropin_caller_at(const void *return_address);
+
+/* What every interposed function calls, once, before anything else. The
+ * return address has to be read in the interposed function's own frame:
+ * __builtin_return_address(0) in a helper is that helper's return address
+ * (inside the drop-in), and in an inline function GCC leaves it to the
+ * inliner which frame it means. A macro takes it where it is expanded, and
+ * dropin_caller_at() classifies it. */
+#define DROPIN_CALLER() dropin_caller_at(__builtin_return_address(0))
 
 /* True when libmongoc's mcd_rpc_message_decompress takes max_msg_size
  * (2.4 and later); for forwarding to the original with its own arity. */
 bool dropin_mcd_decompress_takes_max(void);
 
-/* True when the 1.23 replacements run. */
-static inline bool
-dropin_active(const void *caller)
-{
-   return dropin_path(caller) == DROPIN_RPC_123;
-}
-
-/* True when addr is code of the libmongoc the gate found. libmongoc calls
- * the parse functions only on what it receives from a server, so such a
- * call parses a reply; any other caller (a mock server in a test binary, a
- * proxy) may be parsing a request and gets the sections as on the wire. */
-bool dropin_called_from_mongoc(const void *addr);
-
-/* The originals (resolved by the first dropin_path() call). Members may be
- * NULL when libmongoc lacks them; callers then fail safely. */
+/* The originals (resolved by the first dropin_caller_at() call). Members
+ * may be NULL when libmongoc lacks them; callers then fail safely. */
 const dropin_originals_t *dropin_originals(void);
 const dropin_mcd_t *dropin_mcd(void);
 

@@ -37,7 +37,8 @@ static dropin_originals_t originals;
 static dropin_mcd_t mcd;
 static opmsg_options_t parse_options;
 static opmsg_options_t reply_options;
-/* The executable segments of libmongoc (for dropin_called_from_mongoc). */
+/* The executable segments of libmongoc (for in_mongoc_code). Written by
+ * decide() only, read only after it has published gate_state. */
 #define GATE_MAX_RANGES 4
 static struct {
    uintptr_t lo, hi;
@@ -325,8 +326,8 @@ find_code_ranges(struct dl_phdr_info *info, size_t size, void *data)
    return found;
 }
 
-bool
-dropin_called_from_mongoc(const void *addr)
+static bool
+in_mongoc_code(const void *addr)
 {
    uintptr_t a = (uintptr_t) addr;
 
@@ -442,8 +443,11 @@ decide(void)
    atomic_store_explicit(&gate_state, (int) path + 1, memory_order_release);
 }
 
-dropin_path_t
-dropin_path(const void *caller)
+/* The path, decided by the first call if need be. The acquire load pairs
+ * with decide()'s release store: whoever sees the path sees everything
+ * decide() wrote before it (the originals, the code ranges). */
+static dropin_path_t
+gate_path(const void *caller)
 {
    int state = atomic_load_explicit(&gate_state, memory_order_acquire);
 
@@ -455,6 +459,17 @@ dropin_path(const void *caller)
    atomic_store(&gate_caller, caller);
    pthread_once(&gate_once, decide);
    return (dropin_path_t) (atomic_load_explicit(&gate_state, memory_order_acquire) - 1);
+}
+
+dropin_caller_t
+dropin_caller_at(const void *return_address)
+{
+   dropin_caller_t caller;
+
+   /* In this order: the path first (see dropin-private.h). */
+   caller.path = gate_path(return_address);
+   caller.from_mongoc = caller.path != DROPIN_FORWARD && in_mongoc_code(return_address);
+   return caller;
 }
 
 __attribute__((constructor)) static void

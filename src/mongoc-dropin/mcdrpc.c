@@ -70,10 +70,9 @@
 #define COMPRESSED_PAYLOAD (OPMSG_HEADER_SIZE + 9)
 
 static bool
-mcd_path(const void *caller)
+mcd_path(dropin_path_t path)
 {
-   dropin_path_t p = dropin_path(caller);
-   return p == DROPIN_MCD_130 || p == DROPIN_MCD_25;
+   return path == DROPIN_MCD_130 || path == DROPIN_MCD_25;
 }
 
 
@@ -158,13 +157,13 @@ parse_in_place(void *rpc, const void *data, size_t length, const void **data_end
 bool
 mcd_rpc_message_from_data_in_place(void *rpc, const void *data, size_t length, const void **data_end)
 {
-   const void *caller = __builtin_return_address(0);
+   dropin_caller_t caller = DROPIN_CALLER();
 
-   if (!mcd_path(caller)) {
+   if (!mcd_path(caller.path)) {
       const dropin_mcd_t *f = dropin_mcd();
       return f->from_data_in_place ? f->from_data_in_place(rpc, data, length, data_end) : false;
    }
-   return parse_in_place(rpc, data, length, data_end, dropin_called_from_mongoc(caller));
+   return parse_in_place(rpc, data, length, data_end, caller.from_mongoc);
 }
 
 /* new + parse, as the original, whose own call to from_data_in_place would
@@ -176,7 +175,7 @@ mcd_rpc_message_from_data(const void *data, size_t length, const void **data_end
    const dropin_mcd_t *f = dropin_mcd();
    void *rpc;
 
-   if (!mcd_path(__builtin_return_address(0))) {
+   if (!mcd_path(DROPIN_CALLER().path)) {
       return f->from_data ? f->from_data(data, length, data_end) : NULL;
    }
    rpc = f->message_new();
@@ -199,7 +198,7 @@ mcd_rpc_message_get_body(const void *rpc, bson_t *reply)
    opmsg_msg_t m;
    bson_error_t error;
 
-   if (!mcd_path(__builtin_return_address(0))) {
+   if (!mcd_path(DROPIN_CALLER().path)) {
       return f->get_body ? f->get_body(rpc, reply) : false;
    }
    /* Body-only messages and OP_REPLY: the original's view. */
@@ -287,15 +286,14 @@ decompress(dropin_path_t path, void *rpc, void **data, size_t *data_len, int32_t
 bool
 mcd_rpc_message_decompress(void *rpc, void **data, size_t *data_len, int32_t max_msg_size)
 {
-   const void *caller = __builtin_return_address(0);
-   dropin_path_t path = dropin_path(caller);
+   dropin_caller_t caller = DROPIN_CALLER();
    const dropin_mcd_t *f = dropin_mcd();
 
-   if (path == DROPIN_MCD_130) {
-      return decompress(path, rpc, data, data_len, 0, dropin_called_from_mongoc(caller));
+   if (caller.path == DROPIN_MCD_130) {
+      return decompress(caller.path, rpc, data, data_len, 0, caller.from_mongoc);
    }
-   if (path == DROPIN_MCD_25) {
-      return decompress(path, rpc, data, data_len, max_msg_size, dropin_called_from_mongoc(caller));
+   if (caller.path == DROPIN_MCD_25) {
+      return decompress(caller.path, rpc, data, data_len, max_msg_size, caller.from_mongoc);
    }
    /* Forwarded with the arity of the libmongoc that is there. */
    if (dropin_mcd_decompress_takes_max()) {
@@ -307,11 +305,10 @@ mcd_rpc_message_decompress(void *rpc, void **data, size_t *data_len, int32_t max
 bool
 mcd_rpc_message_decompress_if_necessary(void *rpc, void **data, size_t *data_len, int32_t max_msg_size)
 {
-   const void *caller = __builtin_return_address(0);
-   dropin_path_t path = dropin_path(caller);
+   dropin_caller_t caller = DROPIN_CALLER();
    const dropin_mcd_t *f = dropin_mcd();
 
-   if (path != DROPIN_MCD_130 && path != DROPIN_MCD_25) {
+   if (!mcd_path(caller.path)) {
       if (dropin_mcd_decompress_takes_max()) {
          return f->decompress_if_necessary4(rpc, data, data_len, max_msg_size);
       }
@@ -325,8 +322,8 @@ mcd_rpc_message_decompress_if_necessary(void *rpc, void **data, size_t *data_len
       *data_len = 0;
       return true;
    }
-   return decompress(path, rpc, data, data_len, path == DROPIN_MCD_25 ? max_msg_size : 0,
-                     dropin_called_from_mongoc(caller));
+   return decompress(caller.path, rpc, data, data_len, caller.path == DROPIN_MCD_25 ? max_msg_size : 0,
+                     caller.from_mongoc);
 }
 
 /* ---------------------------------------------------------------------------
@@ -338,7 +335,7 @@ mcd_rpc_message_ingress(const void *rpc)
    const dropin_mcd_t *f = dropin_mcd();
    int32_t opcode;
 
-   if (!mcd_path(__builtin_return_address(0))) {
+   if (!mcd_path(DROPIN_CALLER().path)) {
       if (f->ingress) {
          f->ingress(rpc);
       }
@@ -363,7 +360,7 @@ mcd_rpc_op_msg_get_flag_bits(const void *rpc)
 {
    const dropin_mcd_t *f = dropin_mcd();
 
-   if (mcd_path(__builtin_return_address(0)) && rpc && f->op_code(rpc) != OPMSG_OP_MSG) {
+   if (mcd_path(DROPIN_CALLER().path) && rpc && f->op_code(rpc) != OPMSG_OP_MSG) {
       /* The streaming monitor reads the flags of any reply; an OP_REPLY
        * has no moreToCome. */
       return 0;

@@ -32,19 +32,6 @@
 
 #include <string.h>
 
-static inline void
-wr_ptr(void *rpc, size_t off, const void *ptr)
-{
-   memcpy((uint8_t *) rpc + off, &ptr, sizeof ptr);
-}
-
-static inline void
-wr_i32(void *rpc, size_t off, int32_t v)
-{
-   memcpy((uint8_t *) rpc + off, &v, 4);
-}
-
-
 /* OP_MSG for libmongoc's reply path: the body, merged with its sequences
  * when there are any, as the one section its callers read. */
 static bool
@@ -115,8 +102,8 @@ fill_reply(void *rpc, const uint8_t *buf, size_t buflen)
 {
    memcpy((uint8_t *) rpc + DROPIN_OFF_REPLY_FLAGS, buf + DROPIN_OFF_REPLY_FLAGS,
           DROPIN_REPLY_WIRE_FIXED - DROPIN_OFF_REPLY_FLAGS);
-   wr_ptr(rpc, DROPIN_OFF_REPLY_DOCUMENTS, buf + DROPIN_REPLY_WIRE_FIXED);
-   wr_i32(rpc, DROPIN_OFF_REPLY_DOCUMENTS_LEN, (int32_t) (buflen - DROPIN_REPLY_WIRE_FIXED));
+   dropin_write_ptr(rpc, DROPIN_OFF_REPLY_DOCUMENTS, buf + DROPIN_REPLY_WIRE_FIXED);
+   dropin_write_i32(rpc, DROPIN_OFF_REPLY_DOCUMENTS_LEN, (int32_t) (buflen - DROPIN_REPLY_WIRE_FIXED));
 }
 
 /* OP_COMPRESSED: the same. The callers allocate uncompressedSize + 16
@@ -128,8 +115,8 @@ fill_compressed(void *rpc, const uint8_t *buf, size_t buflen)
 {
    memcpy((uint8_t *) rpc + DROPIN_OFF_COMP_ORIGINAL_OPCODE, buf + DROPIN_OFF_COMP_ORIGINAL_OPCODE,
           DROPIN_COMPRESSED_WIRE_FIXED - DROPIN_OFF_COMP_ORIGINAL_OPCODE);
-   wr_ptr(rpc, DROPIN_OFF_COMP_MESSAGE, buf + DROPIN_COMPRESSED_WIRE_FIXED);
-   wr_i32(rpc, DROPIN_OFF_COMP_MESSAGE_LEN, (int32_t) (buflen - DROPIN_COMPRESSED_WIRE_FIXED));
+   dropin_write_ptr(rpc, DROPIN_OFF_COMP_MESSAGE, buf + DROPIN_COMPRESSED_WIRE_FIXED);
+   dropin_write_i32(rpc, DROPIN_OFF_COMP_MESSAGE_LEN, (int32_t) (buflen - DROPIN_COMPRESSED_WIRE_FIXED));
 }
 
 /* reply: the caller is libmongoc's receive path (see the top).
@@ -181,11 +168,13 @@ scatter(void *rpc, const uint8_t *buf, size_t buflen, bool reply, bool inner)
 bool
 _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen)
 {
-   if (!dropin_active(__builtin_return_address(0))) {
+   dropin_caller_t caller = DROPIN_CALLER();
+
+   if (caller.path != DROPIN_RPC_123) {
       dropin_scatter_fn original = dropin_originals()->scatter;
       return original ? original(rpc, buf, buflen) : false;
    }
-   return scatter(rpc, buf, buflen, dropin_called_from_mongoc(__builtin_return_address(0)), false);
+   return scatter(rpc, buf, buflen, caller.from_mongoc, false);
 }
 
 /* Re-reads the OP_COMPRESSED that scatter filled rpc from: its fields point
@@ -195,15 +184,12 @@ _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen)
 static bool
 reparse_compressed(const void *rpc, bool reply, opmsg_msg_t *m, bson_error_t *error)
 {
-   const uint8_t *payload;
-   int32_t payload_len;
+   const uint8_t *payload = dropin_read_ptr(rpc, DROPIN_OFF_COMP_MESSAGE);
+   int32_t payload_len = dropin_read_i32(rpc, DROPIN_OFF_COMP_MESSAGE_LEN);
    const uint8_t *start;
 
-   memcpy(&payload, (const uint8_t *) rpc + DROPIN_OFF_COMP_MESSAGE, sizeof payload);
-   payload_len = opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_COMP_MESSAGE_LEN);
-   if (opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_OPCODE) != OPMSG_OP_COMPRESSED || !payload ||
-       payload_len < 0 ||
-       opmsg_read_i32((const uint8_t *) rpc + DROPIN_OFF_MSG_LEN) != payload_len + DROPIN_COMPRESSED_WIRE_FIXED) {
+   if (dropin_read_i32(rpc, DROPIN_OFF_OPCODE) != OPMSG_OP_COMPRESSED || !payload || payload_len < 0 ||
+       dropin_read_i32(rpc, DROPIN_OFF_MSG_LEN) != payload_len + DROPIN_COMPRESSED_WIRE_FIXED) {
       return false;
    }
    start = payload - DROPIN_COMPRESSED_WIRE_FIXED;
@@ -217,18 +203,16 @@ reparse_compressed(const void *rpc, bool reply, opmsg_msg_t *m, bson_error_t *er
 bool
 _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf, size_t buflen)
 {
+   dropin_caller_t caller = DROPIN_CALLER();
    opmsg_msg_t m;
    bson_error_t error;
-   bool reply;
 
-   if (!dropin_active(__builtin_return_address(0))) {
+   if (caller.path != DROPIN_RPC_123) {
       dropin_decompress_fn original = dropin_originals()->decompress;
       return original ? original(rpc_le, buf, buflen) : false;
    }
-   /* Only now: the gate publishes libmongoc's code ranges when it decides. */
-   reply = dropin_called_from_mongoc(__builtin_return_address(0));
    memset(&error, 0, sizeof error);
-   if (!reparse_compressed(rpc_le, reply, &m, &error)) {
+   if (!reparse_compressed(rpc_le, caller.from_mongoc, &m, &error)) {
       return error.code ? dropin_reject("OP_COMPRESSED", &error)
                         : dropin_reject_msg("OP_COMPRESSED", "not the message scatter was given");
    }
@@ -239,7 +223,7 @@ _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf, size_t buflen)
    if (!opmsg_decompress_into(&m, buf, buflen, NULL, &error)) {
       return dropin_reject("OP_COMPRESSED", &error);
    }
-   return scatter(rpc_le, buf, buflen, reply, true);
+   return scatter(rpc_le, buf, buflen, caller.from_mongoc, true);
 }
 
 bool
@@ -248,7 +232,7 @@ _mongoc_rpc_reply_get_first_msg(void *msg, bson_t *reply)
    const dropin_rpc_msg_t *m = msg;
    const uint8_t *doc;
 
-   if (!dropin_active(__builtin_return_address(0))) {
+   if (DROPIN_CALLER().path != DROPIN_RPC_123) {
       dropin_get_first_msg_fn original = dropin_originals()->get_first_msg;
       return original ? original(msg, reply) : false;
    }

@@ -1,11 +1,15 @@
 /*
  * slot.c - the per-thread home of a merged reply body.
  *
- * libmongoc's callers read the body scatter points at and copy it before the
- * same thread scatters again (fact sheet, section 4); they never free it. So
- * each thread keeps at most one merged body: freed by its next scatter, and
- * by a pthread key destructor when the thread exits (the library destructor
- * covers the main thread, whose key destructors never run).
+ * libmongoc 1.23's callers read an OP_MSG body scatter points at, and copy
+ * what they keep, before the same thread scatters again; they never free it
+ * (each OP_MSG receive path in 1.23.1's sources: the command path and the
+ * monitor's hellos bson_copy_to() it before they return, the async
+ * handshake hands a view of it to its completion callback in the same
+ * call). So each thread keeps at most one merged body: freed by its next
+ * scatter, and by a pthread key destructor when the thread exits (the
+ * library destructor covers the main thread, whose key destructors never
+ * run).
  *
  * malloc rather than bson_malloc: the slot never leaves the drop-in, and
  * malloc lets an allocation failure become a clean "invalid reply" instead of
