@@ -63,7 +63,9 @@
 #define DROPIN_OFF_COMP_MESSAGE_LEN 33       /* int32 */
 #define DROPIN_COMPRESSED_WIRE_FIXED 25
 
-/* msg (not packed): sections[2] of mongoc_rpc_section_t. */
+/* msg (not packed): flags, then sections[2] of mongoc_rpc_section_t. */
+#define DROPIN_OFF_MSG_FLAGS 16 /* uint32 */
+#define DROPIN_MSG_MORE_TO_COME 0x2u
 typedef struct {
    uint8_t payload_type; /* 0 body, 1 sequence; 7 bytes of padding follow */
    union {
@@ -91,7 +93,7 @@ typedef struct {
 _Static_assert(sizeof(dropin_rpc_section_t) == 32, "mongoc_rpc_section_t is 32 bytes");
 _Static_assert(offsetof(dropin_rpc_section_t, payload.bson_document) == 8, "section payload at 8");
 _Static_assert(offsetof(dropin_rpc_section_t, payload.sequence.identifier) == 16, "sequence identifier at 16");
-_Static_assert(offsetof(dropin_rpc_msg_t, flags) == 16, "msg.flags at 16");
+_Static_assert(offsetof(dropin_rpc_msg_t, flags) == DROPIN_OFF_MSG_FLAGS, "msg.flags at 16");
 _Static_assert(offsetof(dropin_rpc_msg_t, sections) == 24, "msg.sections at 24");
 _Static_assert(offsetof(dropin_rpc_msg_t, n_sections) == 88, "msg.n_sections at 88");
 _Static_assert(sizeof(dropin_rpc_msg_t) == DROPIN_RPC_SIZE, "mongoc_rpc_msg_t is 96 bytes");
@@ -167,7 +169,9 @@ dropin_write_i32(void *base, size_t off, int32_t v)
  * the libmongoc that lacks it).
  * The rpc is void * so every access goes through the offsets above.
  * ------------------------------------------------------------------------- */
-/* libmongoc 1.23 (rpc.c) */
+/* libmongoc 1.23 (rpc.c). gather (the send side) is only looked at and
+ * forwarded: the drop-in notes which request the thread sent. */
+DROPIN_EXPORT void _mongoc_rpc_gather(void *rpc, void *array);
 DROPIN_EXPORT bool _mongoc_rpc_scatter(void *rpc, const uint8_t *buf, size_t buflen);
 DROPIN_EXPORT bool _mongoc_rpc_decompress(void *rpc_le, uint8_t *buf, size_t buflen);
 DROPIN_EXPORT bool _mongoc_rpc_reply_get_first_msg(void *msg, bson_t *reply);
@@ -197,6 +201,7 @@ typedef enum {
    DROPIN_MCD_25,      /* 2.5.x: mcd-rpc, decompress(..., max_msg_size) */
 } dropin_path_t;
 
+typedef void (*dropin_gather_fn)(void *, void *);
 typedef bool (*dropin_scatter_fn)(void *, const uint8_t *, size_t);
 typedef bool (*dropin_decompress_fn)(void *, uint8_t *, size_t);
 typedef bool (*dropin_get_first_msg_fn)(void *, bson_t *);
@@ -204,6 +209,7 @@ typedef void (*dropin_append_payload_fn)(const void *, bson_t *);
 
 typedef struct {
    /* 1.23 */
+   dropin_gather_fn gather;
    dropin_scatter_fn scatter;
    dropin_decompress_fn decompress;
    dropin_get_first_msg_fn get_first_msg;

@@ -266,6 +266,7 @@ static int mcd_missing;
 static void
 resolve_originals(void *handle)
 {
+   RESOLVE(originals.gather, "_mongoc_rpc_gather");
    RESOLVE(originals.scatter, "_mongoc_rpc_scatter");
    RESOLVE(originals.decompress, "_mongoc_rpc_decompress");
    RESOLVE(originals.get_first_msg, "_mongoc_rpc_reply_get_first_msg");

@@ -18,7 +18,10 @@
  *     written past the struct as the original would.
  *   OP_REPLY and OP_COMPRESSED fields are filled exactly as the original
  *   fills them; request opcodes from other callers go to the original after
- *   libopmsg has checked them.
+ *   libopmsg has checked them. An OP_REPLY that answers an OP_MSG is refused
+ *   to libmongoc (see "The request a reply answers" below).
+ * _mongoc_rpc_gather: forwarded untouched; it notes the opcode of the
+ *   request libmongoc is about to send on this thread.
  * _mongoc_rpc_decompress: bounded by the sizes scatter checked; never aborts.
  *   The message it rebuilds is scattered for the same kind of caller.
  * _mongoc_rpc_reply_get_first_msg: fails instead of aborting or returning an
@@ -119,6 +122,68 @@ fill_compressed(void *rpc, const uint8_t *buf, size_t buflen)
    dropin_write_i32(rpc, DROPIN_OFF_COMP_MESSAGE_LEN, (int32_t) (buflen - DROPIN_COMPRESSED_WIRE_FIXED));
 }
 
+/* ---------------------------------------------------------------------------
+ * The request a reply answers
+ *
+ * Two of libmongoc 1.23's receive paths read a reply as OP_MSG without
+ * looking at its opcode: the command path (mongoc_cluster_run_opmsg) and the
+ * streaming server monitor (_server_monitor_awaitable_hello_recv) both take
+ * msg.sections[0] straight from the struct. An OP_REPLY there puts
+ * numberReturned and half of the documents pointer where they read the
+ * body's address, and they crash on it (stock alike): the streaming monitor
+ * of every pooled client, on an OP_REPLY to its awaitable hello.
+ * Scatter cannot tell those two call sites from the ones that read an
+ * OP_REPLY correctly (the OP_QUERY hellos, the async handshake, legacy
+ * cursors): the two are static functions of libmongoc, with no dynamic
+ * symbol, which only the offsets of one build would name; and the monitor's
+ * struct is uninitialised stack, not the request. What tells them apart is the request: each of those
+ * paths reads the answer on the thread that just sent an OP_MSG, and the
+ * others sent OP_QUERY or OP_GET_MORE. Every request libmongoc 1.23 sends
+ * goes through _mongoc_rpc_gather() (uncompressed first: compression
+ * gathers again), so the drop-in notes there, per thread, the opcode of the
+ * last request that expects an answer, and refuses an OP_REPLY (plain or
+ * compressed) to libmongoc when that was OP_MSG. A server answers OP_MSG
+ * with OP_MSG (OP_REPLY answers only OP_QUERY and OP_GET_MORE), so no
+ * server that keeps to the protocol meets the refusal; the streaming
+ * monitor's later moreToCome messages answer the same OP_MSG, and the
+ * monitor thread sends nothing in between.
+ * What remains: one thread that interleaves an OP_QUERY exhaust cursor with
+ * OP_MSG commands of another client sees that cursor's next batch refused
+ * (a clean error), as its last request was the OP_MSG.
+ * ------------------------------------------------------------------------- */
+static _Thread_local int32_t last_request_opcode; /* 0 before the first */
+
+void
+_mongoc_rpc_gather(void *rpc, void *array)
+{
+   dropin_caller_t caller = DROPIN_CALLER();
+   dropin_gather_fn original = dropin_originals()->gather;
+
+   if (caller.path == DROPIN_RPC_123 && caller.from_mongoc && rpc) {
+      int32_t opcode = dropin_read_i32(rpc, DROPIN_OFF_OPCODE);
+
+      /* OP_COMPRESSED is the same request gathered again; an OP_MSG with
+       * moreToCome and the removed write opcodes get no answer. */
+      if ((opcode == OPMSG_OP_MSG &&
+           !((uint32_t) dropin_read_i32(rpc, DROPIN_OFF_MSG_FLAGS) & DROPIN_MSG_MORE_TO_COME)) ||
+          opcode == OPMSG_OP_QUERY || opcode == OPMSG_OP_GET_MORE) {
+         last_request_opcode = opcode;
+      }
+   }
+   if (original) {
+      original(rpc, array);
+   }
+}
+
+/* An OP_REPLY, or an OP_COMPRESSED carrying one, where libmongoc reads
+ * OP_MSG. */
+static bool
+reply_answers_op_msg(const opmsg_msg_t *m)
+{
+   int32_t carried = m->opcode == OPMSG_OP_COMPRESSED ? m->original_opcode : m->opcode;
+   return carried == OPMSG_OP_REPLY && last_request_opcode == OPMSG_OP_MSG;
+}
+
 /* reply: the caller is libmongoc's receive path (see the top).
  * inner: called by decompress on the rebuilt message, where OP_COMPRESSED
  * would be nesting. */
@@ -144,6 +209,10 @@ scatter(void *rpc, const uint8_t *buf, size_t buflen, bool reply, bool inner)
    opcode = m.opcode;
    if (inner && opcode == OPMSG_OP_COMPRESSED) {
       return dropin_reject_msg("OP_COMPRESSED", "nested OP_COMPRESSED");
+   }
+   if (reply && reply_answers_op_msg(&m)) {
+      memset(rpc, 0, DROPIN_RPC_SIZE);
+      return dropin_reject_msg("reply", "OP_REPLY answering an OP_MSG request (libmongoc would read it as OP_MSG)");
    }
    switch (opcode) {
    case OPMSG_OP_MSG:

@@ -14,6 +14,12 @@
  *      a pooled client, 4 threads x 10 rounds of ping + find; prints
  *      "RESULT ok {...}" when every find returned its 2 documents and every
  *      ping succeeded (the last ping reply is shown), else an error.
+ *   dropin-client URI stream
+ *      a pooled client whose server monitor streams (the server's hello has
+ *      a topologyVersion): ping, wait until the monitor has finished two
+ *      awaitable hellos or one has failed (at most STREAM_WAIT_S seconds),
+ *      ping again; prints "RESULT ok {...}" with both pings' outcome and the
+ *      awaited heartbeats started, succeeded and failed.
  *   dropin-client URI workload DB THREADS
  *      a pooled client, THREADS threads, APM on: per thread insert_many,
  *      find with getMore, aggregate, update_many, delete_many; prints a
@@ -29,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXIT_OP_ERROR 2
 #define EXIT_UNPRINTABLE 3
@@ -228,6 +235,127 @@ op_threads(const mongoc_uri_t *uri)
    }
    mongoc_client_pool_destroy(pool);
    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * A pooled client's streaming server monitor.
+ * ---------------------------------------------------------------------- */
+#define STREAM_WAIT_S 10
+
+typedef struct {
+   pthread_mutex_t lock;
+   pthread_cond_t ended;
+   int started, succeeded, failed; /* awaited heartbeats only */
+} stream_counts_t;
+
+/* Counts an awaited heartbeat event in *field; one that ended (succeeded or
+ * failed) wakes the waiting thread. */
+static void
+count_awaited(stream_counts_t *c, bool awaited, int *field, bool ended)
+{
+   if (awaited) {
+      pthread_mutex_lock(&c->lock);
+      (*field)++;
+      if (ended) {
+         pthread_cond_signal(&c->ended);
+      }
+      pthread_mutex_unlock(&c->lock);
+   }
+}
+
+static void
+on_heartbeat_started(const mongoc_apm_server_heartbeat_started_t *e)
+{
+   stream_counts_t *c = mongoc_apm_server_heartbeat_started_get_context(e);
+   count_awaited(c, mongoc_apm_server_heartbeat_started_get_awaited(e), &c->started, false);
+}
+
+static void
+on_heartbeat_succeeded(const mongoc_apm_server_heartbeat_succeeded_t *e)
+{
+   stream_counts_t *c = mongoc_apm_server_heartbeat_succeeded_get_context(e);
+   count_awaited(c, mongoc_apm_server_heartbeat_succeeded_get_awaited(e), &c->succeeded, true);
+}
+
+static void
+on_heartbeat_failed(const mongoc_apm_server_heartbeat_failed_t *e)
+{
+   stream_counts_t *c = mongoc_apm_server_heartbeat_failed_get_context(e);
+   count_awaited(c, mongoc_apm_server_heartbeat_failed_get_awaited(e), &c->failed, true);
+}
+
+/* "ok" or "error <domain>.<code>" for one ping. */
+static void
+stream_ping(mongoc_client_t *client, char *out, size_t size)
+{
+   bson_t *cmd = BCON_NEW("ping", BCON_INT32(1));
+   bson_t reply;
+   bson_error_t error;
+
+   if (mongoc_client_command_simple(client, "admin", cmd, NULL, &reply, &error)) {
+      snprintf(out, size, "ok");
+   } else {
+      snprintf(out, size, "error %u.%u", error.domain, error.code);
+   }
+   bson_destroy(&reply);
+   bson_destroy(cmd);
+}
+
+/* A pool that reports to cbs (with context ctx) and uses error API 2, both
+ * set before the first pop, which starts the monitors. */
+static mongoc_client_pool_t *
+pool_with_apm(const mongoc_uri_t *uri, mongoc_apm_callbacks_t *cbs, void *ctx)
+{
+   mongoc_client_pool_t *pool = mongoc_client_pool_new(uri);
+
+   mongoc_client_pool_set_apm_callbacks(pool, cbs, ctx);
+   mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+   return pool;
+}
+
+static int
+op_stream(const mongoc_uri_t *uri)
+{
+   mongoc_apm_callbacks_t *cbs = mongoc_apm_callbacks_new();
+   stream_counts_t c = {.started = 0};
+   mongoc_client_pool_t *pool;
+   mongoc_client_t *client;
+   struct timespec deadline;
+   char first[64], second[64], json[300];
+
+   pthread_mutex_init(&c.lock, NULL);
+   pthread_cond_init(&c.ended, NULL);
+   mongoc_apm_set_server_heartbeat_started_cb(cbs, on_heartbeat_started);
+   mongoc_apm_set_server_heartbeat_succeeded_cb(cbs, on_heartbeat_succeeded);
+   mongoc_apm_set_server_heartbeat_failed_cb(cbs, on_heartbeat_failed);
+   pool = pool_with_apm(uri, cbs, &c);
+   client = mongoc_client_pool_pop(pool);
+   stream_ping(client, first, sizeof first);
+   clock_gettime(CLOCK_REALTIME, &deadline);
+   deadline.tv_sec += STREAM_WAIT_S;
+   pthread_mutex_lock(&c.lock);
+   /* Two: a moreToCome answer is followed by a second message. */
+   while (c.succeeded < 2 && c.failed == 0) {
+      if (pthread_cond_timedwait(&c.ended, &c.lock, &deadline) != 0) {
+         break;
+      }
+   }
+   pthread_mutex_unlock(&c.lock);
+   stream_ping(client, second, sizeof second);
+   /* Counted before the pool stops its monitors (a cancelled awaitable
+    * hello is not the server's answer). */
+   pthread_mutex_lock(&c.lock);
+   snprintf(json, sizeof json,
+            "{\"ping\": \"%s\", \"ping_after\": \"%s\", \"awaited_started\": %d, "
+            "\"awaited_succeeded\": %d, \"awaited_failed\": %d}",
+            first, second, c.started, c.succeeded, c.failed);
+   pthread_mutex_unlock(&c.lock);
+   mongoc_client_pool_push(pool, client);
+   mongoc_client_pool_destroy(pool);
+   mongoc_apm_callbacks_destroy(cbs);
+   pthread_cond_destroy(&c.ended);
+   pthread_mutex_destroy(&c.lock);
+   return print_ok(json);
 }
 
 /* ------------------------------------------------------------------------
@@ -469,11 +597,11 @@ worker_run(void *arg)
 static int
 workload(const mongoc_uri_t *uri, const char *db, int threads)
 {
-   mongoc_client_pool_t *pool = mongoc_client_pool_new(uri);
    mongoc_apm_callbacks_t *cbs = mongoc_apm_callbacks_new();
    apm_counts_t counts;
    worker_t workers[WORKLOAD_MAX_THREADS];
    pthread_t tids[WORKLOAD_MAX_THREADS];
+   mongoc_client_pool_t *pool;
    int failures = 0;
 
    memset(&counts, 0, sizeof counts);
@@ -481,8 +609,7 @@ workload(const mongoc_uri_t *uri, const char *db, int threads)
    mongoc_apm_set_command_started_cb(cbs, on_started);
    mongoc_apm_set_command_succeeded_cb(cbs, on_succeeded);
    mongoc_apm_set_command_failed_cb(cbs, on_failed);
-   mongoc_client_pool_set_apm_callbacks(pool, cbs, &counts);
-   mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+   pool = pool_with_apm(uri, cbs, &counts);
 
    for (int i = 0; i < threads; i++) {
       workers[i].pool = pool;
@@ -518,7 +645,7 @@ main(int argc, char **argv)
 
    setvbuf(stdout, NULL, _IOLBF, 0);
    if (argc < 3) {
-      fprintf(stderr, "usage: %s URI ping|find|insert|workload DB THREADS\n", argv[0]);
+      fprintf(stderr, "usage: %s URI ping|find|insert|threads|stream|workload DB THREADS\n", argv[0]);
       return 64;
    }
    mongoc_init();
@@ -527,6 +654,8 @@ main(int argc, char **argv)
       rc = print_error(&error);
    } else if (strcmp(argv[2], "threads") == 0) {
       rc = op_threads(uri);
+   } else if (strcmp(argv[2], "stream") == 0) {
+      rc = op_stream(uri);
    } else if (strcmp(argv[2], "workload") == 0) {
       int threads = argc > 4 ? atoi(argv[4]) : 4;
       if (threads < 1 || threads > WORKLOAD_MAX_THREADS) {

@@ -15,6 +15,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 import zlib
 
 OP_REPLY, OP_QUERY, OP_COMPRESSED, OP_MSG = 1, 2004, 2012, 2013
@@ -28,6 +29,10 @@ class Int64(int):
     """An int that encodes as BSON int64."""
 
 
+class ObjectId(bytes):
+    """12 bytes that encode as a BSON ObjectId."""
+
+
 def _cstring(s):
     return s.encode() + b"\x00"
 
@@ -36,6 +41,8 @@ def _element(key, value):
     k = _cstring(key)
     if isinstance(value, bool):
         return b"\x08" + k + (b"\x01" if value else b"\x00")
+    if isinstance(value, ObjectId):
+        return b"\x07" + k + bytes(value)
     if isinstance(value, Int64):
         return b"\x12" + k + struct.pack("<q", value)
     if isinstance(value, int):
@@ -167,11 +174,15 @@ FIND_DOCS = [{"_id": 1, "a": "x"}, {"_id": 2, "a": "y"}]
 EXTRA = [{"x": 1}, {"x": 2}]
 
 
-def hello_doc(op_msg_hello):
+def hello_doc(op_msg_hello, streaming=False):
+    """The handshake's reply. streaming: with a topologyVersion, which makes
+    a pooled client's server monitor switch to awaitable hellos."""
     doc = {"helloOk": True, "isWritablePrimary" if op_msg_hello else "ismaster": True,
            "maxBsonObjectSize": 16777216, "maxMessageSizeBytes": 48000000,
-           "maxWriteBatchSize": 100000, "minWireVersion": 0, "maxWireVersion": 13,
-           "ok": 1.0}
+           "maxWriteBatchSize": 100000, "minWireVersion": 0, "maxWireVersion": 13}
+    if streaming:
+        doc["topologyVersion"] = {"processId": ObjectId(b"opmsg-stream"), "counter": Int64(0)}
+    doc["ok"] = 1.0
     return doc
 
 
@@ -285,6 +296,8 @@ def craft(mode, command, n_docs, rid):
     modes["seq_bad_utf8"] = lambda: op_msg(
         [body(b), seq("extra", None, _bad_utf8_doc())], rid)
     modes["zlib_seq_bad_element"] = lambda: op_compressed(modes["seq_bad_element"](), 2)
+    # OP_REPLY_MODES: the normal reply document in an OP_REPLY.
+    modes["op_reply"] = lambda: op_reply(b, rid)
     # A request opcode where the reply belongs, plain and inside OP_COMPRESSED
     # (noop): stock libmongoc 1.24+ aborts on them, 1.23 reads garbage.
     for name, opcode in REQUEST_OPCODES.items():
@@ -318,6 +331,31 @@ MODES.update({"compressed_op_query": False, "compressed_op_insert": False})
 # (OPMSG_MONGOC_CHECK; check_level.py): not in MODES, so the stock vs
 # drop-in table keeps its cases.
 PROBES = ("seq_bad_element", "seq_bad_utf8", "zlib_seq_bad_element")
+
+# Replies to a pooled client's streaming server monitor (run_case.py's
+# "stream" operation): the handshake says topologyVersion, so the monitor
+# sends awaitable hellos (OP_MSG, exhaustAllowed, maxAwaitTimeMS), and the
+# mode decides how those are answered; every other command gets the plain
+# reply. Legal or not, as MODES:
+#   awaitable_op_msg         an OP_MSG hello, after a pause (as a server that
+#                            waited for a topology change that did not come)
+#   awaitable_op_reply       an OP_REPLY: a server answers OP_MSG with OP_MSG
+#                            (OP_REPLY answers only OP_QUERY and OP_GET_MORE)
+#   awaitable_more_op_reply  an OP_MSG hello with moreToCome, then, streamed
+#                            on the same connection, an OP_REPLY
+MONITOR_MODES = {"awaitable_op_msg": True, "awaitable_op_reply": False,
+                 "awaitable_more_op_reply": False}
+
+# An answer the protocol forbids that a libmongoc may still read correctly:
+# every command (OP_MSG) answered with an OP_REPLY holding its normal reply
+# document. Right is a clean error or the right answer (run_case.py), so
+# outside MODES too. 1.23 reads it as OP_MSG (mongoc_cluster_run_opmsg);
+# 1.30 and 2.5 read an OP_REPLY's document through get_body.
+OP_REPLY_MODES = ("op_reply",)
+AWAIT_PAUSE = 0.3  # seconds: keeps the monitor from spinning on instant answers
+MORE_TO_COME = 1 << 1
+
+ALL_MODES = list(MODES) + list(PROBES) + list(MONITOR_MODES) + list(OP_REPLY_MODES)
 
 HANDSHAKE = {"hello", "ismaster", "isMaster"}
 
@@ -354,7 +392,37 @@ def _parse_msg_request(msg):
     return flags, doc, seqs
 
 
+def _awaitable(doc):
+    """An awaitable hello carries maxAwaitTimeMS (the command's keys are
+    looked for as BSON element names: type byte before, NUL after)."""
+    return b"maxAwaitTimeMS\x00" in doc
+
+
+def _answer_awaitable(conn, mode, rid):
+    """Sends MONITOR_MODES[mode]'s answer to an awaitable hello."""
+    hello = hello_doc(True, streaming=True)
+    if mode == "awaitable_op_msg":
+        time.sleep(AWAIT_PAUSE)
+        conn.sendall(op_msg([body(hello)], rid))
+    elif mode == "awaitable_op_reply":
+        conn.sendall(op_reply(hello, rid))
+    else:
+        # op_msg() gives every reply the requestID 0x0D0D: the streamed
+        # follow-up answers that message, as a server's does.
+        conn.sendall(op_msg([body(hello)], rid, flags=MORE_TO_COME))
+        time.sleep(AWAIT_PAUSE)
+        conn.sendall(op_reply(hello, 0x0D0D))
+
+
 def _handle(conn, mode):
+    try:
+        _serve(conn, mode)
+    except ConnectionError:
+        pass  # the client went away (or crashed) mid-exchange: its verdict is elsewhere
+
+
+def _serve(conn, mode):
+    streaming = mode in MONITOR_MODES
     with conn:
         while True:
             head = _recv_exact(conn, 16)
@@ -369,14 +437,19 @@ def _handle(conn, mode):
                 nul = msg.index(b"\x00", 20)
                 query = msg[nul + 9:]
                 if first_key(query) in HANDSHAKE:
-                    reply = op_reply(hello_doc(False), rid)
+                    reply = op_reply(hello_doc(False, streaming), rid)
                 else:
                     reply = op_reply({"ok": 0.0, "errmsg": "OP_QUERY not supported"}, rid)
             elif opcode == OP_MSG:
                 flags, doc, seqs = _parse_msg_request(msg)
                 command = first_key(doc)
+                if streaming and command in HANDSHAKE and _awaitable(doc):
+                    _answer_awaitable(conn, mode, rid)
+                    continue
                 if command in HANDSHAKE:
-                    reply = op_msg([body(hello_doc(True))], rid)
+                    reply = op_msg([body(hello_doc(True, streaming))], rid)
+                elif streaming:
+                    reply = craft("plain", command, 0, rid)
                 else:
                     n_docs = sum(count_documents(v) for v in seqs.values())
                     reply = craft(mode, command, n_docs, rid)
@@ -391,7 +464,7 @@ class Server:
     """A listening socket on 127.0.0.1 with one thread per connection."""
 
     def __init__(self, mode):
-        if mode not in MODES and mode not in PROBES:
+        if mode not in ALL_MODES:
             raise ValueError("unknown mode %r" % mode)
         self.mode = mode
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -422,9 +495,8 @@ class Server:
 
 
 def main(argv):
-    if len(argv) != 2 or (argv[1] not in MODES and argv[1] not in PROBES):
-        sys.stderr.write("usage: hostile_server.py MODE\nmodes: %s\n"
-                         % " ".join(list(MODES) + list(PROBES)))
+    if len(argv) != 2 or argv[1] not in ALL_MODES:
+        sys.stderr.write("usage: hostile_server.py MODE\nmodes: %s\n" % " ".join(ALL_MODES))
         return 64
     server = Server(argv[1]).start()
     print(server.port, flush=True)

@@ -8,6 +8,10 @@ result.
       and insert_many (legal reply: the right answer, merged fields visible;
       illegal reply: a clean error) and nothing crashes; with --valgrind
       also no memory error or leak. Exit 0 pass, 1 fail.
+  run_case.py --client C --dropin D --mode M --ops stream
+      the same for a mode of hostile_server.MONITOR_MODES (the default
+      operation there): a pooled client whose server monitor streams, and
+      the awaitable hellos answered as the mode says.
   run_case.py --client C --dropin D --table OUT.md
       runs every mode stock and with the drop-in and writes the comparison
       table (recorded, not asserted: exit 0 unless the harness itself fails).
@@ -90,11 +94,41 @@ def expected_ping_fields(mode):
     }.get(mode, {})
 
 
+def judge_stream(mode, value):
+    """(right, short label) for the stream operation: both pings answered,
+    the monitor streamed, and its awaitable hellos ended as the mode allows:
+    a legal answer read (the client waits for two), an illegal one refused
+    (the heartbeat failed) or, where libmongoc reads it correctly as what it
+    is (1.30 and 2.5 read an OP_REPLY through mcd_rpc_message_get_body),
+    read. The crash this mode exists for is judged before."""
+    pings = (value.get("ping"), value.get("ping_after"))
+    started = value.get("awaited_started", 0)
+    succeeded = value.get("awaited_succeeded", 0)
+    failed = value.get("awaited_failed", 0)
+    if pings != ("ok", "ok"):
+        return False, "pings %s, %s" % pings
+    if started == 0:
+        return False, "the monitor never sent an awaitable hello"
+    if hs.MONITOR_MODES[mode]:
+        return (succeeded >= 2 and failed == 0), "awaited %d read, %d failed" % (succeeded, failed)
+    if failed > 0:
+        return True, "refused"
+    return succeeded > 0, "read (%d)" % succeeded
+
+
 def judge(mode, op, kind, detail):
     """(right, short label) for one result."""
-    legal = hs.MODES[mode]
+    if mode in hs.OP_REPLY_MODES and kind == "error":
+        return True, "error"
+    # OP_REPLY_MODES otherwise as a legal reply: the right answer.
+    legal = hs.MODES.get(mode, hs.MONITOR_MODES.get(mode, True))
     if kind in ("crash", "hang", "valgrind"):
         return False, "%s (%s)" % (kind.upper(), detail)
+    if op == "stream":
+        # One answer per run, legal or not: the monitor's verdict is in it.
+        if kind != "ok":
+            return False, kind + ": " + detail
+        return judge_stream(mode, json.loads(detail))
     if not legal:
         return (kind == "error"), ("error" if kind == "error" else "accepted")
     if kind in ("error", "unprintable"):
@@ -143,6 +177,11 @@ def short(right, label):
     return "WRONG (%s)" % label[:40]
 
 
+def cell(results):
+    """One table cell: each operation's verdict."""
+    return "; ".join("%s: %s" % (r[0], short(r[1], r[2])) for r in results)
+
+
 def mongoc_version(client, dropin):
     """The libmongoc version the client runs with, as the drop-in's gate
     reports it when it loads (the client is linked with libmongoc)."""
@@ -172,11 +211,26 @@ def table(client, dropin, out):
         stock_wrong += not s_ok and not any(r[2].startswith(("CRASH", "HANG")) for r in stock)
         dropin_wrong += not d_ok and not any(r[2].startswith(("CRASH", "HANG")) for r in pre)
         rows.append("| %s | %s | %s | %s |" % (
-            mode, "legal" if legal else "illegal",
-            "; ".join("%s: %s" % (r[0], short(r[1], r[2])) for r in stock),
-            "; ".join("%s: %s" % (r[0], short(r[1], r[2])) for r in pre)))
+            mode, "legal" if legal else "illegal", cell(stock), cell(pre)))
         print(rows[-1], flush=True)
     n = len(hs.MODES)
+    # Outside the 36 (so their counts stay comparable): the pooled client's
+    # streaming monitor (MONITOR_MODES) and OP_REPLY answering commands
+    # (OP_REPLY_MODES), where a clean error and the right answer are both
+    # right.
+    extra_rows, x_stock_right, x_stock_crash, x_dropin_right = [], 0, 0, 0
+    extras = [(m, ("stream",), "legal" if legal else "illegal")
+              for m, legal in hs.MONITOR_MODES.items()]
+    extras += [(m, OPS, "illegal, readable") for m in hs.OP_REPLY_MODES]
+    for mode, ops, what in extras:
+        stock = run_mode(client, mode, ops=ops)
+        pre = run_mode(client, mode, dropin, ops=ops)
+        x_stock_right += all(r[1] for r in stock)
+        x_dropin_right += all(r[1] for r in pre)
+        x_stock_crash += any(r[2].startswith(("CRASH", "HANG")) for r in stock)
+        extra_rows.append("| %s | %s | %s | %s |" % (
+            mode, what, cell(stock), cell(pre)))
+        print(extra_rows[-1], flush=True)
     with open(out, "w") as f:
         f.write("# libmongoc %s: stock vs libopmsg-mongoc.so (generated %s)\n\n" %
                 (version, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
@@ -186,15 +240,26 @@ def table(client, dropin, out):
         f.write("| mode | reply | stock libmongoc %s | with the drop-in |\n|---|---|---|---|\n"
                 % version)
         f.write("\n".join(rows) + "\n\n")
+        f.write("More cases: a pooled client whose server monitor streams (op stream: "
+                "awaitable hellos), and OP_REPLY answering commands:\n\n"
+                "| mode | reply | stock libmongoc %s | with the drop-in |\n|---|---|---|---|\n"
+                % version)
+        f.write("\n".join(extra_rows) + "\n\n")
+        # The last line: make check-distros prints it.
         f.write("Stock: %d of %d cases right, %d crashed or hung, %d wrong. "
-                "Drop-in: %d of %d right, %d crashed or hung, %d wrong.\n" %
+                "Drop-in: %d of %d right, %d crashed or hung, %d wrong. "
+                "More cases: stock %d of %d right, %d crashed or hung; drop-in %d of %d "
+                "right.\n" %
                 (stock_right, n, stock_crash, stock_wrong, dropin_right, n,
-                 dropin_crash, dropin_wrong))
+                 dropin_crash, dropin_wrong, x_stock_right, len(extras),
+                 x_stock_crash, x_dropin_right, len(extras)))
     # One line for scripts (make check-distros collects them).
     print("dropin-table %s: modes %d, stock right %d crashed %d wrong %d, "
-          "drop-in right %d crashed %d wrong %d -> %s" %
+          "drop-in right %d crashed %d wrong %d; more cases %d, stock right %d "
+          "crashed %d, drop-in right %d -> %s" %
           (version, n, stock_right, stock_crash, stock_wrong, dropin_right,
-           dropin_crash, dropin_wrong, out))
+           dropin_crash, dropin_wrong, len(extras), x_stock_right,
+           x_stock_crash, x_dropin_right, out))
     return 0
 
 
@@ -205,16 +270,18 @@ def main():
     ap.add_argument("--mode")
     ap.add_argument("--valgrind", action="store_true")
     ap.add_argument("--table")
-    ap.add_argument("--ops", default=",".join(OPS),
-                    help="comma-separated: ping,find,insert,threads")
+    ap.add_argument("--ops", help="comma-separated: ping,find,insert,threads,stream "
+                    "(default ping,find,insert; stream for a monitor mode)")
     args = ap.parse_args()
     if args.table:
         return table(args.client, args.dropin, args.table)
-    if args.mode not in hs.MODES:
-        ap.error("--mode must be one of: " + " ".join(hs.MODES))
+    runnable = list(hs.MODES) + list(hs.MONITOR_MODES) + list(hs.OP_REPLY_MODES)
+    if args.mode not in runnable:
+        ap.error("--mode must be one of: " + " ".join(runnable))
+    ops = args.ops or ("stream" if args.mode in hs.MONITOR_MODES else ",".join(OPS))
     failed = 0
     for op, right, label, stderr in run_mode(args.client, args.mode, args.dropin,
-                                              args.valgrind, args.ops.split(",")):
+                                              args.valgrind, ops.split(",")):
         print("%s %s/%s: %s" % ("PASS" if right else "FAIL", args.mode, op, label))
         if "opmsg-mongoc: active" not in stderr:
             print("FAIL %s/%s: the drop-in did not report itself active" % (args.mode, op))
