@@ -20,6 +20,7 @@
 
 #include <opmsg/opmsg.h>
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -257,14 +258,38 @@ typedef struct {
    bool from_mongoc;
 } dropin_caller_t;
 
+/* gate.c's answers, published by its decision; read through
+ * dropin_caller_at() only. */
+extern atomic_int dropin_gate_state; /* the path + 1; 0 while undecided */
+extern uintptr_t dropin_mongoc_code_lo, dropin_mongoc_code_hi;
+
+/* The first calls (gate.c): decides, once, then answers as
+ * dropin_caller_at(). */
+dropin_caller_t dropin_caller_first(const void *return_address);
+
 /* The caller whose return address is return_address: the gate decides
  * first, if it has not yet (the address finds libmongoc when it was
  * dlopen()ed privately, which neither RTLD_DEFAULT nor RTLD_NEXT can see),
- * and only then are libmongoc's code ranges read, because deciding is what
- * publishes them: a thread that read them before could race with the
- * thread that writes them and take the wrong contract. Cheap after the
- * first call: one atomic load and a compare per code segment. */
-dropin_caller_t dropin_caller_at(const void *return_address);
+ * and only then is the span of libmongoc's code read, because deciding is
+ * what publishes it: a thread that read it before could race with the
+ * thread that writes it and take the wrong contract. The acquire load pairs
+ * with the decision's release store. Inline, as it runs on every reply: a
+ * load, a test and (where from_mongoc is used) one compare. */
+static inline dropin_caller_t
+dropin_caller_at(const void *return_address)
+{
+   int state = atomic_load_explicit(&dropin_gate_state, memory_order_acquire);
+   dropin_caller_t caller;
+
+   if (__builtin_expect(state == 0, 0)) {
+      return dropin_caller_first(return_address);
+   }
+   caller.path = (dropin_path_t) (state - 1);
+   /* One compare: an address below lo wraps around above the span. */
+   caller.from_mongoc = caller.path != DROPIN_FORWARD && (uintptr_t) return_address - dropin_mongoc_code_lo <
+                                                            dropin_mongoc_code_hi - dropin_mongoc_code_lo;
+   return caller;
+}
 
 /* What every interposed function calls, once, before anything else. The
  * return address has to be read in the interposed function's own frame:

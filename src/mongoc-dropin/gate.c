@@ -27,23 +27,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* gate_state holds a dropin_path_t + 1 once decided, 0 before. */
-enum { GATE_UNDECIDED = 0 };
-
-static atomic_int gate_state = GATE_UNDECIDED;
+/* What dropin_caller_at() reads (dropin-private.h): the path + 1 once
+ * decided, 0 before; and where libmongoc's code is: from the start of its
+ * first executable segment to the end of its last (one span, since an
+ * object's segments are mapped together and a return address is never in
+ * the data between them; 0, 0 when not found). Written by decide() only;
+ * the span is read only after decide() has published the path. */
+atomic_int dropin_gate_state = 0;
+uintptr_t dropin_mongoc_code_lo, dropin_mongoc_code_hi;
 static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
 static _Atomic(const void *) gate_caller; /* a libmongoc address, for decide() */
 static dropin_originals_t originals;
 static dropin_mcd_t mcd;
 static opmsg_options_t parse_options;
 static opmsg_options_t reply_options;
-/* The executable segments of libmongoc (for in_mongoc_code). Written by
- * decide() only, read only after it has published gate_state. */
-#define GATE_MAX_RANGES 4
-static struct {
-   uintptr_t lo, hi;
-} mongoc_code[GATE_MAX_RANGES];
-static int n_mongoc_code;
 static bool decompress_takes_max;
 static int debug_level = -1;
 /* OPMSG_MONGOC_CHECK, read once (check_read): the level, and the value
@@ -299,45 +296,30 @@ resolve_originals(void *handle)
 #undef RESOLVE
 #undef RESOLVE_MCD
 
-/* Records the executable PT_LOAD segments of the object that holds the
- * address in data (mongoc_get_version). */
+/* Records the span of the executable PT_LOAD segments of the object that
+ * holds the address in data (mongoc_get_version). */
 static int
 find_code_ranges(struct dl_phdr_info *info, size_t size, void *data)
 {
    uintptr_t target = (uintptr_t) data;
-   bool found = false;
+   uintptr_t lo = UINTPTR_MAX, hi = 0;
 
    (void) size;
-   n_mongoc_code = 0; /* read only after decide() has published the gate */
-   for (int i = 0; i < info->dlpi_phnum && n_mongoc_code < GATE_MAX_RANGES; i++) {
+   for (int i = 0; i < info->dlpi_phnum; i++) {
       const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-      uintptr_t lo = (uintptr_t) info->dlpi_addr + ph->p_vaddr;
-      uintptr_t hi = lo + ph->p_memsz;
+      uintptr_t start = (uintptr_t) info->dlpi_addr + ph->p_vaddr;
 
       if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-         mongoc_code[n_mongoc_code].lo = lo;
-         mongoc_code[n_mongoc_code].hi = hi;
-         n_mongoc_code++;
-         found = found || (target >= lo && target < hi);
+         lo = start < lo ? start : lo;
+         hi = start + ph->p_memsz > hi ? start + ph->p_memsz : hi;
       }
    }
-   if (!found) {
-      n_mongoc_code = 0; /* not this object: go on to the next */
+   if (hi == 0 || target < lo || target >= hi) {
+      return 0; /* not this object: go on to the next */
    }
-   return found;
-}
-
-static bool
-in_mongoc_code(const void *addr)
-{
-   uintptr_t a = (uintptr_t) addr;
-
-   for (int i = 0; i < n_mongoc_code; i++) {
-      if (a >= mongoc_code[i].lo && a < mongoc_code[i].hi) {
-         return true;
-      }
-   }
-   return false;
+   dropin_mongoc_code_lo = lo;
+   dropin_mongoc_code_hi = hi;
+   return 1;
 }
 
 /* mcd_rpc_message_decompress gained max_msg_size in 2.4.0. */
@@ -423,7 +405,7 @@ decide(void)
    } else if (path != DROPIN_RPC_123 && mcd_missing > 0) {
       path = DROPIN_FORWARD;
       why = "libmongoc lacks one of the mcd_rpc_* functions";
-   } else if (n_mongoc_code == 0) {
+   } else if (dropin_mongoc_code_hi == 0) {
       path = DROPIN_FORWARD;
       why = "libmongoc's code segments were not found";
    }
@@ -441,36 +423,17 @@ decide(void)
    if (handle) {
       dlclose(handle); /* drops the RTLD_NOLOAD reference only */
    }
-   atomic_store_explicit(&gate_state, (int) path + 1, memory_order_release);
-}
-
-/* The path, decided by the first call if need be. The acquire load pairs
- * with decide()'s release store: whoever sees the path sees everything
- * decide() wrote before it (the originals, the code ranges). */
-static dropin_path_t
-gate_path(const void *caller)
-{
-   int state = atomic_load_explicit(&gate_state, memory_order_acquire);
-
-   if (__builtin_expect(state != GATE_UNDECIDED, 1)) {
-      return (dropin_path_t) (state - 1);
-   }
-   /* Every thread that races here passes a libmongoc address; whichever
-    * runs decide() uses its own. */
-   atomic_store(&gate_caller, caller);
-   pthread_once(&gate_once, decide);
-   return (dropin_path_t) (atomic_load_explicit(&gate_state, memory_order_acquire) - 1);
+   atomic_store_explicit(&dropin_gate_state, (int) path + 1, memory_order_release);
 }
 
 dropin_caller_t
-dropin_caller_at(const void *return_address)
+dropin_caller_first(const void *return_address)
 {
-   dropin_caller_t caller;
-
-   /* In this order: the path first (see dropin-private.h). */
-   caller.path = gate_path(return_address);
-   caller.from_mongoc = caller.path != DROPIN_FORWARD && in_mongoc_code(return_address);
-   return caller;
+   /* Every thread that races here passes a libmongoc address; whichever
+    * runs decide() uses its own. */
+   atomic_store(&gate_caller, return_address);
+   pthread_once(&gate_once, decide);
+   return dropin_caller_at(return_address);
 }
 
 __attribute__((constructor)) static void

@@ -175,15 +175,6 @@ _mongoc_rpc_gather(void *rpc, void *array)
    }
 }
 
-/* An OP_REPLY, or an OP_COMPRESSED carrying one, where libmongoc reads
- * OP_MSG. */
-static bool
-reply_answers_op_msg(const opmsg_msg_t *m)
-{
-   int32_t carried = m->opcode == OPMSG_OP_COMPRESSED ? m->original_opcode : m->opcode;
-   return carried == OPMSG_OP_REPLY && last_request_opcode == OPMSG_OP_MSG;
-}
-
 /* reply: the caller is libmongoc's receive path (see the top).
  * inner: called by decompress on the rebuilt message, where OP_COMPRESSED
  * would be nesting. */
@@ -210,18 +201,23 @@ scatter(void *rpc, const uint8_t *buf, size_t buflen, bool reply, bool inner)
    if (inner && opcode == OPMSG_OP_COMPRESSED) {
       return dropin_reject_msg("OP_COMPRESSED", "nested OP_COMPRESSED");
    }
-   if (reply && reply_answers_op_msg(&m)) {
-      memset(rpc, 0, DROPIN_RPC_SIZE);
-      return dropin_reject_msg("reply", "OP_REPLY answering an OP_MSG request (libmongoc would read it as OP_MSG)");
-   }
    switch (opcode) {
    case OPMSG_OP_MSG:
       return reply ? fill_msg_merged((dropin_rpc_msg_t *) rpc, &m) : fill_msg_wire((dropin_rpc_msg_t *) rpc, &m);
    case OPMSG_OP_REPLY:
-      fill_reply(rpc, buf, buflen);
-      return true;
    case OPMSG_OP_COMPRESSED:
-      fill_compressed(rpc, buf, buflen);
+      /* An OP_REPLY, or an OP_COMPRESSED carrying one, where libmongoc
+       * reads OP_MSG (see "The request a reply answers"). */
+      if (reply && last_request_opcode == OPMSG_OP_MSG &&
+          (opcode == OPMSG_OP_REPLY || m.original_opcode == OPMSG_OP_REPLY)) {
+         memset(rpc, 0, DROPIN_RPC_SIZE);
+         return dropin_reject_msg("reply", "OP_REPLY answering an OP_MSG request (libmongoc would read it as OP_MSG)");
+      }
+      if (opcode == OPMSG_OP_REPLY) {
+         fill_reply(rpc, buf, buflen);
+      } else {
+         fill_compressed(rpc, buf, buflen);
+      }
       return true;
    default:
       /* A request opcode from a caller that is not libmongoc's reply path
