@@ -299,7 +299,7 @@ resolve_originals(void *handle)
 /* Records the span of the executable PT_LOAD segments of the object that
  * holds the address in data (mongoc_get_version). */
 static int
-find_code_ranges(struct dl_phdr_info *info, size_t size, void *data)
+find_code_span(struct dl_phdr_info *info, size_t size, void *data)
 {
    uintptr_t target = (uintptr_t) data;
    uintptr_t lo = UINTPTR_MAX, hi = 0;
@@ -383,7 +383,7 @@ decide(void)
    if (sym) {
       fn_from_sym(&get_version, sizeof get_version, sym);
       version = get_version();
-      dl_iterate_phdr(find_code_ranges, sym);
+      dl_iterate_phdr(find_code_span, sym);
       decompress_takes_max = takes_max(version);
    }
 
