@@ -72,22 +72,8 @@ done
 now() { date +%s; }
 say() { echo "check-distros: $*"; }
 
-# The working tree as git sees it (tracked and untracked-but-not-ignored
-# files that exist), or, outside a git checkout, everything but what
-# .gitignore names.
-copy_tree() {
-  local dest=$1
-  rm -rf "$dest"
-  mkdir -p "$dest"
-  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    comm -z -23 <(git ls-files -z -co --exclude-standard | sort -z) \
-                <(git ls-files -z -d | sort -z) |
-      tar --null -T - -cf - | tar -xf - -C "$dest"
-  else
-    tar --exclude-vcs --exclude-vcs-ignores --exclude=./build --exclude='./build-*' \
-        --exclude=./dist --exclude=node_modules --exclude=__pycache__ -cf - . | tar -xf - -C "$dest"
-  fi
-}
+# copy_tree DEST: the working tree as git sees it.
+. scripts/lib/copy-tree.sh
 
 # "ctest" output -> "passed failed skipped"
 ctest_counts() {

@@ -301,94 +301,10 @@ nearest_tag() {
   [ -n "$best" ] && echo "$best"
 }
 
-# A private apt configuration with deb-src entries made from this machine's
-# own apt sources (the entries for its release); nothing under /etc changes.
-apt_dir=$work/apt
-apt_opts=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
-          -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
-          -o "Dir::Etc::Preferences=/dev/null" -o "Dir::Etc::PreferencesParts=/dev/null"
-          -o "APT::Sandbox::User=root" -o "Acquire::Languages=none")
-
-deb_src_entries() {
-  local codename f
-  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  [ -n "$codename" ] || return 0
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    case $f in
-      *.sources)
-        # deb822: every enabled "deb" stanza with a suite of this release.
-        awk -v want="$codename" '
-          function flush(   n, s, i, ok) {
-            if (uris != "" && types ~ /(^| )deb( |$)/ && enabled != "no") {
-              n = split(suites, s, " "); ok = ""
-              for (i = 1; i <= n; i++)
-                if (s[i] == want || index(s[i], want "-") == 1) ok = ok " " s[i]
-              if (ok != "") {
-                print "Types: deb-src"; print "URIs:" uris; print "Suites:" ok
-                print "Components:" comps
-                if (signed != "") print "Signed-By:" signed
-                print ""
-              }
-            }
-            uris = ""; suites = ""; types = ""; comps = ""; signed = ""; enabled = ""
-          }
-          /^[ \t]*$/ { flush(); next }
-          /^#/ { next }
-          { key = tolower($1); val = $0; sub(/^[^:]*:/, "", val) }
-          key == "types:" { types = val " " }
-          key == "uris:" { uris = val }
-          key == "suites:" { suites = val }
-          key == "components:" { comps = val }
-          key == "signed-by:" { signed = val }
-          key == "enabled:" { gsub(/ /, "", val); enabled = tolower(val) }
-          END { flush() }' "$f"
-        ;;
-      *)
-        # one-line: "deb [options] URI SUITE COMPONENTS..."
-        awk -v want="$codename" '
-          $1 == "deb" {
-            line = $0; sub(/^deb/, "deb-src", line)
-            i = 2
-            if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-            s = $(i + 1)
-            if (s == want || index(s, want "-") == 1) print line
-          }' "$f" | sed '1s/^/#LIST\n/'
-        ;;
-    esac
-  done
-}
-
-apt_source() {  # PACKAGE VERSION DEST
-  local pkg=$1 want=$2 dest=$3 entries avail chosen
-  command -v dpkg-source >/dev/null || die "dpkg-source is missing (apt-get install dpkg-dev)"
-  mkdir -p "$apt_dir/sources.list.d" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-  entries=$(deb_src_entries)
-  [ -n "$entries" ] || die "no Debian entry for this release in /etc/apt/sources.list{,.d}: cannot make a deb-src entry"
-  rm -f "$apt_dir/sources.list.d/"*
-  # One-line entries go to a .list file, deb822 ones to a .sources file.
-  awk '/^#LIST$/ {mode = 1; next} mode == 1 && /^deb-src / {print > L; next} {print > S}' \
-    L="$apt_dir/sources.list.d/deb-src.list" S="$apt_dir/sources.list.d/deb-src.sources" <<<"$entries"
-  say "apt: deb-src entries from this machine's sources (private configuration in $apt_dir)" >&2
-  apt-get "${apt_opts[@]}" -q update >"$apt_dir/update.log" 2>&1 ||
-    { tail -n 20 "$apt_dir/update.log" >&2; die "apt-get update (deb-src) failed"; }
-  avail=$(apt-cache "${apt_opts[@]}" showsrc "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | sort -u)
-  chosen=""
-  if grep -qxF "$want" <<<"$avail"; then
-    chosen=$want
-  else
-    # The same upstream version with another Debian revision, said loudly.
-    local upstream=${want#*:}
-    upstream=${upstream%-*}
-    chosen=$(grep -E "^([0-9]+:)?${upstream//./\\.}-" <<<"$avail" | sort -V | tail -n 1 || true)
-    [ -n "$chosen" ] || die "$pkg $want is not on the mirror (it has: $(echo $avail)); pass --source or --upstream-git"
-  fi
-  rm -rf "$dest"
-  mkdir -p "$dest"
-  (cd "$dest" && apt-get "${apt_opts[@]}" -q source --only-source "$pkg=$chosen" >"$dest.log" 2>&1) ||
-    { tail -n 20 "$dest.log" >&2; die "apt-get source $pkg=$chosen failed"; }
-  echo "$chosen"
-}
+# `apt-get source` through a private apt configuration (nothing under /etc
+# changes): apt_source PACKAGE VERSION DEST.
+. "$top/scripts/lib/apt-source.sh"
+apt_source_dir=$work/apt
 
 src_origin=""
 if [ -n "$source_dir" ]; then
@@ -436,7 +352,8 @@ else
     got=$(sed -n 2p "$stamp")
   else
     say "apt-get source $src_pkg=$src_version"
-    got=$(apt_source "$src_pkg" "$src_version" "$vdir/src")
+    got=$(apt_source "$src_pkg" "$src_version" "$vdir/src") ||
+      die "no source for $src_pkg $src_version from the mirror: pass --source or --upstream-git"
     printf '%s\n%s\n' "$src_pkg $src_version" "$got" >"$stamp"
   fi
   src=$(find "$vdir/src" -mindepth 1 -maxdepth 1 -type d -name "$src_pkg-*" | head -n 1)

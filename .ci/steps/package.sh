@@ -21,15 +21,8 @@ export DEBIAN_FRONTEND=noninteractive
 say() { echo "package: $*"; }
 fail() { echo "package: FAILED: $*" >&2; exit 1; }
 
-is_installed() {
-  local status
-  status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)
-  [ "$status" = "install ok installed" ]
-}
-
-installed_list() {
-  dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | awk '$1 == "ii" {print $2}' | sort
-}
+# apt_state_save/restore, apt_is_installed, apt_installed_list
+. scripts/lib/apt-state.sh
 
 # What installing the packages pulls in on a minimal Debian 12 (Essential and
 # required packages only), whatever this machine has: apt must resolve every
@@ -63,27 +56,20 @@ debs() {
     return 0
   fi
   for p in $ours; do
-    if is_installed "$p"; then
+    if apt_is_installed "$p"; then
       say "$p is already installed on this machine: the install test is skipped"
       return 0
     fi
   done
 
-  local before after added work
-  before=$(mktemp)
-  after=$(mktemp)
+  local state work
+  state=$(mktemp -d)
   work=$(mktemp -d)
-  installed_list >"$before"
+  apt_state_save "$state"
   # Whatever happens below, take off what this step put on.
   cleanup() {
-    installed_list >"$after"
-    added=$(comm -13 "$before" "$after" | tr '\n' ' ')
-    if [ -n "$added" ]; then
-      say "removing: $added"
-      # shellcheck disable=SC2086
-      apt-get remove -y -q $added >/dev/null
-    fi
-    rm -rf "$before" "$after" "$work"
+    apt_state_restore "$state" | sed 's/^/package: /'
+    rm -rf "$state" "$work"
   }
   trap cleanup EXIT
 
@@ -91,10 +77,9 @@ debs() {
     say "dpkg left dependencies missing; apt-get -f install"
     apt-get -f install -y -q
   fi
-  installed_list >"$after"
-  say "installed: $(comm -13 "$before" "$after" | tr '\n' ' ')"
+  say "installed: $(LC_ALL=C comm -13 <(cut -d' ' -f1 "$state/installed") <(apt_installed_list) | tr '\n' ' ')"
   for p in $ours; do
-    is_installed "$p" || fail "$p is not installed"
+    apt_is_installed "$p" || fail "$p is not installed"
   done
 
   local libdir
@@ -147,7 +132,7 @@ EOF
   cleanup
   trap - EXIT
   for p in $ours; do
-    if is_installed "$p"; then
+    if apt_is_installed "$p"; then
       fail "$p is still installed"
     fi
   done
