@@ -14,9 +14,9 @@
 #                                 installed again at the saved version
 #                                 (the archive must still have it), then the
 #                                 automatic/manual marks are put back
-#   apt_state_same DIR            exit 0 when the installed packages and
-#                                 versions are the saved ones; else prints
-#                                 the differences
+#   apt_state_same DIR            exit 0 when the installed packages, their
+#                                 versions and automatic marks are the saved
+#                                 ones; else prints the differences
 #
 # Runs apt-get non-interactively, waiting for the dpkg lock (other work may
 # be using apt). Needs root.
@@ -52,11 +52,18 @@ apt_state_save() {
 }
 
 apt_state_same() {
-  local dir=$1 diff
+  local dir=$1 diff marks
   diff=$(diff "$dir/installed" <(_apt_versions) | grep '^[<>] ') || true
-  [ -z "$diff" ] && return 0
-  echo "apt-state: the installed packages differ from the saved ones (< saved, > now):"
-  echo "$diff"
+  marks=$(diff "$dir/auto" <(apt-mark showauto 2>/dev/null | LC_ALL=C sort) | grep '^[<>] ') || true
+  [ -z "$diff" ] && [ -z "$marks" ] && return 0
+  if [ -n "$diff" ]; then
+    echo "apt-state: the installed packages differ from the saved ones (< saved, > now):"
+    echo "$diff"
+  fi
+  if [ -n "$marks" ]; then
+    echo "apt-state: the packages marked automatic differ from the saved ones (< saved, > now):"
+    echo "$marks"
+  fi
   return 1
 }
 
