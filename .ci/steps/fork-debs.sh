@@ -7,10 +7,11 @@
 #     symbols), installed over the machine's own packages, tested (the
 #     hostile-reply harness with no preload, a program built on stock,
 #     FerretDB, client-side encryption) and put back (make fork-debs).
-# Measured at 4.5 to 7 minutes on the 2-core machine. trixie and sid (Debian
-# 13 and sid, in the roots of make check-distros) add about 5 and 8 minutes
-# and run in `make check-fork-debs` outside CI; FORK_DEBS_CI="bookworm trixie
-# unstable" runs them here too (after the distros step has made the roots).
+# Measured at 4.5 minutes on the 2-core machine unloaded, 5.5 to 8 with other
+# builds running. trixie and sid (Debian 13 and sid, in the roots of make
+# check-distros) add about 7 and 8.5 minutes (loaded) and run in
+# `make check-fork-debs` outside CI; FORK_DEBS_CI="bookworm trixie unstable"
+# runs them here too (after the distros step has made the roots).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
