@@ -18,7 +18,7 @@
  * loaded).
  */
 #include "bench.h"
-#include "opmsg-private.h"
+#include "opmsg-checksum.h"
 
 #include <errno.h>
 #include <math.h>

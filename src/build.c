@@ -6,7 +6,7 @@
  * with the same limits) and computes the exact size. The writers then only
  * copy; so a message is either fully valid or not written.
  */
-#include "opmsg-private.h"
+#include "opmsg-rules.h"
 
 /* header(16) + flagBits(4) + the body's kind byte(1): the command's offset
  * in the message. */

@@ -5,7 +5,8 @@
  * interleaving (tens of GB/s); the portable version is a slicing-by-8 table
  * walk, built always so tests can compare the two.
  */
-#include "opmsg-private.h"
+#include "opmsg-common.h"
+#include "opmsg-checksum.h"
 
 #include <pthread.h>
 

@@ -2,7 +2,8 @@
  * compress.c - OP_COMPRESSED: framing checks (called by opmsg_parse()),
  * decompression with noop, snappy, zlib and zstd, and compression.
  */
-#include "opmsg-private.h"
+#include "opmsg-msg.h"
+#include "opmsg-parse.h"
 
 #define ZLIB_CONST
 #include <snappy-c.h>

@@ -6,7 +6,7 @@
  * length, and each nested document's own length and terminator. Full
  * validation (validate.c) goes on from here into every level.
  */
-#include "opmsg-private.h"
+#include "opmsg-document.h"
 
 
 bool

@@ -2,7 +2,7 @@
  * error.c - error reporting, options and version. (The limits taken from
  * the options are a wire rule: rules.c.)
  */
-#include "opmsg-private.h"
+#include "opmsg-common.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * header.c - the 16-byte message header shared by every opcode, and the
  * dispatch from opmsg_parse() to each opcode's parser.
  */
-#include "opmsg-private.h"
+#include "opmsg-parse.h"
 
 bool
 opmsg_is_reply_opcode(int32_t opcode)

@@ -7,7 +7,8 @@
  * strictly as the rest: namespace, every document, no trailing bytes. They
  * have nothing to merge.
  */
-#include "opmsg-private.h"
+#include "opmsg-document.h"
+#include "opmsg-parse.h"
 
 size_t
 opmsg_removed_min_length(int32_t opcode)

@@ -6,7 +6,9 @@
  * server or proxy still has to accept them, so they are checked as strictly as
  * OP_MSG: every document is framed and its top-level elements walked.
  */
-#include "opmsg-private.h"
+#include "opmsg-array.h"
+#include "opmsg-document.h"
+#include "opmsg-parse.h"
 
 /* Frames and checks one document at data[off..end) (document.c). The query
  * (OP_QUERY) and the first reply document are a command or its reply, which

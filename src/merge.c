@@ -6,7 +6,9 @@
  * written in one pass into one buffer. Array keys "0", "1", ... come from a
  * decimal odometer, not printf.
  */
-#include "opmsg-private.h"
+#include "opmsg-array.h"
+#include "opmsg-document.h"
+#include "opmsg-msg.h"
 #include "opmsg-bson-compat.h"
 
 size_t

@@ -6,7 +6,7 @@
  * names and scripts read them, so the tools ask here rather than keep
  * copies that could drift apart.
  */
-#include "opmsg-private.h"
+#include "opmsg-common.h"
 
 const char *
 opmsg_opcode_name(int32_t opcode)

@@ -8,7 +8,10 @@
  * themselves live in rules.c, which the encoder applies too; this file
  * walks the wire and hands them what they check.
  */
-#include "opmsg-private.h"
+#include "opmsg-array.h"
+#include "opmsg-msg.h"
+#include "opmsg-parse.h"
+#include "opmsg-rules.h"
 
 /* The body's keys and the identifiers go into key sets (rules.c) that live
  * on the stack for up to SCAN_KEYS names, and the walk that checks the

@@ -9,7 +9,7 @@
  * header that opmsg_frame_length() accepted: a peer must send the bytes of a
  * large message to make the reader hold it, not just claim its length.
  */
-#include "opmsg-private.h"
+#include "opmsg-parse.h"
 
 #include <errno.h>
 #include <unistd.h>

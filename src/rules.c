@@ -5,12 +5,13 @@
  * body and the sequence documents.
  *
  * Each rule is written once, here or (where it is hot) inline in
- * opmsg-private.h, and both sides call it with the same limits: that is
+ * opmsg-rules.h, and both sides call it with the same limits: that is
  * what makes "the encoder never writes what the parser rejects" hold. Where
  * the two need a different answer, the function takes it as an argument and
  * says why; the caller's error is written once, with the right code.
  */
-#include "opmsg-private.h"
+#include "opmsg-parse.h"
+#include "opmsg-rules.h"
 
 #include <stdio.h>
 
@@ -202,26 +203,8 @@ opmsg_rule_seq_doc(const uint8_t *doc, size_t avail, size_t max_bson, bool top, 
 }
 
 /* ---------------------------------------------------------------------------
- * The key set and duplicate keys
+ * Duplicate keys
  * ------------------------------------------------------------------------- */
-
-bool
-opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, bson_error_t *error)
-{
-   /* Three quarters full on the heap, where the size matters more than
-    * the probes: about 11 bytes a name, each of which takes at least 2
-    * bytes of the buffer (3 but for one empty key), so the table stays
-    * within a few times the message. A slot stays empty, which ends every
-    * probe. */
-   s->nslots = n + n / 3 + 1;
-   s->slots = bson_malloc(s->nslots * sizeof(opmsg_keyslot_t));
-   if (!s->slots) {
-      s->slots = s->local;
-      s->nslots = 0;
-      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "no memory for the name table of %zu names", n);
-   }
-   return true;
-}
 
 bool
 opmsg_duplicate_key_fail(const char *key, size_t off, opmsg_error_code_t body_code, bson_error_t *error)

@@ -35,7 +35,7 @@
  * hostile input cannot exhaust the C stack, and it allocates nothing. Every
  * read stays inside the value extent that opmsg_next_element() proved.
  */
-#include "opmsg-private.h"
+#include "opmsg-document.h"
 
 #define BINARY_SUBTYPE_OLD 0x02
 

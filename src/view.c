@@ -6,7 +6,8 @@
  * Everything here walks bytes opmsg_parse() has already checked, so the
  * walks trust the frames they meet.
  */
-#include "opmsg-private.h"
+#include "opmsg-document.h"
+#include "opmsg-msg.h"
 
 const char *
 opmsg_command_name(const opmsg_msg_t *msg)

@@ -833,7 +833,7 @@ test_error_messages(void **state)
    assert_int_equal(error.code, OPMSG_ERR_INVALID_ARGUMENT);
 }
 
-/* The section walkers (opmsg-private.h) over a parsed message: the trusted
+/* The section walkers (opmsg-msg.h) over a parsed message: the trusted
  * walk and the bounded step agree on every section, in wire order, with
  * the body among the sequences; the bounded step refuses a bad kind, a
  * size below 5 and one past the bytes. */

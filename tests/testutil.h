@@ -10,7 +10,12 @@
 #include <cmocka.h>
 
 #include <opmsg/opmsg.h>
-#include "opmsg-private.h"
+#include "opmsg-array.h"
+#include "opmsg-checksum.h"
+#include "opmsg-document.h"
+#include "opmsg-msg.h"
+#include "opmsg-parse.h"
+#include "opmsg-rules.h"
 #include "opmsg-bson-compat.h"
 
 /* Reads tests/data/<rel> into a new buffer (free with free()); fails the test

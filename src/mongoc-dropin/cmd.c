@@ -17,7 +17,9 @@
  * callers) goes to the original, so behaviour there is unchanged.
  */
 #include "dropin-private.h"
-#include "opmsg-private.h"
+#include "opmsg-array.h"
+#include "opmsg-bytes.h"
+#include "opmsg-document.h"
 
 #include <string.h>
 

@@ -31,7 +31,7 @@
  * every caller already turns into "invalid reply" / "could not decompress".
  */
 #include "dropin-private.h"
-#include "opmsg-private.h"
+#include "opmsg-bytes.h"
 
 #include <string.h>
 

@@ -22,7 +22,7 @@
  */
 #include "harness.h"
 
-#include "opmsg-private.h"
+#include "opmsg-checksum.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,84 @@
+/*
+ * opmsg-common.h - what every source file of the library shares: the
+ * compiler's hints, the error report, and the limits of one call.
+ *
+ * Not installed. Each module has its own private header (opmsg-document.h,
+ * opmsg-keyset.h, opmsg-rules.h, opmsg-msg.h, opmsg-array.h,
+ * opmsg-checksum.h, opmsg-parse.h); a source file includes the ones it uses.
+ * Tests may include them (they link the static library).
+ */
+#ifndef OPMSG_COMMON_H
+#define OPMSG_COMMON_H
+
+#include <opmsg/opmsg.h>
+
+#include "opmsg-bytes.h"
+
+#include <string.h>
+
+#if defined(__GNUC__)
+#define OPMSG_LIKELY(x) __builtin_expect(!!(x), 1)
+#define OPMSG_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define OPMSG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define OPMSG_COLD __attribute__((cold))
+#define OPMSG_NOINLINE __attribute__((noinline))
+#define OPMSG_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define OPMSG_LIKELY(x) (x)
+#define OPMSG_UNLIKELY(x) (x)
+#define OPMSG_PRINTF(f, a)
+#define OPMSG_COLD
+#define OPMSG_NOINLINE
+#define OPMSG_ALWAYS_INLINE inline
+#endif
+
+/* Fills *error (when not NULL) with OPMSG_ERROR_DOMAIN, code and a message.
+ * Always returns false so callers can `return opmsg_fail(...)`. */
+bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt, ...) OPMSG_PRINTF(3, 4);
+
+/* Copies at most 48 bytes of a key or identifier into out (at least 200
+ * bytes) for an error message, escaping every byte that is not printable
+ * ASCII as \xNN, so a message stays on one line whatever the wire held.
+ * Returns out. */
+const char *opmsg_printable(char *out, const char *name, size_t len);
+
+/* The limits in force for one call, with defaults applied: the parser's
+ * from opmsg_options_t, the encoder's from opmsg_build_t, both through
+ * opmsg_limits_set() (rules.c), so both sides hold a message to one bound. */
+typedef struct {
+   size_t max_message_size;
+   size_t max_bson_size;
+   uint32_t flags; /* OPMSG_PARSE_* bits, as the caller gave them */
+   /* The level (OPMSG_PARSE_FULL_VALIDATE in flags makes it full): ask it
+    * through opmsg_checks_top() and opmsg_checks_deep(). */
+   opmsg_check_t check;
+} opmsg_limits_t;
+
+/* 0 means the default; messageLength is an int32, and so is the length of
+ * a body, which may be OPMSG_BODY_ALLOWANCE above max_bson_size: both are
+ * capped to fit. */
+void opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size, size_t max_bson_size, uint32_t flags);
+
+/* What the check level asks of a document beyond its frame: its top-level
+ * elements (every level but frames), every nested one (full). The one
+ * mapping from opmsg_check_t to the checks, for every opcode. */
+static inline bool
+opmsg_checks_top(const opmsg_limits_t *limits)
+{
+   return limits->check != OPMSG_CHECK_FRAMES;
+}
+
+static inline bool
+opmsg_checks_deep(const opmsg_limits_t *limits)
+{
+   return limits->check == OPMSG_CHECK_FULL;
+}
+
+/* The largest body (command) the limits allow. */
+static inline size_t
+opmsg_body_limit(const opmsg_limits_t *limits)
+{
+   return limits->max_bson_size + OPMSG_BODY_ALLOWANCE;
+}
+
+#endif /* OPMSG_COMMON_H */

@@ -1,0 +1,337 @@
+/*
+ * opmsg-document.h - one level of a BSON document, walked with every bound
+ * checked (document.c), and every level below it (validate.c, the full
+ * check level).
+ *
+ * Not installed. What is hot is inline here: the element walk is the inner
+ * loop of every parse.
+ */
+#ifndef OPMSG_DOCUMENT_H
+#define OPMSG_DOCUMENT_H
+
+#include "opmsg-common.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* One top-level element of a document. */
+typedef struct {
+   const uint8_t *start; /* the type byte */
+   uint8_t type;
+   const char *key; /* NUL-terminated */
+   uint32_t key_len;
+   const uint8_t *value;
+   uint32_t value_len;
+} opmsg_element_t;
+
+/*
+ * Checks the frame of the document at doc with at most avail bytes:
+ * length >= 5, <= avail, <= max_len, and a terminating 0. base is the
+ * document's offset in the message, for error messages; what names the
+ * document ("body", "document 3 of sequence \"documents\""). Stores the
+ * length in *len.
+ */
+bool opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len, size_t base, const char *what, uint32_t *len,
+                     bson_error_t *error);
+
+/*
+ * Reads the element at *p (inside a framed document whose terminator is at
+ * end: *end must be 0, see opmsg_find_nul()) into *e and advances *p past
+ * it. Checks the type, the key's terminator and the value's length (a
+ * nested document's length and terminator too, not its contents). base + (p - doc) is the element's
+ * offset for errors.
+ */
+bool opmsg_next_element(const uint8_t **p, const uint8_t *end, opmsg_element_t *e, size_t offset, bson_error_t *error);
+
+/* Walking from document to document of a large sequence is a chain of
+ * loads, one or two per document, each waiting on memory: the hardware's
+ * prefetcher does not run ahead of a chain. Asking for the lines a few
+ * kilobytes ahead of the document at hand (those of [doc, doc + len) moved
+ * that far, so that document after document every line is asked for once)
+ * keeps the chain in cache. A prefetch never faults, so running past the
+ * buffer is harmless. */
+#define OPMSG_PREFETCH_DISTANCE 4096
+/* Below this many bytes a sequence is taken to be in cache already (it was
+ * just received): no prefetching. */
+#define OPMSG_PREFETCH_ABOVE (4u << 20)
+
+static inline void
+opmsg_prefetch_ahead(const uint8_t *doc, size_t len)
+{
+#if defined(__GNUC__)
+   for (size_t o = 0; o < len; o += 64) {
+      __builtin_prefetch(doc + OPMSG_PREFETCH_DISTANCE + o);
+   }
+#else
+   (void) doc;
+   (void) len;
+#endif
+}
+
+/* The element walk, inlined where it is hot (document.c, parse.c). */
+enum {
+   OPMSG_SZ_UNKNOWN = -1,
+   OPMSG_SZ_STRING = -2,
+   OPMSG_SZ_DOC = -3,
+   OPMSG_SZ_BINARY = -4,
+   OPMSG_SZ_REGEX = -5,
+   OPMSG_SZ_DBPOINTER = -6,
+   OPMSG_SZ_CODEWSCOPE = -7,
+   OPMSG_SZ_BOOL = -8
+};
+/* Per type byte: the value's fixed size, or an OPMSG_SZ_* saying how to
+ * size it. */
+extern const int8_t opmsg_type_sizes[256];
+/* Size of a value of the rare variable-length types (regex, DBPointer,
+ * code with scope); 0 when it is malformed or does not fit. */
+size_t opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail);
+/* Works out which rule the element at p breaks and reports it, the
+ * message starting with the name of its document, what (NULL: none). */
+bool opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end, size_t offset,
+                         bson_error_t *error) OPMSG_COLD;
+
+/* The first NUL in [k, end), or end, where *end is 0: the terminator of a
+ * framed document, which every caller has checked. Keys are short, so a
+ * call to memchr costs more than it saves: sixteen bytes at a time with
+ * SSE2 (every x86-64 has it), eight at a time elsewhere, and the last few
+ * bytes one by one.
+ * (Measured: loads that look past end, so the last keys of a small document
+ * also take the wide path, are slower, not faster; the byte loop's branches
+ * are well predicted on the short keys that end a document.) */
+static inline const uint8_t *
+opmsg_find_nul(const uint8_t *k, const uint8_t *end)
+{
+#if defined(__SSE2__) && defined(__GNUC__)
+   while (end - k >= 16) {
+      __m128i v = _mm_loadu_si128((const __m128i *) (const void *) k);
+      unsigned z = (unsigned) _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128()));
+      if (z) {
+         return k + __builtin_ctz(z);
+      }
+      k += 16;
+   }
+#elif BSON_BYTE_ORDER == BSON_LITTLE_ENDIAN && defined(__GNUC__)
+   while (end - k >= 8) {
+      uint64_t w;
+      memcpy(&w, k, 8);
+      uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+      if (z) {
+         return k + (__builtin_ctzll(z) >> 3);
+      }
+      k += 8;
+   }
+#endif
+   /* The caller framed the document: *end is its 0 terminator, so the
+    * search stops there at the latest without a bounds test per byte. */
+   while (*k) {
+      k++;
+   }
+   return k;
+}
+
+/* Sizes of the common variable-length values, checked against the avail
+ * bytes that follow them; 0 when malformed (none of them can be 0 bytes).
+ * Lengths are read as unsigned and compared after subtracting the minimum,
+ * so a negative or too-small length wraps around and fails the same single
+ * comparison as one that runs past the end. */
+
+/* string, code, symbol: int32 length counting the NUL (>= 1), bytes, NUL. */
+static inline size_t
+opmsg_string_size(const uint8_t *v, size_t avail)
+{
+   if (avail < 5) {
+      return 0;
+   }
+   size_t s = opmsg_read_u32(v);
+   if (s - 1 >= avail - 4 || v[3 + s] != 0) {
+      return 0;
+   }
+   return 4 + s;
+}
+
+/* A nested document or array: its own length (>= 5) and terminator. */
+static inline size_t
+opmsg_nested_doc_size(const uint8_t *v, size_t avail)
+{
+   if (avail < 5) {
+      return 0;
+   }
+   size_t n = opmsg_read_u32(v);
+   if (n - 5 > avail - 5 || v[n - 1] != 0) {
+      return 0;
+   }
+   return n;
+}
+
+/* Binary: int32 length, subtype, bytes. The old subtype 2 nests its own
+ * length, which libbson's iterator insists on: accepting a wrong one would
+ * let every libbson reader of the merged document stop short of the rest. */
+static inline size_t
+opmsg_binary_size(const uint8_t *v, size_t avail)
+{
+   if (avail < 5) {
+      return 0;
+   }
+   size_t b = opmsg_read_u32(v);
+   if (b > avail - 5) {
+      return 0;
+   }
+   if (OPMSG_UNLIKELY(v[4] == BSON_SUBTYPE_BINARY_DEPRECATED) && (b < 4 || opmsg_read_u32(v + 5) != b - 4)) {
+      return 0;
+   }
+   return 5 + b;
+}
+
+/*
+ * The element at p, inside a framed document whose terminator is at end
+ * (so *end is 0: every caller has checked the frame first): checks its
+ * type, its key's NUL and its value's length, and returns the next
+ * element's first byte, or NULL if the element is bad (the caller asks
+ * opmsg_element_error() which rule it broke). *key_nul is set to the key's
+ * terminating NUL. This is the hot loop of every parse, so the common types
+ * are sized here and only the rare ones call opmsg_variable_size().
+ */
+static OPMSG_ALWAYS_INLINE const uint8_t *
+opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul)
+{
+   int8_t how = opmsg_type_sizes[*p];
+   const uint8_t *k = opmsg_find_nul(p + 1, end);
+   if (OPMSG_UNLIKELY(how == OPMSG_SZ_UNKNOWN || k == end)) {
+      return NULL;
+   }
+   *key_nul = k;
+   const uint8_t *v = k + 1;
+   size_t avail = (size_t) (end - v);
+   size_t n;
+   if (how >= 0) {
+      n = (size_t) how;
+      return OPMSG_LIKELY(n <= avail) ? v + n : NULL;
+   }
+   switch (how) {
+   case OPMSG_SZ_STRING:
+      n = opmsg_string_size(v, avail);
+      break;
+   case OPMSG_SZ_DOC:
+      n = opmsg_nested_doc_size(v, avail);
+      break;
+   case OPMSG_SZ_BOOL:
+      n = (avail >= 1 && *v <= 1) ? 1 : 0;
+      break;
+   case OPMSG_SZ_BINARY:
+      n = opmsg_binary_size(v, avail);
+      break;
+   default:
+      n = opmsg_variable_size(how, v, avail);
+      break;
+   }
+   return OPMSG_LIKELY(n != 0) ? v + n : NULL;
+}
+
+static inline bool
+opmsg_next_element_inline(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e, size_t offset,
+                          bson_error_t *error)
+{
+   const uint8_t *p = *pp;
+   const uint8_t *k;
+   const uint8_t *next = opmsg_skip_element(p, end, &k);
+   if (OPMSG_UNLIKELY(!next)) {
+      opmsg_element_error(NULL, p, end, offset, error);
+      return false;
+   }
+   e->start = p;
+   e->type = *p;
+   e->key = (const char *) p + 1;
+   e->key_len = (uint32_t) (k - p - 1);
+   e->value = k + 1;
+   e->value_len = (uint32_t) (next - k - 1);
+   *pp = next;
+   return true;
+}
+
+/* True when every top-level element of the framed document doc (len bytes)
+ * is sound; the fast check of sequence documents. No error message: on
+ * false, opmsg_doc_check_top() says what is wrong. */
+static inline bool
+opmsg_doc_top_ok(const uint8_t *doc, size_t len)
+{
+   const uint8_t *p = doc + 4;
+   const uint8_t *end = doc + len - 1;
+   const uint8_t *k;
+   while (p < end) {
+      p = opmsg_skip_element(p, end, &k);
+      if (OPMSG_UNLIKELY(!p)) {
+         return false;
+      }
+   }
+   return true;
+}
+
+/* opmsg_doc_top_ok() of two framed documents, their walks interleaved:
+ * two independent chains of loads, which the processor overlaps. */
+static inline bool
+opmsg_doc_top_ok2(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len)
+{
+   const uint8_t *pa = a + 4, *ea = a + a_len - 1;
+   const uint8_t *pb = b + 4, *eb = b + b_len - 1;
+   const uint8_t *k;
+   while (pa < ea && pb < eb) {
+      pa = opmsg_skip_element(pa, ea, &k);
+      pb = opmsg_skip_element(pb, eb, &k);
+      if (OPMSG_UNLIKELY(!pa || !pb)) {
+         return false;
+      }
+   }
+   while (pa < ea) {
+      pa = opmsg_skip_element(pa, ea, &k);
+      if (OPMSG_UNLIKELY(!pa)) {
+         return false;
+      }
+   }
+   while (pb < eb) {
+      pb = opmsg_skip_element(pb, eb, &k);
+      if (OPMSG_UNLIKELY(!pb)) {
+         return false;
+      }
+   }
+   return true;
+}
+
+/* Checks every top-level element of a framed document. Stores the number of
+ * elements in *count if not NULL. */
+bool opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base, const char *what, uint32_t *count,
+                         bson_error_t *error);
+
+/* Full validation of every nested element (validate.c): at most
+ * OPMSG_MAX_DEPTH nested levels below doc. The document has already passed
+ * opmsg_doc_frame(). */
+bool opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base, const char *what, bson_error_t *error);
+
+/* The one check of a whole document, whoever carries it (an OP_MSG
+ * sequence document on its error path, the OP_QUERY query and selector,
+ * the OP_REPLY documents, the documents of the removed opcodes): its frame
+ * within avail and max_len (opmsg_doc_frame()), its top-level elements when
+ * top (opmsg_doc_check_top()), every nested level when deep (the caller's
+ * OPMSG_PARSE_FULL_VALIDATE, opmsg_doc_validate_deep()). off is its offset
+ * in the message and what its name, for messages; its length goes to *len.
+ * The fast form, with no message, is opmsg_seq_doc_ok(); the OP_MSG body's
+ * top level is walked by parse.c itself, which hashes its keys on the way. */
+bool opmsg_doc_check(const uint8_t *doc, size_t avail, size_t max_len, size_t off, const char *what, bool top,
+                     bool deep, uint32_t *len, bson_error_t *error);
+/* True when the document at doc (avail bytes there) is framed: its length
+ * at least 5, within avail and max_len, its last byte 0; the length goes to
+ * *len whenever there are bytes to read it from. The fast form of
+ * opmsg_doc_frame(), which says what is wrong. A length below 5 wraps around and fails the first comparison (see
+ * opmsg_string_size()). */
+static OPMSG_ALWAYS_INLINE bool
+opmsg_doc_frame_ok(const uint8_t *doc, size_t avail, size_t max_len, size_t *len)
+{
+   if (OPMSG_UNLIKELY(avail < 5)) {
+      return false;
+   }
+   size_t n = opmsg_read_u32(doc);
+   *len = n;
+   return n - 5 <= avail - 5 && n <= max_len && doc[n - 1] == 0;
+}
+
+#endif /* OPMSG_DOCUMENT_H */
