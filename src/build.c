@@ -45,11 +45,11 @@ opmsg_build_init(opmsg_build_t *b, const bson_t *command)
 
 /* The command is the body: the body's rules (rules.c), reported as
  * OPMSG_ERR_BAD_COMMAND as build.h promises, except a size above the limit
- * (OPMSG_ERR_DOCUMENT_TOO_LARGE). Fills keys with its keys for the clash
- * checks of the identifiers. */
+ * (OPMSG_ERR_DOCUMENT_TOO_LARGE): r is the encoder's. Fills keys with its
+ * keys for the clash checks of the identifiers. */
 static bool
-check_command(const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *keys, opmsg_keyslot_t *local,
-              uint32_t *body_len, bson_error_t *error)
+check_command(opmsg_report_t *r, const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *keys,
+              opmsg_keyslot_t *local, uint32_t *body_len, bson_error_t *error)
 {
    const uint8_t *data;
    uint32_t len;
@@ -67,8 +67,9 @@ check_command(const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *k
    if (b->command->len == 5) {
       return opmsg_fail(error, OPMSG_ERR_BAD_COMMAND, "the command is empty: its first key names the command");
    }
-   if (!opmsg_rule_body_frame(data, b->command->len, l, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND, &len, error) ||
-       !opmsg_rule_body_top(data, len, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND, &n_keys, error)) {
+   /* Offsets count from the command as if at its place in the message. */
+   r->start = data;
+   if (!opmsg_rule_body_frame(r, l, data, b->command->len, &len) || !opmsg_rule_body_top(r, data, len, &n_keys)) {
       return false;
    }
    if (len != b->command->len) {
@@ -77,37 +78,46 @@ check_command(const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *k
                         "bson_t holds %u",
                         len, b->command->len);
    }
-   if (!opmsg_keyset_init(keys, data, data + len, n_keys, local, OPMSG_KEYSET_LOCAL(STACK_KEYS), error) ||
-       !opmsg_rule_unique_keys(keys, data, len, HEAD_SIZE, OPMSG_ERR_BAD_COMMAND, error)) {
+   if (!opmsg_keyset_init(keys, data, data + len, n_keys, local, OPMSG_KEYSET_LOCAL(STACK_KEYS), r) ||
+       !opmsg_rule_unique_keys(r, keys, data, len)) {
       return false;
    }
    *body_len = len;
    return true;
 }
 
-/* One sequence document at data (avail bytes there), the index-th of
- * sequence id, at offset off among the sequence's documents (the message is
- * not written yet): the parser's rule for sequence documents, its top level
- * skipped when the caller vouches for it (frame_only). A document of a list
- * must also fill its bson_t: want is its len, 0 for a raw run. */
+/* The limits of a sequence's documents: the message's, with their top
+ * level skipped when the caller vouches for it (trust_documents). */
+static void
+doc_limits(opmsg_limits_t *dl, const opmsg_limits_t *l, bool frame_only)
+{
+   *dl = *l;
+   if (frame_only) {
+      dl->check = OPMSG_CHECK_FRAMES;
+   }
+}
+
+/* One sequence document at data (avail bytes there), the index-th of seq:
+ * the parser's rule for sequence documents, at the level dl asks. r's
+ * offsets count among the sequence's documents (the message is not written
+ * yet). A document of a list must also fill its bson_t: want is its len, 0
+ * for a raw run. */
 static bool
-check_doc(const uint8_t *data, size_t avail, size_t want, size_t max_bson, bool frame_only, const char *id,
-          size_t index, size_t off, uint32_t *len, bson_error_t *error)
+check_doc(opmsg_report_t *r, const opmsg_limits_t *dl, const opmsg_seq_ref_t *seq, size_t index, const uint8_t *data,
+          size_t avail, size_t want, uint32_t *len)
 {
    size_t flen;
    uint32_t n;
-   if (OPMSG_LIKELY(opmsg_seq_doc_ok(data, avail, max_bson, !frame_only, false, &flen))) {
+   if (OPMSG_LIKELY(opmsg_seq_doc_ok(data, avail, dl->max_bson_size, opmsg_checks_top(dl), false, &flen))) {
       n = (uint32_t) flen;
-   } else if (!opmsg_rule_seq_doc(data, avail, max_bson, !frame_only, false, off, id, strlen(id), index,
-                                  OPMSG_ERR_DOCUMENT_OVER_LIMIT, &n, error)) {
+   } else if (!opmsg_rule_seq_doc(r, dl, seq, index, data, avail, &n)) {
       return false;
    }
    if (want && n != want) {
       char nm[NAME_BUF];
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                        "document %zu of sequence \"%s\": length field "
-                        "says %u bytes but the bson_t holds %zu",
-                        index, printable(nm, id), n, want);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_LENGTH, opmsg_report_at(r, data),
+                          "document %zu of sequence \"%s\": length field says %u bytes but the bson_t holds %zu", index,
+                          printable(nm, seq->id), n, want);
    }
    *len = n;
    return true;
@@ -123,12 +133,14 @@ seq_form_ok(const opmsg_sequence_in_t *seq)
 
 /* The bytes of one sequence's documents; checks them unless trusted. */
 static bool
-sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index, size_t max_bson, bool trusted, bool frame_only,
-              size_t *bytes, size_t *count, bson_error_t *error)
+sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index, const opmsg_limits_t *dl, bool trusted, size_t *bytes,
+              size_t *count, bson_error_t *error)
 {
    size_t total = 0;
    uint32_t len;
    char nm[NAME_BUF];
+   opmsg_seq_ref_t ref = {seq->identifier, strlen(seq->identifier), seq_index, true};
+   opmsg_report_t r;
 
    if (!seq_form_ok(seq)) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
@@ -142,9 +154,9 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index, size_t max_bson,
       *count = seq->raw_len / 5;
       if (!trusted) {
          size_t off = 0, i;
+         opmsg_report_init(&r, error, seq->raw, 0, true);
          for (i = 0; off < seq->raw_len; i++) {
-            if (!check_doc(seq->raw + off, seq->raw_len - off, 0, max_bson, frame_only, seq->identifier, i, off, &len,
-                           error)) {
+            if (!check_doc(&r, dl, &ref, i, seq->raw + off, seq->raw_len - off, 0, &len)) {
                return false;
             }
             off += len;
@@ -160,9 +172,11 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index, size_t max_bson,
          return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "document %zu of sequence \"%s\" is NULL", i,
                            printable(nm, seq->identifier));
       }
-      if (!trusted && !check_doc(bson_get_data(doc), doc->len, doc->len, max_bson, frame_only, seq->identifier, i,
-                                 total, &len, error)) {
-         return false;
+      if (!trusted) {
+         opmsg_report_init(&r, error, bson_get_data(doc), total, true);
+         if (!check_doc(&r, dl, &ref, i, bson_get_data(doc), doc->len, doc->len, &len)) {
+            return false;
+         }
       }
       total += doc->len;
    }
@@ -192,13 +206,16 @@ too_large(size_t size, const opmsg_limits_t *l, bson_error_t *error)
 static bool
 plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_keyslot_t *local, bson_error_t *error)
 {
-   opmsg_limits_t l;
+   opmsg_limits_t l, dl;
+   opmsg_report_t r;
    size_t size;
    size_t merged; /* an upper bound of the merged document's size */
    size_t n_dotted = 0;
 
    opmsg_limits_set(&l, b->max_message_size, b->max_bson_size, 0);
-   if (!opmsg_rule_flags(b->flags, true, error) || !check_command(b, &l, keys, local, &plan->body_len, error)) {
+   doc_limits(&dl, &l, b->trust_documents);
+   opmsg_report_init(&r, error, NULL, HEAD_SIZE, true);
+   if (!opmsg_rule_flags(&r, b->flags) || !check_command(&r, b, &l, keys, local, &plan->body_len, error)) {
       return false;
    }
    const uint8_t *body = bson_get_data(b->command);
@@ -215,7 +232,8 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
          return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "sequence %zu has no identifier", i);
       }
       id_len = strlen(id);
-      if (!opmsg_rule_identifier(id, id_len, opmsg_seq_at_index(i), &dotted, error)) {
+      opmsg_seq_ref_t ref = {id, id_len, i, true};
+      if (!opmsg_rule_identifier(&r, &ref, &dotted)) {
          return false;
       }
       /* Every pair: build.h has the encoder for a command's handful of
@@ -223,14 +241,13 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
        * in one buffer a key set could hold. */
       for (size_t j = 0; j < i; j++) {
          const char *other = b->sequences[j].identifier;
-         if (!opmsg_rule_identifier_pair(other, strlen(other), opmsg_seq_at_index(j), id, id_len, opmsg_seq_at_index(i),
-                                         error)) {
+         opmsg_seq_ref_t earlier = {other, strlen(other), j, true};
+         if (!opmsg_rule_identifier_pair(&r, &earlier, &ref)) {
             return false;
          }
       }
-      if (!opmsg_rule_path(keys, body, plan->body_len, HEAD_SIZE, id, id_len, opmsg_seq_at_index(i),
-                           OPMSG_ERR_BAD_COMMAND, NULL, NULL, error) ||
-          !sequence_docs(seq, i, l.max_bson_size, b->priv_checked != 0, b->trust_documents, &bytes, &count, error)) {
+      if (!opmsg_rule_path(&r, keys, body, plan->body_len, &ref, NULL, NULL) ||
+          !sequence_docs(seq, i, &dl, b->priv_checked != 0, &bytes, &count, error)) {
          return false;
       }
       /* Checked one by one so that no sum can wrap around. */
@@ -247,7 +264,7 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
       merged += 7 + id_len * 8 + bytes + count * 12;
       n_dotted += dotted;
    }
-   if (!opmsg_rule_dotted_count(b->n_sequences, n_dotted, error) || !opmsg_rule_merged_size(merged, false, error)) {
+   if (!opmsg_rule_dotted_count(&r, b->n_sequences, n_dotted, 0) || !opmsg_rule_merged_size(&r, merged, false)) {
       return false;
    }
    plan->checksum = (b->flags & OPMSG_FLAG_CHECKSUM_PRESENT) != 0;
@@ -506,13 +523,15 @@ total_docs_left(const opmsg_splitter_t *s)
 
 /* Every document within max_bson and small enough to travel alone. */
 static bool
-check_split_docs(const opmsg_splitter_t *s, size_t max_bson, bool frame_only, bson_error_t *error)
+check_split_docs(const opmsg_splitter_t *s, const opmsg_limits_t *dl, bson_error_t *error)
 {
    const opmsg_sequence_in_t *seq = &s->priv_all;
    size_t off = 0;
    size_t count = seq->raw_len ? SIZE_MAX : seq->n_docs;
    uint32_t len;
    char nm[NAME_BUF];
+   opmsg_seq_ref_t ref = {seq->identifier, strlen(seq->identifier), 0, true};
+   opmsg_report_t r;
 
    for (size_t i = 0; i < count; i++) {
       const uint8_t *data;
@@ -531,8 +550,8 @@ check_split_docs(const opmsg_splitter_t *s, size_t max_bson, bool frame_only, bs
          data = bson_get_data(seq->docs[i]);
          avail = seq->docs[i]->len;
       }
-      if (!check_doc(data, avail, seq->raw_len ? 0 : avail, max_bson, frame_only, seq->identifier, i, off, &len,
-                     error)) {
+      opmsg_report_init(&r, error, data, off, true);
+      if (!check_doc(&r, dl, &ref, i, data, avail, seq->raw_len ? 0 : avail, &len)) {
          return false;
       }
       if (len > s->priv_room) {
@@ -552,7 +571,7 @@ opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg, const opmsg_s
                     const opmsg_split_limits_t *limits, bson_error_t *error)
 {
    opmsg_split_limits_t l = {0, 0, 0};
-   opmsg_limits_t bl;
+   opmsg_limits_t bl, dl;
    size_t fixed;
 
    if (!s || !msg || !seq) {
@@ -600,7 +619,8 @@ opmsg_splitter_init(opmsg_splitter_t *s, const opmsg_build_t *msg, const opmsg_s
    }
    s->priv_fixed = fixed;
    s->priv_room = bl.max_message_size - fixed;
-   if (!check_split_docs(s, bl.max_bson_size, msg->trust_documents, error)) {
+   doc_limits(&dl, &bl, msg->trust_documents);
+   if (!check_split_docs(s, &dl, error)) {
       return false;
    }
    /* The documents were checked once here; building each batch need not

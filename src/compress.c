@@ -32,7 +32,7 @@
  * rebuilt message, so it is bounded by the message size limit.
  */
 bool
-opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
+opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
    int32_t orig = opmsg_read_i32(msg->data + OFF_ORIGINAL_OPCODE);
    int32_t usize = opmsg_read_i32(msg->data + OFF_UNCOMPRESSED_SIZE);
@@ -43,40 +43,36 @@ opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_erro
    msg->body = NULL;
    msg->body_len = 0;
    if (orig == OPMSG_OP_COMPRESSED) {
-      return opmsg_fail(error, OPMSG_ERR_NESTED_COMPRESSION,
-                        "OP_COMPRESSED originalOpcode at offset %d is "
-                        "OP_COMPRESSED again",
-                        OFF_ORIGINAL_OPCODE);
+      return opmsg_report(r, OPMSG_ERR_NESTED_COMPRESSION, OFF_ORIGINAL_OPCODE,
+                          "OP_COMPRESSED originalOpcode at offset %d is OP_COMPRESSED again", OFF_ORIGINAL_OPCODE);
    }
    if (orig != OPMSG_OP_MSG && orig != OPMSG_OP_QUERY && orig != OPMSG_OP_REPLY) {
-      return opmsg_fail(error, OPMSG_ERR_BAD_ORIGINAL_OPCODE,
-                        "OP_COMPRESSED originalOpcode %" PRId32 " at offset %d is not OP_MSG, OP_QUERY or OP_REPLY",
-                        orig, OFF_ORIGINAL_OPCODE);
+      return opmsg_report(r, OPMSG_ERR_BAD_ORIGINAL_OPCODE, OFF_ORIGINAL_OPCODE,
+                          "OP_COMPRESSED originalOpcode %" PRId32 " at offset %d is not OP_MSG, OP_QUERY or OP_REPLY",
+                          orig, OFF_ORIGINAL_OPCODE);
    }
    if ((limits->flags & OPMSG_PARSE_REPLY) && !opmsg_is_reply_opcode(orig)) {
-      return opmsg_fail(error, OPMSG_ERR_NOT_A_REPLY,
-                        "OP_COMPRESSED originalOpcode %" PRId32
-                        " at offset %d is a request: a server never replies with it",
-                        orig, OFF_ORIGINAL_OPCODE);
+      return opmsg_report(r, OPMSG_ERR_NOT_A_REPLY, OFF_ORIGINAL_OPCODE,
+                          "OP_COMPRESSED originalOpcode %" PRId32
+                          " at offset %d is a request: a server never replies with it",
+                          orig, OFF_ORIGINAL_OPCODE);
    }
    if (id > OPMSG_COMPRESSOR_ZSTD) {
-      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR,
-                        "OP_COMPRESSED compressorId %u at offset %d is "
-                        "reserved",
-                        (unsigned) id, OFF_COMPRESSOR_ID);
+      return opmsg_report(r, OPMSG_ERR_UNKNOWN_COMPRESSOR, OFF_COMPRESSOR_ID,
+                          "OP_COMPRESSED compressorId %u at offset %d is reserved", (unsigned) id, OFF_COMPRESSOR_ID);
    }
    min_body = opmsg_min_length(orig) - OPMSG_HEADER_SIZE;
    if (usize < 0 || (size_t) usize < min_body) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "OP_COMPRESSED uncompressedSize %" PRId32 " at offset %d is below the %zu bytes the original "
-                        "opcode needs",
-                        usize, OFF_UNCOMPRESSED_SIZE, min_body);
+      return opmsg_report(r, OPMSG_ERR_UNCOMPRESSED_SIZE, OFF_UNCOMPRESSED_SIZE,
+                          "OP_COMPRESSED uncompressedSize %" PRId32
+                          " at offset %d is below the %zu bytes the original opcode needs",
+                          usize, OFF_UNCOMPRESSED_SIZE, min_body);
    }
    if ((size_t) usize + OPMSG_HEADER_SIZE > limits->max_message_size) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "OP_COMPRESSED uncompressedSize %" PRId32 " at offset %d makes a message larger than the "
-                        "limit of %zu bytes",
-                        usize, OFF_UNCOMPRESSED_SIZE, limits->max_message_size);
+      return opmsg_report(r, OPMSG_ERR_UNCOMPRESSED_SIZE, OFF_UNCOMPRESSED_SIZE,
+                          "OP_COMPRESSED uncompressedSize %" PRId32
+                          " at offset %d makes a message larger than the limit of %zu bytes",
+                          usize, OFF_UNCOMPRESSED_SIZE, limits->max_message_size);
    }
    msg->original_opcode = orig;
    msg->uncompressed_size = usize;

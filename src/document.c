@@ -10,42 +10,42 @@
 
 
 bool
-opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len, size_t base, const char *what, uint32_t *len,
-                bson_error_t *error)
+opmsg_doc_frame(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_len, const char *what, uint32_t *len)
 {
+   size_t base = opmsg_report_at(r, doc);
    if (avail < 5) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                        "%s at offset %zu: %zu bytes left, a document needs at least 5", what, base, avail);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_LENGTH, base,
+                          "%s at offset %zu: %zu bytes left, a document needs at least 5", what, base, avail);
    }
    int32_t n = opmsg_read_i32(doc);
    if (n < 5) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH, "%s at offset %zu: length %d is below the minimum of 5", what,
-                        base, n);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_LENGTH, base, "%s at offset %zu: length %d is below the minimum of 5",
+                          what, base, n);
    }
    if ((size_t) n > avail) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH,
-                        "%s at offset %zu: length %d runs past the %zu bytes available", what, base, n, avail);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_LENGTH, base,
+                          "%s at offset %zu: length %d runs past the %zu bytes available", what, base, n, avail);
    }
    if ((size_t) n > max_len) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TOO_LARGE, "%s at offset %zu: length %d is above the limit of %zu",
-                        what, base, n, max_len);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_TOO_LARGE, base,
+                          "%s at offset %zu: length %d is above the limit of %zu", what, base, n, max_len);
    }
    if (doc[n - 1] != 0) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
-                        "%s at offset %zu: last byte (offset %zu) is 0x%02x, not 0", what, base, base + (size_t) n - 1,
-                        doc[n - 1]);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_TERMINATOR, base + (size_t) n - 1,
+                          "%s at offset %zu: last byte (offset %zu) is 0x%02x, not 0", what, base,
+                          base + (size_t) n - 1, doc[n - 1]);
    }
    *len = (uint32_t) n;
    return true;
 }
 
 bool
-opmsg_doc_check(const uint8_t *doc, size_t avail, size_t max_len, size_t off, const char *what, bool top, bool deep,
-                uint32_t *len, bson_error_t *error)
+opmsg_doc_check(opmsg_report_t *r, const opmsg_limits_t *limits, const uint8_t *doc, size_t avail, size_t max_len,
+                const char *what, uint32_t *len)
 {
-   return opmsg_doc_frame(doc, avail, max_len, off, what, len, error) &&
-          (!top || opmsg_doc_check_top(doc, *len, off, what, NULL, error)) &&
-          (!deep || opmsg_doc_validate_deep(doc, *len, off, what, error));
+   return opmsg_doc_frame(r, doc, avail, max_len, what, len) &&
+          (!opmsg_checks_top(limits) || opmsg_doc_check_top(r, doc, *len, what, NULL)) &&
+          (!opmsg_checks_deep(limits) || opmsg_doc_validate_deep(r, doc, *len, what));
 }
 
 /* code_w_scope: int32 total, string, document, and the total must add up. */
@@ -139,48 +139,48 @@ opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail)
  * starts the message when given: the element's offset alone does not tell
  * a body from the 90,000th document of a sequence. */
 bool
-opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end, size_t offset, bson_error_t *error)
+opmsg_element_error(opmsg_report_t *r, const char *what, const uint8_t *p, const uint8_t *end)
 {
    const char *in = what ? what : "";
    const char *sep = what ? ": " : "";
+   size_t offset = opmsg_report_at(r, p);
    uint8_t type = *p;
    if (type == 0) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR,
-                        "%s%selement at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
-                        in, sep, offset, (size_t) (end - p));
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_TERMINATOR, offset,
+                          "%s%selement at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
+                          in, sep, offset, (size_t) (end - p));
    }
    if (opmsg_type_sizes[type] == OPMSG_SZ_UNKNOWN) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT, "%s%selement at offset %zu: unknown type 0x%02x", in, sep,
-                        offset, type);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_ELEMENT, offset, "%s%selement at offset %zu: unknown type 0x%02x", in,
+                          sep, offset, type);
    }
    const char *key = (const char *) p + 1;
    const uint8_t *nul = memchr(key, 0, (size_t) (end - p) - 1);
    if (!nul) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
-                        "%s%selement at offset %zu: key has no terminating NUL inside the document", in, sep, offset);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_ELEMENT, offset,
+                          "%s%selement at offset %zu: key has no terminating NUL inside the document", in, sep, offset);
    }
    char name[200];
    opmsg_printable(name, key, (size_t) ((const char *) nul - key));
    if (type == BSON_TYPE_BOOL && nul + 1 < end) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_BOOLEAN,
-                        "%s%selement \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1", in, sep, name,
-                        offset, nul[1]);
+      return opmsg_report(r, OPMSG_ERR_INVALID_BOOLEAN, offset,
+                          "%s%selement \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1", in, sep, name,
+                          offset, nul[1]);
    }
-   return opmsg_fail(
-      error, OPMSG_ERR_DOCUMENT_ELEMENT,
+   return opmsg_report(
+      r, OPMSG_ERR_DOCUMENT_ELEMENT, offset,
       "%s%selement \"%s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end", in,
       sep, name, offset, type);
 }
 
 bool
-opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e, size_t offset, bson_error_t *error)
+opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e)
 {
-   return opmsg_next_element_inline(pp, end, e, offset, error);
+   return opmsg_next_element_inline(pp, end, e);
 }
 
 bool
-opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base, const char *what, uint32_t *count,
-                    bson_error_t *error)
+opmsg_doc_check_top(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what, uint32_t *count)
 {
    const uint8_t *p = doc + 4;
    const uint8_t *end = doc + len - 1;
@@ -189,15 +189,17 @@ opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base, const char *w
 
    /* Callers frame the document first; the walk relies on the terminator. */
    if (len < 5 || doc[len - 1] != 0) {
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR, "%s at offset %zu: not a framed document", what, base);
+      size_t base = opmsg_report_at(r, doc);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_TERMINATOR, base, "%s at offset %zu: not a framed document", what,
+                          base);
    }
    if (!count && OPMSG_LIKELY(opmsg_doc_top_ok(doc, len))) {
       return true;
    }
    while (p < end) {
       const uint8_t *at = p;
-      if (!opmsg_next_element_inline(&p, end, &e, 0, NULL)) {
-         return opmsg_element_error(what, at, end, base + (size_t) (at - doc), error);
+      if (!opmsg_next_element_inline(&p, end, &e)) {
+         return opmsg_element_error(r, what, at, end);
       }
       n++;
    }

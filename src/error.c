@@ -1,11 +1,9 @@
 /*
- * error.c - error reporting, options and version. (The limits taken from
- * the options are a wire rule: rules.c.)
+ * error.c - the names of the error codes, options and version. (Reporting
+ * an error is report.c's; the limits taken from the options are rules.c's.)
  */
 #include "opmsg-common.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 
 /* Indexed by opmsg_error_code_t. These names are part of the CLI's contract
  * ("opmsg: <name>: <detail>"): never rename one. */
@@ -69,45 +67,6 @@ opmsg_error_name(uint32_t code)
       return error_names[code];
    }
    return "unknown";
-}
-
-bool
-opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt, ...)
-{
-   if (error) {
-      va_list ap;
-      error->domain = OPMSG_ERROR_DOMAIN;
-      error->code = (uint32_t) code;
-      va_start(ap, fmt);
-      vsnprintf(error->message, sizeof error->message, fmt, ap);
-      va_end(ap);
-   }
-   return false;
-}
-
-const char *
-opmsg_printable(char *out, const char *name, size_t len)
-{
-   static const char hex[] = "0123456789abcdef";
-   size_t o = 0;
-   size_t n = len < 48 ? len : 48;
-   for (size_t i = 0; i < n; i++) {
-      unsigned char c = (unsigned char) name[i];
-      if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
-         out[o++] = (char) c;
-      } else {
-         out[o++] = '\\';
-         out[o++] = 'x';
-         out[o++] = hex[c >> 4];
-         out[o++] = hex[c & 15];
-      }
-   }
-   if (n < len) {
-      memcpy(out + o, "...", 3);
-      o += 3;
-   }
-   out[o] = '\0';
-   return out;
 }
 
 void

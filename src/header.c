@@ -34,28 +34,28 @@ opmsg_min_length(int32_t opcode)
 /* Checks messageLength and the opcode; used on a whole message and on the
  * first bytes of a stream alike. */
 static bool
-check_header(const uint8_t *data, const opmsg_limits_t *limits, size_t *message_length, bson_error_t *error)
+check_header(const uint8_t *data, const opmsg_limits_t *limits, size_t *message_length, opmsg_report_t *r)
 {
    int32_t length = opmsg_read_i32(data);
    int32_t opcode = opmsg_read_i32(data + 12);
    size_t min = opmsg_min_length(opcode);
 
    if (min == 0) {
-      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_OPCODE, "opCode %d at offset 12 is not one MongoDB defines", opcode);
+      return opmsg_report(r, OPMSG_ERR_UNKNOWN_OPCODE, 12, "opCode %d at offset 12 is not one MongoDB defines", opcode);
    }
    if ((limits->flags & OPMSG_PARSE_REPLY) && !opmsg_is_reply_opcode(opcode) && opcode != OPMSG_OP_COMPRESSED) {
-      return opmsg_fail(error, OPMSG_ERR_NOT_A_REPLY,
-                        "opCode %d at offset 12 is a request: a server never replies with it", opcode);
+      return opmsg_report(r, OPMSG_ERR_NOT_A_REPLY, 12,
+                          "opCode %d at offset 12 is a request: a server never replies with it", opcode);
    }
    /* Signed first: a negative length must not pass a size_t comparison. */
    if (length < 0 || (size_t) length < min) {
-      return opmsg_fail(error, OPMSG_ERR_LENGTH_TOO_SMALL,
-                        "messageLength %d at offset 0 is below the %zu bytes opCode %d needs", length, min, opcode);
+      return opmsg_report(r, OPMSG_ERR_LENGTH_TOO_SMALL, 0,
+                          "messageLength %d at offset 0 is below the %zu bytes opCode %d needs", length, min, opcode);
    }
    if ((size_t) length > limits->max_message_size) {
-      return opmsg_fail(error, OPMSG_ERR_LENGTH_TOO_LARGE,
-                        "messageLength %d at offset 0 is above the limit of %zu bytes", length,
-                        limits->max_message_size);
+      return opmsg_report(r, OPMSG_ERR_LENGTH_TOO_LARGE, 0,
+                          "messageLength %d at offset 0 is above the limit of %zu bytes", length,
+                          limits->max_message_size);
    }
    *message_length = (size_t) length;
    return true;
@@ -66,6 +66,7 @@ opmsg_frame_length(const uint8_t *data, size_t len, const opmsg_options_t *opts,
                    bson_error_t *error)
 {
    opmsg_limits_t limits;
+   opmsg_report_t r;
    if (!data || !message_length) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and message_length must not be NULL");
    }
@@ -73,31 +74,36 @@ opmsg_frame_length(const uint8_t *data, size_t len, const opmsg_options_t *opts,
       return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "%zu bytes are fewer than the 16-byte header", len);
    }
    opmsg_limits_from(opts, &limits);
-   return check_header(data, &limits, message_length, error);
+   opmsg_report_init(&r, error, data, 0, false);
+   return check_header(data, &limits, message_length, &r);
 }
 
 bool
 opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, bson_error_t *error)
 {
    opmsg_limits_t limits;
+   opmsg_report_t r;
    size_t length;
 
    if (!data || !msg) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");
    }
+   opmsg_report_init(&r, error, data, 0, false);
+   /* Faults of the header are reported at its field: messageLength at 0
+    * (also when there are not 16 bytes for it), opCode at 12. */
    if (len < OPMSG_HEADER_SIZE) {
-      return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "%zu bytes are fewer than the 16-byte header", len);
+      return opmsg_report(&r, OPMSG_ERR_TRUNCATED, 0, "%zu bytes are fewer than the 16-byte header", len);
    }
    if (!opmsg_options_valid(opts, error)) {
       return false;
    }
    opmsg_limits_from(opts, &limits);
-   if (!check_header(data, &limits, &length, error)) {
+   if (!check_header(data, &limits, &length, &r)) {
       return false;
    }
    if (length != len) {
-      return opmsg_fail(error, length > len ? OPMSG_ERR_TRUNCATED : OPMSG_ERR_LENGTH_MISMATCH,
-                        "messageLength %zu at offset 0 but %zu bytes given", length, len);
+      return opmsg_report(&r, length > len ? OPMSG_ERR_TRUNCATED : OPMSG_ERR_LENGTH_MISMATCH, 0,
+                          "messageLength %zu at offset 0 but %zu bytes given", length, len);
    }
 
    /* Every field an opcode does not fill is 0. Assigning a zero struct
@@ -115,14 +121,14 @@ opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_
 
    switch (msg->opcode) {
    case OPMSG_OP_MSG:
-      return opmsg_parse_msg(msg, &limits, error);
+      return opmsg_parse_msg(msg, &limits, &r);
    case OPMSG_OP_QUERY:
-      return opmsg_parse_query(msg, &limits, error);
+      return opmsg_parse_query(msg, &limits, &r);
    case OPMSG_OP_REPLY:
-      return opmsg_parse_reply(msg, &limits, error);
+      return opmsg_parse_reply(msg, &limits, &r);
    case OPMSG_OP_COMPRESSED:
-      return opmsg_parse_compressed(msg, &limits, error);
+      return opmsg_parse_compressed(msg, &limits, &r);
    default:
-      return opmsg_parse_removed(msg, &limits, error);
+      return opmsg_parse_removed(msg, &limits, &r);
    }
 }

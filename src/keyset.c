@@ -5,7 +5,7 @@
 #include "opmsg-keyset.h"
 
 bool
-opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, bson_error_t *error)
+opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, opmsg_report_t *r)
 {
    /* Three quarters full on the heap, where the size matters more than
     * the probes: about 11 bytes a name, each of which takes at least 2
@@ -17,7 +17,7 @@ opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, bson_error_t *error)
    if (!s->slots) {
       s->slots = s->local;
       s->nslots = 0;
-      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "no memory for the name table of %zu names", n);
+      return opmsg_report(r, OPMSG_ERR_NO_MEMORY, 0, "no memory for the name table of %zu names", n);
    }
    return true;
 }

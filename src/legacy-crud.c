@@ -35,14 +35,15 @@ typedef struct {
    const uint8_t *p;
    const uint8_t *end;
    const opmsg_limits_t *limits;
+   opmsg_report_t *report; /* faults are reported at the field */
 } rd_t;
 
 static bool
-rd_i32(rd_t *r, int32_t *v, const char *what, bson_error_t *error)
+rd_i32(rd_t *r, int32_t *v, const char *what)
 {
    if (r->end - r->p < 4) {
-      return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "%s at offset %zu: message ends first", what,
-                        (size_t) (r->p - r->msg->data));
+      size_t off = opmsg_report_at(r->report, r->p);
+      return opmsg_report(r->report, OPMSG_ERR_TRUNCATED, off, "%s at offset %zu: message ends first", what, off);
    }
    *v = opmsg_read_i32(r->p);
    r->p += 4;
@@ -50,12 +51,13 @@ rd_i32(rd_t *r, int32_t *v, const char *what, bson_error_t *error)
 }
 
 static bool
-rd_ns(rd_t *r, opmsg_msg_t *msg, bson_error_t *error)
+rd_ns(rd_t *r, opmsg_msg_t *msg)
 {
    const uint8_t *nul = memchr(r->p, 0, (size_t) (r->end - r->p));
    if (!nul || nul == r->p) {
-      return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE, "fullCollectionName at offset %zu is %s",
-                        (size_t) (r->p - msg->data), nul ? "empty" : "not terminated");
+      size_t off = opmsg_report_at(r->report, r->p);
+      return opmsg_report(r->report, OPMSG_ERR_QUERY_NAMESPACE, off, "fullCollectionName at offset %zu is %s", off,
+                          nul ? "empty" : "not terminated");
    }
    msg->full_collection_name = (const char *) r->p;
    r->p = nul + 1;
@@ -63,11 +65,9 @@ rd_ns(rd_t *r, opmsg_msg_t *msg, bson_error_t *error)
 }
 
 static bool
-rd_doc(rd_t *r, const char *what, const uint8_t **doc, uint32_t *len, bson_error_t *error)
+rd_doc(rd_t *r, const char *what, const uint8_t **doc, uint32_t *len)
 {
-   size_t off = (size_t) (r->p - r->msg->data);
-   if (!opmsg_doc_check(r->p, (size_t) (r->end - r->p), opmsg_body_limit(r->limits), off, what,
-                        opmsg_checks_top(r->limits), opmsg_checks_deep(r->limits), len, error)) {
+   if (!opmsg_doc_check(r->report, r->limits, r->p, (size_t) (r->end - r->p), opmsg_body_limit(r->limits), what, len)) {
       return false;
    }
    *doc = r->p;
@@ -76,31 +76,32 @@ rd_doc(rd_t *r, const char *what, const uint8_t **doc, uint32_t *len, bson_error
 }
 
 static bool
-rd_done(rd_t *r, bson_error_t *error)
+rd_done(rd_t *r)
 {
    if (r->p != r->end) {
-      return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES, "%zu stray bytes after the last field at offset %zu",
-                        (size_t) (r->end - r->p), (size_t) (r->p - r->msg->data));
+      size_t off = opmsg_report_at(r->report, r->p);
+      return opmsg_report(r->report, OPMSG_ERR_TRAILING_BYTES, off,
+                          "%zu stray bytes after the last field at offset %zu", (size_t) (r->end - r->p), off);
    }
    return true;
 }
 
 bool
-opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
+opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *report)
 {
-   rd_t r = {msg, msg->data + OPMSG_HEADER_SIZE, msg->data + msg->len, limits};
+   rd_t r = {msg, msg->data + OPMSG_HEADER_SIZE, msg->data + msg->len, limits, report};
    int32_t zero = 0, count = 0;
    const uint8_t *doc;
    uint32_t len;
 
    switch (msg->opcode) {
    case OPMSG_OP_INSERT:
-      if (!rd_i32(&r, (int32_t *) &msg->flags, "flags", error) || !rd_ns(&r, msg, error)) {
+      if (!rd_i32(&r, (int32_t *) &msg->flags, "flags") || !rd_ns(&r, msg)) {
          return false;
       }
       msg->documents = r.p;
       do {
-         if (!rd_doc(&r, "document", &doc, &len, error)) {
+         if (!rd_doc(&r, "document", &doc, &len)) {
             return false;
          }
          if (!msg->body) {
@@ -113,36 +114,39 @@ opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t
       return true;
    case OPMSG_OP_UPDATE:
    case OPMSG_OP_DELETE:
-      if (!rd_i32(&r, &zero, "ZERO", error) || !rd_ns(&r, msg, error) ||
-          !rd_i32(&r, (int32_t *) &msg->flags, "flags", error) ||
-          !rd_doc(&r, "selector", &msg->body, &msg->body_len, error)) {
+      if (!rd_i32(&r, &zero, "ZERO") || !rd_ns(&r, msg) || !rd_i32(&r, (int32_t *) &msg->flags, "flags") ||
+          !rd_doc(&r, "selector", &msg->body, &msg->body_len)) {
          return false;
       }
-      if (msg->opcode == OPMSG_OP_UPDATE &&
-          !rd_doc(&r, "update", &msg->field_selector, &msg->field_selector_len, error)) {
+      if (msg->opcode == OPMSG_OP_UPDATE && !rd_doc(&r, "update", &msg->field_selector, &msg->field_selector_len)) {
          return false;
       }
-      return rd_done(&r, error);
+      return rd_done(&r);
    case OPMSG_OP_GET_MORE:
-      if (!rd_i32(&r, &zero, "ZERO", error) || !rd_ns(&r, msg, error) ||
-          !rd_i32(&r, &msg->number_to_return, "numberToReturn", error)) {
+      if (!rd_i32(&r, &zero, "ZERO") || !rd_ns(&r, msg) || !rd_i32(&r, &msg->number_to_return, "numberToReturn")) {
          return false;
       }
       if (r.end - r.p < 8) {
-         return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "cursorID at offset %zu: message ends first",
-                           (size_t) (r.p - msg->data));
+         size_t off = opmsg_report_at(report, r.p);
+         return opmsg_report(report, OPMSG_ERR_TRUNCATED, off, "cursorID at offset %zu: message ends first", off);
       }
       msg->cursor_id = opmsg_read_i64(r.p);
       r.p += 8;
-      return rd_done(&r, error);
+      return rd_done(&r);
    default: /* OPMSG_OP_KILL_CURSORS */
-      if (!rd_i32(&r, &zero, "ZERO", error) || !rd_i32(&r, &count, "numberOfCursorIDs", error)) {
+      if (!rd_i32(&r, &zero, "ZERO") || !rd_i32(&r, &count, "numberOfCursorIDs")) {
          return false;
       }
       if (count < 0 || (size_t) (r.end - r.p) != (size_t) count * 8) {
-         return opmsg_fail(error, OPMSG_ERR_REPLY_COUNT,
-                           "numberOfCursorIDs %d at offset 20 but %zu bytes of cursor IDs follow", count,
-                           (size_t) (r.end - r.p));
+         /* Reported at the count when the IDs it promises are not all there,
+          * else after them, where the bytes nobody asked for begin (where
+          * libmongoc's parser stops too). */
+         size_t at = count >= 0 && (size_t) count * 8 < (size_t) (r.end - r.p)
+                        ? opmsg_report_at(report, r.p) + (size_t) count * 8
+                        : 20;
+         return opmsg_report(report, OPMSG_ERR_REPLY_COUNT, at,
+                             "numberOfCursorIDs %d at offset 20 but %zu bytes of cursor IDs follow", count,
+                             (size_t) (r.end - r.p));
       }
       msg->number_returned = count;
       msg->cursor_id = count ? opmsg_read_i64(r.p) : 0;

@@ -15,11 +15,10 @@
  * may exceed maxBsonObjectSize by the body allowance, as an OP_MSG body may:
  * their max_len is opmsg_body_limit(). */
 static bool
-legacy_doc(const opmsg_msg_t *msg, const opmsg_limits_t *limits, size_t off, size_t max_len, const char *what,
-           uint32_t *len, bson_error_t *error)
+legacy_doc(opmsg_report_t *r, const opmsg_msg_t *msg, const opmsg_limits_t *limits, size_t off, size_t max_len,
+           const char *what, uint32_t *len)
 {
-   return opmsg_doc_check(msg->data + off, msg->len - off, max_len, off, what, opmsg_checks_top(limits),
-                          opmsg_checks_deep(limits), len, error);
+   return opmsg_doc_check(r, limits, msg->data + off, msg->len - off, max_len, what, len);
 }
 
 /*
@@ -27,7 +26,7 @@ legacy_doc(const opmsg_msg_t *msg, const opmsg_limits_t *limits, size_t off, siz
  * int32 numberToReturn | document query | [document returnFieldsSelector]
  */
 bool
-opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
+opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
    const size_t ns_off = OPMSG_HEADER_SIZE + 4;
    /* The namespace must end early enough to leave room for the two int32s
@@ -40,20 +39,18 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *
 
    msg->flags = opmsg_read_u32(msg->data + OPMSG_HEADER_SIZE);
    if (!nul) {
-      return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE,
-                        "OP_QUERY fullCollectionName at offset %zu is not "
-                        "terminated before numberToSkip, numberToReturn and "
-                        "the query",
-                        ns_off);
+      return opmsg_report(r, OPMSG_ERR_QUERY_NAMESPACE, ns_off,
+                          "OP_QUERY fullCollectionName at offset %zu is not terminated before numberToSkip, "
+                          "numberToReturn and the query",
+                          ns_off);
    }
    if (nul == ns) {
-      return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE, "OP_QUERY fullCollectionName at offset %zu is empty", ns_off);
+      return opmsg_report(r, OPMSG_ERR_QUERY_NAMESPACE, ns_off, "OP_QUERY fullCollectionName at offset %zu is empty",
+                          ns_off);
    }
    if (opmsg_checks_deep(limits) && !bson_utf8_validate((const char *) ns, (size_t) (nul - ns), false)) {
-      return opmsg_fail(error, OPMSG_ERR_QUERY_NAMESPACE,
-                        "OP_QUERY fullCollectionName at offset %zu is not "
-                        "valid UTF-8",
-                        ns_off);
+      return opmsg_report(r, OPMSG_ERR_QUERY_NAMESPACE, ns_off,
+                          "OP_QUERY fullCollectionName at offset %zu is not valid UTF-8", ns_off);
    }
    msg->full_collection_name = (const char *) ns;
    off = (size_t) (nul - msg->data) + 1;
@@ -61,7 +58,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *
    msg->number_to_return = opmsg_read_i32(msg->data + off + 4);
    off += 8;
 
-   if (!legacy_doc(msg, limits, off, opmsg_body_limit(limits), "query", &len, error)) {
+   if (!legacy_doc(r, msg, limits, off, opmsg_body_limit(limits), "query", &len)) {
       return false;
    }
    msg->body = msg->data + off;
@@ -75,22 +72,19 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *
    }
    /* Fewer bytes than the smallest document cannot be a selector. */
    if (msg->len - off < 5) {
-      return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES,
-                        "%zu trailing bytes after the OP_QUERY query at "
-                        "offset %zu",
-                        msg->len - off, off);
+      return opmsg_report(r, OPMSG_ERR_TRAILING_BYTES, off, "%zu trailing bytes after the OP_QUERY query at offset %zu",
+                          msg->len - off, off);
    }
-   if (!legacy_doc(msg, limits, off, limits->max_bson_size, "returnFieldsSelector", &len, error)) {
+   if (!legacy_doc(r, msg, limits, off, limits->max_bson_size, "returnFieldsSelector", &len)) {
       return false;
    }
    msg->field_selector = msg->data + off;
    msg->field_selector_len = len;
    off += len;
    if (off != msg->len) {
-      return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES,
-                        "%zu trailing bytes after the OP_QUERY "
-                        "returnFieldsSelector at offset %zu",
-                        msg->len - off, off);
+      return opmsg_report(r, OPMSG_ERR_TRAILING_BYTES, off,
+                          "%zu trailing bytes after the OP_QUERY returnFieldsSelector at offset %zu", msg->len - off,
+                          off);
    }
    return true;
 }
@@ -100,7 +94,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *
  * int32 numberReturned | document*
  */
 bool
-opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
+opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
    const uint8_t *p = msg->data + OPMSG_HEADER_SIZE;
    const size_t docs_off = OPMSG_HEADER_SIZE + 20;
@@ -117,8 +111,9 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *
    msg->body_len = 0;
 
    if (msg->number_returned < 0) {
-      return opmsg_fail(error, OPMSG_ERR_REPLY_COUNT, "OP_REPLY numberReturned %" PRId32 " at offset %d is negative",
-                        msg->number_returned, OPMSG_HEADER_SIZE + 16);
+      return opmsg_report(r, OPMSG_ERR_REPLY_COUNT, OPMSG_HEADER_SIZE + 16,
+                          "OP_REPLY numberReturned %" PRId32 " at offset %d is negative", msg->number_returned,
+                          OPMSG_HEADER_SIZE + 16);
    }
    /* The loop is bounded by the bytes too: each document takes >= 5. */
    for (i = 0; i < msg->number_returned; i++) {
@@ -126,13 +121,14 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *
       uint32_t len;
 
       if (off == msg->len) {
-         return opmsg_fail(error, OPMSG_ERR_REPLY_COUNT,
-                           "OP_REPLY numberReturned is %" PRId32 " but the message ends after %" PRId32
-                           " documents at offset %zu",
-                           msg->number_returned, i, off);
+         /* Reported where the next document should have begun. */
+         return opmsg_report(r, OPMSG_ERR_REPLY_COUNT, off,
+                             "OP_REPLY numberReturned is %" PRId32 " but the message ends after %" PRId32
+                             " documents at offset %zu",
+                             msg->number_returned, i, off);
       }
       bson_snprintf(what, sizeof what, "reply document %" PRId32, i);
-      if (!legacy_doc(msg, limits, off, i == 0 ? opmsg_body_limit(limits) : limits->max_bson_size, what, &len, error)) {
+      if (!legacy_doc(r, msg, limits, off, i == 0 ? opmsg_body_limit(limits) : limits->max_bson_size, what, &len)) {
          return false;
       }
       if (i == 0) {
@@ -142,18 +138,16 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *
       off += len;
    }
    if (off != msg->len) {
-      uint32_t len;
+      size_t len;
 
       /* A whole document more is a count mismatch; anything else is junk. */
-      if (opmsg_doc_frame(msg->data + off, msg->len - off, (size_t) INT32_MAX, off, "extra document", &len, NULL)) {
-         return opmsg_fail(error, OPMSG_ERR_REPLY_COUNT,
-                           "OP_REPLY numberReturned is %" PRId32 " but another document follows at offset %zu",
-                           msg->number_returned, off);
+      if (opmsg_doc_frame_ok(msg->data + off, msg->len - off, (size_t) INT32_MAX, &len)) {
+         return opmsg_report(r, OPMSG_ERR_REPLY_COUNT, off,
+                             "OP_REPLY numberReturned is %" PRId32 " but another document follows at offset %zu",
+                             msg->number_returned, off);
       }
-      return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES,
-                        "%zu trailing bytes after the last OP_REPLY document "
-                        "at offset %zu",
-                        msg->len - off, off);
+      return opmsg_report(r, OPMSG_ERR_TRAILING_BYTES, off,
+                          "%zu trailing bytes after the last OP_REPLY document at offset %zu", msg->len - off, off);
    }
    return true;
 }

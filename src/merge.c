@@ -142,6 +142,20 @@ opmsg_write_array_doc(uint8_t *out, const uint8_t *docs, size_t docs_len)
    (void) write_array(out, out, docs, docs_len, docs);
 }
 
+bool
+opmsg_array_docs_count(const uint8_t *docs, size_t docs_len, uint32_t *count)
+{
+   uint32_t n = 0;
+   size_t len;
+   for (size_t off = 0; off < docs_len; off += len, n++) {
+      if (!opmsg_doc_frame_ok(docs + off, docs_len - off, docs_len - off, &len)) {
+         return false;
+      }
+   }
+   *count = n;
+   return true;
+}
+
 /* ---------------------------------------------------------------------------
  * Dotted identifiers
  *

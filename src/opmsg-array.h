@@ -8,6 +8,7 @@
 #ifndef OPMSG_ARRAY_H
 #define OPMSG_ARRAY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,5 +25,11 @@ size_t opmsg_write_index_key(uint8_t *p, uint32_t i);
  * documents must have been framed. */
 size_t opmsg_array_doc_size(size_t docs_len, uint32_t count);
 void opmsg_write_array_doc(uint8_t *out, const uint8_t *docs, size_t docs_len);
+
+/* The writer's input checked, for a caller that did not parse it (the
+ * drop-in's command payloads): each document of docs[0..docs_len) framed
+ * (length at least 5, inside the run, last byte 0), their number in
+ * *count. False at the first that is not. */
+bool opmsg_array_docs_count(const uint8_t *docs, size_t docs_len, uint32_t *count);
 
 #endif /* OPMSG_ARRAY_H */

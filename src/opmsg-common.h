@@ -33,7 +33,9 @@
 #endif
 
 /* Fills *error (when not NULL) with OPMSG_ERROR_DOMAIN, code and a message.
- * Always returns false so callers can `return opmsg_fail(...)`. */
+ * Always returns false so callers can `return opmsg_fail(...)`. For the
+ * mistakes of a caller (an argument, memory); a fault of the bytes goes
+ * through a report context (opmsg_report()), which records where it is. */
 bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt, ...) OPMSG_PRINTF(3, 4);
 
 /* Copies at most 48 bytes of a key or identifier into out (at least 200
@@ -41,6 +43,65 @@ bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt, .
  * ASCII as \xNN, so a message stays on one line whatever the wire held.
  * Returns out. */
 const char *opmsg_printable(char *out, const char *name, size_t len);
+
+/* ---------------------------------------------------------------------------
+ * The report context (report.c)
+ *
+ * A fault as data, the way libbson's validate.c keeps it: which rule was
+ * broken and the byte offset in the message where it was found, and the
+ * message text for the caller's bson_error_t when there is one. One context
+ * goes down a whole call (a parse, a plan of the encoder) in place of an
+ * error pointer, an offset base and the side each check serves.
+ * ------------------------------------------------------------------------- */
+typedef struct {
+   /* What a fault writes. */
+   bson_error_t *error;     /* the message, when not NULL */
+   opmsg_error_code_t code; /* the rule broken; OPMSG_OK while none is */
+   size_t offset;           /* where: its byte offset in the message */
+
+   /* What the caller sets (opmsg_report_init()). */
+   /* The bytes at hand and their offset in the message: a fault at p is at
+    * start_off + (p - start). The parser's are the message itself; the
+    * encoder's, whose message is not written yet, the command (as if at its
+    * place in the message) or a sequence's documents. */
+   const uint8_t *start;
+   size_t start_off;
+   /* The encoder's checks, which build.h words differently: its caller knows
+    * the body as the command it handed in, any fault in whose bytes is
+    * OPMSG_ERR_BAD_COMMAND, and a sequence document above the limit is
+    * OPMSG_ERR_DOCUMENT_OVER_LIMIT (the parser's OPMSG_ERR_DOCUMENT_TOO_LARGE). */
+   bool encoder;
+   /* Not OPMSG_OK: the code every fault is reported under instead of its
+    * rule's own. rules.c sets it to OPMSG_ERR_BAD_COMMAND while document.c
+    * checks the encoder's command, so that the error is written once, in
+    * document.c's words, with the code build.h promises. */
+   opmsg_error_code_t as;
+} opmsg_report_t;
+
+static inline void
+opmsg_report_init(opmsg_report_t *r, bson_error_t *error, const uint8_t *start, size_t start_off, bool encoder)
+{
+   r->error = error;
+   r->code = OPMSG_OK;
+   r->offset = 0;
+   r->start = start;
+   r->start_off = start_off;
+   r->encoder = encoder;
+   r->as = OPMSG_OK;
+}
+
+/* The offset in the message of the byte at p, one of the bytes at hand. */
+static inline size_t
+opmsg_report_at(const opmsg_report_t *r, const void *p)
+{
+   return r->start_off + (size_t) ((const uint8_t *) p - r->start);
+}
+
+/* Records a fault of the rule code at offset (r->as instead, when set) and
+ * writes the message into r->error when there is one. Always returns false,
+ * for `return opmsg_report(...)`. */
+bool opmsg_report(opmsg_report_t *r, opmsg_error_code_t code, size_t offset, const char *fmt, ...)
+   OPMSG_PRINTF(4, 5) OPMSG_COLD;
 
 /* The limits in force for one call, with defaults applied: the parser's
  * from opmsg_options_t, the encoder's from opmsg_build_t, both through

@@ -27,22 +27,23 @@ typedef struct {
 
 /*
  * Checks the frame of the document at doc with at most avail bytes:
- * length >= 5, <= avail, <= max_len, and a terminating 0. base is the
- * document's offset in the message, for error messages; what names the
- * document ("body", "document 3 of sequence \"documents\""). Stores the
- * length in *len.
+ * length >= 5, <= avail, <= max_len, and a terminating 0; stores the length
+ * in *len. what names the document in messages ("body", "document 3 of
+ * sequence \"documents\""). A fault is reported at the document's first
+ * byte, a bad terminator at that byte.
  */
-bool opmsg_doc_frame(const uint8_t *doc, size_t avail, size_t max_len, size_t base, const char *what, uint32_t *len,
-                     bson_error_t *error);
+bool opmsg_doc_frame(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_len, const char *what,
+                     uint32_t *len);
 
 /*
  * Reads the element at *p (inside a framed document whose terminator is at
  * end: *end must be 0, see opmsg_find_nul()) into *e and advances *p past
  * it. Checks the type, the key's terminator and the value's length (a
- * nested document's length and terminator too, not its contents). base + (p - doc) is the element's
- * offset for errors.
+ * nested document's length and terminator too, not its contents); false,
+ * with no report, when the element is bad: opmsg_element_error() says why.
+ * Out of line; opmsg_next_element_inline() is the same inline.
  */
-bool opmsg_next_element(const uint8_t **p, const uint8_t *end, opmsg_element_t *e, size_t offset, bson_error_t *error);
+bool opmsg_next_element(const uint8_t **p, const uint8_t *end, opmsg_element_t *e);
 
 /* Walking from document to document of a large sequence is a chain of
  * loads, one or two per document, each waiting on memory: the hardware's
@@ -86,10 +87,10 @@ extern const int8_t opmsg_type_sizes[256];
 /* Size of a value of the rare variable-length types (regex, DBPointer,
  * code with scope); 0 when it is malformed or does not fit. */
 size_t opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail);
-/* Works out which rule the element at p breaks and reports it, the
- * message starting with the name of its document, what (NULL: none). */
-bool opmsg_element_error(const char *what, const uint8_t *p, const uint8_t *end, size_t offset,
-                         bson_error_t *error) OPMSG_COLD;
+/* Works out which rule the element at p breaks and reports it at the
+ * element's type byte, the message starting with the name of its document,
+ * what (NULL: none). */
+bool opmsg_element_error(opmsg_report_t *r, const char *what, const uint8_t *p, const uint8_t *end) OPMSG_COLD;
 
 /* The first NUL in [k, end), or end, where *end is 0: the terminator of a
  * framed document, which every caller has checked. Keys are short, so a
@@ -229,14 +230,12 @@ opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul
 }
 
 static inline bool
-opmsg_next_element_inline(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e, size_t offset,
-                          bson_error_t *error)
+opmsg_next_element_inline(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e)
 {
    const uint8_t *p = *pp;
    const uint8_t *k;
    const uint8_t *next = opmsg_skip_element(p, end, &k);
    if (OPMSG_UNLIKELY(!next)) {
-      opmsg_element_error(NULL, p, end, offset, error);
       return false;
    }
    e->start = p;
@@ -299,25 +298,25 @@ opmsg_doc_top_ok2(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len
 
 /* Checks every top-level element of a framed document. Stores the number of
  * elements in *count if not NULL. */
-bool opmsg_doc_check_top(const uint8_t *doc, uint32_t len, size_t base, const char *what, uint32_t *count,
-                         bson_error_t *error);
+bool opmsg_doc_check_top(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what, uint32_t *count);
 
 /* Full validation of every nested element (validate.c): at most
  * OPMSG_MAX_DEPTH nested levels below doc. The document has already passed
  * opmsg_doc_frame(). */
-bool opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base, const char *what, bson_error_t *error);
+bool opmsg_doc_validate_deep(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what);
 
 /* The one check of a whole document, whoever carries it (an OP_MSG
  * sequence document on its error path, the OP_QUERY query and selector,
  * the OP_REPLY documents, the documents of the removed opcodes): its frame
- * within avail and max_len (opmsg_doc_frame()), its top-level elements when
- * top (opmsg_doc_check_top()), every nested level when deep (the caller's
- * OPMSG_PARSE_FULL_VALIDATE, opmsg_doc_validate_deep()). off is its offset
- * in the message and what its name, for messages; its length goes to *len.
- * The fast form, with no message, is opmsg_seq_doc_ok(); the OP_MSG body's
- * top level is walked by parse.c itself, which hashes its keys on the way. */
-bool opmsg_doc_check(const uint8_t *doc, size_t avail, size_t max_len, size_t off, const char *what, bool top,
-                     bool deep, uint32_t *len, bson_error_t *error);
+ * within avail and max_len (opmsg_doc_frame()), and as far inside as the
+ * limits' check level asks: its top-level elements (opmsg_doc_check_top()),
+ * every nested level (opmsg_doc_validate_deep()). what names it in messages;
+ * its length goes to *len. The fast form, with no message, is
+ * opmsg_seq_doc_ok(); the OP_MSG body's top level is walked by parse.c
+ * itself, which hashes its keys on the way. */
+bool opmsg_doc_check(opmsg_report_t *r, const opmsg_limits_t *limits, const uint8_t *doc, size_t avail, size_t max_len,
+                     const char *what, uint32_t *len);
+
 /* True when the document at doc (avail bytes there) is framed: its length
  * at least 5, within avail and max_len, its last byte 0; the length goes to
  * *len whenever there are bytes to read it from. The fast form of

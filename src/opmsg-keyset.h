@@ -37,7 +37,7 @@ typedef struct {
 #define OPMSG_KEYSET_LOCAL(n) (2 * (size_t) (n) + 1)
 
 /* The table of a set too large for its local one, from the heap. */
-bool opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, bson_error_t *error);
+bool opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, opmsg_report_t *r);
 
 /* An empty set for n names stored in [base, limit), in local (n_local
  * slots) when they fit, half full so that probes are short.
@@ -45,7 +45,7 @@ bool opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, bson_error_t *error);
  * way, and so may a zeroed one. Inline: every parse makes one. */
 static inline bool
 opmsg_keyset_init(opmsg_keyset_t *s, const uint8_t *base, const uint8_t *limit, size_t n, opmsg_keyslot_t *local,
-                  size_t n_local, bson_error_t *error)
+                  size_t n_local, opmsg_report_t *r)
 {
    s->base = base;
    s->limit = limit;
@@ -53,7 +53,7 @@ opmsg_keyset_init(opmsg_keyset_t *s, const uint8_t *base, const uint8_t *limit, 
    s->slots = local;
    s->unique = true;
    s->nslots = OPMSG_KEYSET_LOCAL(n);
-   if (OPMSG_UNLIKELY(s->nslots > n_local) && !opmsg_keyset_alloc(s, n, error)) {
+   if (OPMSG_UNLIKELY(s->nslots > n_local) && !opmsg_keyset_alloc(s, n, r)) {
       return false;
    }
    memset(s->slots, 0, s->nslots * sizeof(opmsg_keyslot_t));

@@ -19,15 +19,16 @@ bool opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error);
 
 /* ---------------------------------------------------------------------------
  * Per-opcode parsers, called by opmsg_parse() after the header checks.
- * msg->data, len, header fields are set; each fills the rest.
+ * msg->data, len, header fields are set; each fills the rest. Each reports
+ * into r, whose offsets count from the message's first byte.
  * ------------------------------------------------------------------------- */
-bool opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
-bool opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
-bool opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
-bool opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
+bool opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r);
+bool opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r);
+bool opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r);
+bool opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r);
 
 /* OP_UPDATE, OP_INSERT, OP_GET_MORE, OP_DELETE, OP_KILL_CURSORS (legacy-crud.c). */
-bool opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error);
+bool opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r);
 size_t opmsg_removed_min_length(int32_t opcode);
 
 /* The smallest messageLength each opcode can have. */

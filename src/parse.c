@@ -45,14 +45,16 @@ sections_fill_exactly(const uint8_t *p, const uint8_t *end)
 }
 
 static bool
-check_checksum(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
+check_checksum(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
    const uint8_t *data = msg->data;
    size_t len = msg->len;
 
+   /* Missing, the checksum is reported where it should have begun: the
+    * message's end. */
    if (len < opmsg_min_length(OPMSG_OP_MSG) + 4) {
-      return opmsg_fail(
-         error, OPMSG_ERR_CHECKSUM_MISSING,
+      return opmsg_report(
+         r, OPMSG_ERR_CHECKSUM_MISSING, len,
          "checksumPresent is set but the %zu-byte message has no room for a section and 4 checksum bytes", len);
    }
    msg->checksum_present = true;
@@ -65,12 +67,12 @@ check_checksum(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
       return true;
    }
    if (sections_fill_exactly(data + 20, data + len)) {
-      return opmsg_fail(error, OPMSG_ERR_CHECKSUM_MISSING,
-                        "checksumPresent is set but the sections fill the message: the 4 checksum bytes are missing");
+      return opmsg_report(r, OPMSG_ERR_CHECKSUM_MISSING, len,
+                          "checksumPresent is set but the sections fill the message: the 4 checksum bytes are missing");
    }
-   return opmsg_fail(error, OPMSG_ERR_CHECKSUM_MISMATCH,
-                     "CRC-32C of bytes 0..%zu is 0x%08x, the checksum at offset %zu says 0x%08x", len - 4, crc, len - 4,
-                     msg->checksum);
+   return opmsg_report(r, OPMSG_ERR_CHECKSUM_MISMATCH, len - 4,
+                       "CRC-32C of bytes 0..%zu is 0x%08x, the checksum at offset %zu says 0x%08x", len - 4, crc,
+                       len - 4, msg->checksum);
 }
 
 /* ---------------------------------------------------------------------------
@@ -83,6 +85,9 @@ typedef struct {
    uint32_t n_dotted;
    size_t seq_out; /* merged bytes the sequences add (top-level case) */
    uint32_t body_keys;
+   /* The first sequence past OPMSG_MAX_DOTTED_SEQUENCES, where a message
+    * with dotted identifiers breaks that bound. */
+   size_t over_off;
    /* The body's first SCAN_KEYS keys, recorded by the walk that checks them
     * so the duplicate check needs no second walk. */
    const char *key[SCAN_KEYS];
@@ -95,51 +100,52 @@ typedef struct {
  * breaks neither. Out of line, so that the loop over the documents holds
  * only the fast check. */
 static OPMSG_COLD OPMSG_NOINLINE bool
-sequence_doc_fault(const opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *q, const uint8_t *sec_end,
-                   const char *id, size_t id_len, uint32_t count, uint32_t *dlen, bson_error_t *error)
+sequence_doc_fault(opmsg_report_t *r, const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, uint32_t count,
+                   const uint8_t *q, const uint8_t *sec_end, uint32_t *dlen)
 {
    size_t left = (size_t) (sec_end - q);
-   size_t doff = (size_t) (q - msg->data);
    /* A document that starts inside the section but ends outside it is a
     * framing error of the section, whatever lies beyond. The encoder frames
     * its sections itself and never meets this. */
    if (left < 4 || (opmsg_read_i32(q) >= 0 && (size_t) opmsg_read_i32(q) > left)) {
       char name[200];
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_OVERRUN,
-                        "document %u of sequence \"%s\" at offset %zu runs past the section's end at offset %zu", count,
-                        opmsg_printable(name, id, id_len), doff, (size_t) (sec_end - msg->data));
+      size_t doff = opmsg_report_at(r, q);
+      return opmsg_report(r, OPMSG_ERR_SEQUENCE_OVERRUN, doff,
+                          "document %u of sequence \"%s\" at offset %zu runs past the section's end at offset %zu",
+                          count, opmsg_printable(name, seq->id, seq->len), doff, opmsg_report_at(r, sec_end));
    }
-   return opmsg_rule_seq_doc(q, left, limits->max_bson_size, opmsg_checks_top(limits), opmsg_checks_deep(limits), doff,
-                             id, id_len, count, OPMSG_ERR_DOCUMENT_TOO_LARGE, dlen, error);
+   return opmsg_rule_seq_doc(r, limits, seq, count, q, left, dlen);
 }
 
 /* Checks one kind-1 section starting after its kind byte at p (offset off of
  * the kind byte). Returns the section's size (after the kind byte) in *size. */
 static bool
 scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
-              size_t *size, bson_error_t *error)
+              size_t *size, opmsg_report_t *r)
 {
    size_t off = (size_t) (p - msg->data) - 1;
    size_t avail = (size_t) (end - p);
+   /* Faults of the section's frame are reported at its kind byte. */
    if (avail < 4) {
-      return opmsg_fail(error, OPMSG_ERR_SECTION_TRUNCATED,
-                        "document sequence at offset %zu: %zu bytes left, its size needs 4", off, avail);
+      return opmsg_report(r, OPMSG_ERR_SECTION_TRUNCATED, off,
+                          "document sequence at offset %zu: %zu bytes left, its size needs 4", off, avail);
    }
    int32_t n = opmsg_read_i32(p);
    if (n < 5 || (size_t) n > avail) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_SIZE, "document sequence at offset %zu: size %d is %s", off, n,
-                        n < 5 ? "below the minimum of 5 (size, identifier and NUL)" : "past the end of the sections");
+      return opmsg_report(r, OPMSG_ERR_SEQUENCE_SIZE, off, "document sequence at offset %zu: size %d is %s", off, n,
+                          n < 5 ? "below the minimum of 5 (size, identifier and NUL)" : "past the end of the sections");
    }
    const uint8_t *sec_end = p + n;
    const char *id = (const char *) p + 4;
    const uint8_t *nul = memchr(id, 0, (size_t) n - 4);
    if (!nul) {
-      return opmsg_fail(error, OPMSG_ERR_SEQUENCE_IDENTIFIER,
-                        "document sequence at offset %zu: identifier has no NUL inside the section's %d bytes", off, n);
+      return opmsg_report(r, OPMSG_ERR_SEQUENCE_IDENTIFIER, off,
+                          "document sequence at offset %zu: identifier has no NUL inside the section's %d bytes", off,
+                          n);
    }
-   size_t id_len = (size_t) ((const char *) nul - id);
+   opmsg_seq_ref_t seq = {id, (size_t) ((const char *) nul - id), off, false};
    bool dotted;
-   if (!opmsg_rule_identifier(id, id_len, opmsg_seq_at_offset(off), &dotted, error)) {
+   if (!opmsg_rule_identifier(r, &seq, &dotted)) {
       return false;
    }
 
@@ -179,7 +185,7 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, 
       }
       if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size, top, full, &flen))) {
          uint32_t dlen;
-         if (!sequence_doc_fault(msg, limits, q, sec_end, id, id_len, count, &dlen, error)) {
+         if (!sequence_doc_fault(r, limits, &seq, count, q, sec_end, &dlen)) {
             return false;
          }
          flen = dlen;
@@ -192,6 +198,9 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, 
     * length and terminator, and per document a type byte, key and NUL. */
    const char *last = dotted ? strrchr(id, '.') + 1 : id;
    scan->seq_out += 1 + strlen(last) + 1 + 4 + 1 + docs_len + count + opmsg_array_keys_size(count);
+   if (scan->n_seq == OPMSG_MAX_DOTTED_SEQUENCES) {
+      scan->over_off = off;
+   }
    scan->n_seq++;
    scan->n_dotted += dotted;
    opmsg_priv(msg)->seq_count = count;
@@ -204,7 +213,7 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, 
  * first SCAN_KEYS keys for the duplicate and clash checks, and notes where
  * "$db" is. */
 static bool
-walk_body(opmsg_msg_t *msg, scan_t *scan, bson_error_t *error)
+walk_body(opmsg_msg_t *msg, scan_t *scan, opmsg_report_t *r)
 {
    const uint8_t *p = msg->body;
    uint32_t len = msg->body_len;
@@ -216,7 +225,7 @@ walk_body(opmsg_msg_t *msg, scan_t *scan, bson_error_t *error)
       const uint8_t *next = opmsg_skip_element(q, last, &k);
       if (!next) {
          /* Again through the checker that names the document. */
-         return opmsg_rule_body_top(p, len, (size_t) (p - msg->data), OPMSG_OK, NULL, error);
+         return opmsg_rule_body_top(r, p, len, NULL);
       }
       const char *key = (const char *) q + 1;
       size_t key_len = (size_t) (k - q - 1);
@@ -241,19 +250,19 @@ walk_body(opmsg_msg_t *msg, scan_t *scan, bson_error_t *error)
  * sections show whether there are sequences to place (opmsg_parse_msg()). */
 static bool
 scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
-          bson_error_t *error)
+          opmsg_report_t *r)
 {
    size_t off = (size_t) (p - msg->data);
    if (msg->body) {
-      return opmsg_fail(error, OPMSG_ERR_MULTIPLE_BODIES,
-                        "a second body (kind 0) at offset %zu; the first is at offset %zu", off - 1,
-                        (size_t) (msg->body - msg->data) - 1);
+      return opmsg_report(r, OPMSG_ERR_MULTIPLE_BODIES, off - 1,
+                          "a second body (kind 0) at offset %zu; the first is at offset %zu", off - 1,
+                          (size_t) (msg->body - msg->data) - 1);
    }
    size_t flen;
    uint32_t len;
    if (OPMSG_LIKELY(opmsg_doc_frame_ok(p, (size_t) (end - p), opmsg_body_limit(limits), &flen))) {
       len = (uint32_t) flen;
-   } else if (!opmsg_rule_body_frame(p, (size_t) (end - p), limits, off, OPMSG_OK, &len, error)) {
+   } else if (!opmsg_rule_body_frame(r, limits, p, (size_t) (end - p), &len)) {
       return false;
    }
    msg->body = p;
@@ -263,12 +272,11 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, cons
    }
    /* Frame and top level are checked here, inline (the walk records the
     * keys); the nested levels, when asked, by the one document check. */
-   return walk_body(msg, scan, error) &&
-          (!opmsg_checks_deep(limits) || opmsg_doc_check(p, len, len, off, "body", false, true, &len, error));
+   return walk_body(msg, scan, r) && (!opmsg_checks_deep(limits) || opmsg_doc_validate_deep(r, p, len, "body"));
 }
 
 static bool
-scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan, bson_error_t *error)
+scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan, opmsg_report_t *r)
 {
    const uint8_t *p = opmsg_cpriv(msg)->sections;
    const uint8_t *end = p + opmsg_cpriv(msg)->sections_len;
@@ -280,31 +288,32 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan, bson
       if (msg->body && left < 6) {
          /* Too short to be any section: the smallest is a kind byte and an
           * empty document. */
-         return opmsg_fail(error, OPMSG_ERR_TRAILING_BYTES, "%zu stray bytes after the last section at offset %zu",
-                           left, off);
+         return opmsg_report(r, OPMSG_ERR_TRAILING_BYTES, off, "%zu stray bytes after the last section at offset %zu",
+                             left, off);
       }
       switch (*p) {
       case 0:
-         if (!scan_body(msg, limits, p + 1, end, scan, error)) {
+         if (!scan_body(msg, limits, p + 1, end, scan, r)) {
             return false;
          }
          p += 1 + msg->body_len;
          break;
       case 1:
-         if (!scan_sequence(msg, limits, p + 1, end, scan, &size, error)) {
+         if (!scan_sequence(msg, limits, p + 1, end, scan, &size, r)) {
             return false;
          }
          p += 1 + size;
          break;
       default:
-         return opmsg_fail(error, OPMSG_ERR_UNKNOWN_SECTION,
-                           "section kind %u at offset %zu is not 0 (body) or 1 (document sequence)", *p, off);
+         return opmsg_report(r, OPMSG_ERR_UNKNOWN_SECTION, off,
+                             "section kind %u at offset %zu is not 0 (body) or 1 (document sequence)", *p, off);
       }
    } while (p < end);
 
    if (!msg->body) {
-      return opmsg_fail(error, OPMSG_ERR_NO_BODY, "no body (kind 0 section) among the sections at offsets 20..%zu",
-                        (size_t) (end - msg->data));
+      /* Reported where the sections begin: none of them is a body. */
+      return opmsg_report(r, OPMSG_ERR_NO_BODY, 20, "no body (kind 0 section) among the sections at offsets 20..%zu",
+                          (size_t) (end - msg->data));
    }
    return true;
 }
@@ -320,7 +329,7 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan, bson
  * body again itself. */
 static bool
 check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_keyset_t *keys, opmsg_keyslot_t *local,
-                bson_error_t *error)
+                opmsg_report_t *r)
 {
    uint32_t nkeys = scan->body_keys;
 
@@ -330,19 +339,18 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
       for (uint32_t i = 1; i < nkeys; i++) {
          for (uint32_t j = 0; j < i; j++) {
             if (scan->key_len[i] == scan->key_len[j] && memcmp(scan->key[i], scan->key[j], scan->key_len[i]) == 0) {
-               return opmsg_duplicate_key_fail(scan->key[i], (size_t) ((const uint8_t *) scan->key[i] - msg->data) - 1,
-                                               OPMSG_OK, error);
+               return opmsg_duplicate_key_fail(r, scan->key[i]);
             }
          }
       }
       return true;
    }
-   if (!opmsg_keyset_init(keys, msg->data, msg->data + msg->len, nkeys, local, LOCAL_SLOTS, error)) {
+   if (!opmsg_keyset_init(keys, msg->data, msg->data + msg->len, nkeys, local, LOCAL_SLOTS, r)) {
       return false;
    }
    keys->unique = unique;
    if (nkeys > SCAN_KEYS && unique) {
-      return opmsg_rule_unique_keys(keys, msg->body, msg->body_len, (size_t) (msg->body - msg->data), OPMSG_OK, error);
+      return opmsg_rule_unique_keys(r, keys, msg->body, msg->body_len);
    }
    if (nkeys > SCAN_KEYS) {
       opmsg_keys_add_all(keys, msg->body, msg->body_len);
@@ -355,8 +363,7 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
       if (opmsg_keyset_find_hashed(keys, h, k, scan->key_len[i], (uint32_t) ((const uint8_t *) k - msg->data), true) >=
              0 &&
           unique) {
-         /* The element starts at the type byte before its key. */
-         return opmsg_duplicate_key_fail(k, (size_t) ((const uint8_t *) k - msg->data) - 1, OPMSG_OK, error);
+         return opmsg_duplicate_key_fail(r, k);
       }
    }
    return true;
@@ -368,33 +375,34 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
  * where the last sequence goes when the body holds its whole dotted path
  * (opmsg_rule_path()). */
 static bool
-check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan, const uint8_t **place,
-                  bson_error_t *error)
+check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan, const uint8_t **place, opmsg_report_t *r)
 {
    opmsg_keyslot_t local[LOCAL_SLOTS];
    opmsg_keyset_t ids;
    opmsg_sequence_iter_t it, jt;
    opmsg_sequence_t seq, other;
-   size_t body_off = (size_t) (msg->body - msg->data);
    const uint8_t *db = NULL;
    bool ok = false;
 
    /* One sequence (the common case) has no other to repeat. */
    uint32_t n_ids = scan->n_seq > 1 ? scan->n_seq : 0;
-   if (!opmsg_rule_dotted_count(scan->n_seq, scan->n_dotted, error) ||
-       !opmsg_keyset_init(&ids, msg->data, msg->data + msg->len, n_ids, local, LOCAL_SLOTS, error)) {
+   if (!opmsg_rule_dotted_count(r, scan->n_seq, scan->n_dotted, scan->over_off) ||
+       !opmsg_keyset_init(&ids, msg->data, msg->data + msg->len, n_ids, local, LOCAL_SLOTS, r)) {
       return false;
    }
    opmsg_sequence_iter_init(&it, msg);
    while (opmsg_sequence_next(&it, &seq, false)) {
       uint32_t id_off = (uint32_t) (seq.identifier - (const char *) msg->data);
+      opmsg_seq_ref_t b = {seq.identifier, seq.identifier_len, seq.offset, false};
       int64_t first = n_ids ? opmsg_keyset_find(&ids, seq.identifier, seq.identifier_len, id_off, true) : -1;
-      /* An identifier sits 5 bytes after its section's kind byte. */
-      if ((first >= 0 && !opmsg_rule_identifier_pair((const char *) msg->data + first, seq.identifier_len,
-                                                     opmsg_seq_at_offset((size_t) first - 5), seq.identifier,
-                                                     seq.identifier_len, opmsg_seq_at_offset(seq.offset), error)) ||
-          !opmsg_rule_path(keys, msg->body, msg->body_len, body_off, seq.identifier, seq.identifier_len,
-                           opmsg_seq_at_offset(seq.offset), OPMSG_OK, place, &db, error)) {
+      if (first >= 0) {
+         /* An identifier sits 5 bytes after its section's kind byte. */
+         opmsg_seq_ref_t a = {(const char *) msg->data + first, seq.identifier_len, (size_t) first - 5, false};
+         if (!opmsg_rule_identifier_pair(r, &a, &b)) {
+            goto done;
+         }
+      }
+      if (!opmsg_rule_path(r, keys, msg->body, msg->body_len, &b, place, &db)) {
          goto done;
       }
    }
@@ -402,10 +410,10 @@ check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan, co
       opmsg_sequence_iter_init(&it, msg);
       while (opmsg_sequence_next(&it, &other, false)) {
          jt = it; /* the sequences after this one */
+         opmsg_seq_ref_t a = {other.identifier, other.identifier_len, other.offset, false};
          while (opmsg_sequence_next(&jt, &seq, false)) {
-            if (!opmsg_rule_identifier_pair(other.identifier, other.identifier_len, opmsg_seq_at_offset(other.offset),
-                                            seq.identifier, seq.identifier_len, opmsg_seq_at_offset(seq.offset),
-                                            error)) {
+            opmsg_seq_ref_t b = {seq.identifier, seq.identifier_len, seq.offset, false};
+            if (!opmsg_rule_identifier_pair(r, &a, &b)) {
                goto done;
             }
          }
@@ -425,12 +433,12 @@ done:
 
 /* OPMSG_PARSE_REQUEST: a command must name its database. */
 static bool
-check_db(const opmsg_msg_t *msg, bson_error_t *error)
+check_db(const opmsg_msg_t *msg, opmsg_report_t *r)
 {
    if (!opmsg_db(msg, NULL)) {
-      return opmsg_fail(error, OPMSG_ERR_MISSING_DB,
-                        "the body at offset %zu has no \"$db\" string: a command must name its database",
-                        (size_t) (msg->body - msg->data));
+      size_t off = (size_t) (msg->body - msg->data);
+      return opmsg_report(r, OPMSG_ERR_MISSING_DB, off,
+                          "the body at offset %zu has no \"$db\" string: a command must name its database", off);
    }
    return true;
 }
@@ -439,7 +447,7 @@ check_db(const opmsg_msg_t *msg, bson_error_t *error)
  * frame holds the key tables (some 8 KB of stack), which a body alone at
  * the frames level never needs: opmsg_parse_msg() calls it otherwise. */
 static OPMSG_NOINLINE bool
-parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
+parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
    scan_t scan;
    opmsg_keyslot_t local[LOCAL_SLOTS];
@@ -448,8 +456,8 @@ parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
    bool ok;
 
    scan.n_seq = scan.n_dotted = scan.body_keys = 0;
-   scan.seq_out = 0;
-   if (!scan_sections(msg, limits, &scan, error)) {
+   scan.seq_out = scan.over_off = 0;
+   if (!scan_sections(msg, limits, &scan, r)) {
       return false;
    }
    msg->n_sequences = scan.n_seq;
@@ -465,22 +473,22 @@ parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
        * set of the body's keys, as at the other levels. */
       if (scan.n_seq == 0) {
          priv->merged_size = msg->body_len;
-         return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(msg, error);
+         return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(msg, r);
       }
       if (scan.n_seq <= FRAMES_LINEAR_IDS) {
          body_keys = NULL;
-      } else if (!walk_body(msg, &scan, error) || !check_body_keys(msg, &scan, false, &keys, local, error)) {
+      } else if (!walk_body(msg, &scan, r) || !check_body_keys(msg, &scan, false, &keys, local, r)) {
          opmsg_keyset_destroy(&keys);
          return false;
       }
-   } else if (!check_body_keys(msg, &scan, true, &keys, local, error)) {
+   } else if (!check_body_keys(msg, &scan, true, &keys, local, r)) {
       opmsg_keyset_destroy(&keys);
       return false;
    }
    const uint8_t *place = NULL;
-   ok = scan.n_seq == 0 || check_identifiers(msg, body_keys, &scan, &place, error);
+   ok = scan.n_seq == 0 || check_identifiers(msg, body_keys, &scan, &place, r);
    opmsg_keyset_destroy(&keys);
-   if (!ok || ((limits->flags & OPMSG_PARSE_REQUEST) && !check_db(msg, error))) {
+   if (!ok || ((limits->flags & OPMSG_PARSE_REQUEST) && !check_db(msg, r))) {
       return false;
    }
 
@@ -495,21 +503,21 @@ parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *err
    } else {
       priv->merged_size = opmsg_merge_paths_size(msg, scan.seq_out);
    }
-   return opmsg_rule_merged_size(priv->merged_size, true, error);
+   return opmsg_rule_merged_size(r, priv->merged_size, true);
 }
 
 bool
-opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *error)
+opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
    msg->flags = opmsg_read_u32(msg->data + 16);
-   if (!opmsg_rule_flags(msg->flags, false, error)) {
+   if (!opmsg_rule_flags(r, msg->flags)) {
       return false;
    }
    opmsg_msg_priv_t *priv = opmsg_priv(msg);
    priv->sections = msg->data + 20;
    priv->sections_len = msg->len - 20;
    if (msg->flags & OPMSG_FLAG_CHECKSUM_PRESENT) {
-      if (!check_checksum(msg, limits, error)) {
+      if (!check_checksum(msg, limits, r)) {
          return false;
       }
       priv->sections_len -= 4;
@@ -525,7 +533,7 @@ opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, bson_error_t *er
       msg->body = p + 1;
       msg->body_len = (uint32_t) flen;
       priv->merged_size = flen;
-      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(msg, error);
+      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(msg, r);
    }
-   return parse_sections(msg, limits, error);
+   return parse_sections(msg, limits, r);
 }

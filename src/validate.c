@@ -39,18 +39,16 @@
 
 #define BINARY_SUBTYPE_OLD 0x02
 
-/* Where errors point and what they name. */
+/* Where faults go, and the name of the document they are in. */
 typedef struct {
-   const uint8_t *doc;
-   size_t base;
+   opmsg_report_t *r;
    const char *what;
-   bson_error_t *error;
 } vctx_t;
 
 static size_t
 vpos(const vctx_t *c, const void *p)
 {
-   return c->base + (size_t) ((const uint8_t *) p - c->doc);
+   return opmsg_report_at(c->r, p);
 }
 
 /* ---------------------------------------------------------------------------
@@ -153,8 +151,9 @@ check_utf8(const vctx_t *c, const uint8_t *s, size_t len, const char *name)
    if (OPMSG_LIKELY(bad == len)) {
       return true;
    }
-   return opmsg_fail(c->error, OPMSG_ERR_INVALID_UTF8, "%s: %s is not valid UTF-8: byte 0x%02x at offset %zu", c->what,
-                     name, (unsigned) s[bad], vpos(c, s + bad));
+   return opmsg_report(c->r, OPMSG_ERR_INVALID_UTF8, vpos(c, s + bad),
+                       "%s: %s is not valid UTF-8: byte 0x%02x at offset %zu", c->what, name, (unsigned) s[bad],
+                       vpos(c, s + bad));
 }
 
 /* ---------------------------------------------------------------------------
@@ -179,17 +178,15 @@ check_binary(const vctx_t *c, const opmsg_element_t *e)
    }
    /* The deprecated subtype repeats the length inside the payload. */
    if (n < 4) {
-      return opmsg_fail(c->error, OPMSG_ERR_INVALID_VALUE,
-                        "%s: binary subtype 2 of %u bytes has no room for "
-                        "its inner length at offset %zu",
-                        c->what, (unsigned) n, vpos(c, v));
+      return opmsg_report(c->r, OPMSG_ERR_INVALID_VALUE, vpos(c, v),
+                          "%s: binary subtype 2 of %u bytes has no room for its inner length at offset %zu", c->what,
+                          (unsigned) n, vpos(c, v));
    }
    int32_t inner = opmsg_read_i32(v + 5);
    if (inner < 0 || (uint32_t) inner != n - 4) {
-      return opmsg_fail(c->error, OPMSG_ERR_INVALID_VALUE,
-                        "%s: binary subtype 2 inner length %d, expected %u at "
-                        "offset %zu",
-                        c->what, (int) inner, (unsigned) (n - 4), vpos(c, v + 5));
+      return opmsg_report(c->r, OPMSG_ERR_INVALID_VALUE, vpos(c, v + 5),
+                          "%s: binary subtype 2 inner length %d, expected %u at offset %zu", c->what, (int) inner,
+                          (unsigned) (n - 4), vpos(c, v + 5));
    }
    return true;
 }
@@ -257,22 +254,22 @@ typedef struct {
 } vlevel_t;
 
 bool
-opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base, const char *what, bson_error_t *error)
+opmsg_doc_validate_deep(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what)
 {
-   const vctx_t c = {doc, base, what, error};
+   const vctx_t c = {r, what};
    /* Level 0 is doc itself; levels 1..OPMSG_MAX_DEPTH are nested ones. */
    vlevel_t stack[OPMSG_MAX_DEPTH + 1];
    unsigned depth = 0;
 
    if (len < 5) {
       /* opmsg_doc_frame() rules this out; a direct caller may not have. */
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH, "%s: %u bytes, less than a document's 5 at offset %zu", what,
-                        (unsigned) len, base);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_LENGTH, vpos(&c, doc),
+                          "%s: %u bytes, less than a document's 5 at offset %zu", what, (unsigned) len, vpos(&c, doc));
    }
    if (doc[len - 1] != 0) {
       /* The walk relies on the terminator (opmsg_find_nul()). */
-      return opmsg_fail(error, OPMSG_ERR_DOCUMENT_TERMINATOR, "%s: no terminating 0 at offset %zu", what,
-                        base + len - 1);
+      return opmsg_report(r, OPMSG_ERR_DOCUMENT_TERMINATOR, vpos(&c, doc + len - 1),
+                          "%s: no terminating 0 at offset %zu", what, vpos(&c, doc + len - 1));
    }
    stack[0].p = doc + 4;
    stack[0].end = doc + len - 1;
@@ -289,8 +286,8 @@ opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base, const cha
 
       opmsg_element_t e;
       const uint8_t *at = lv->p;
-      if (!opmsg_next_element(&lv->p, lv->end, &e, 0, NULL)) {
-         return opmsg_element_error(what, at, lv->end, vpos(&c, at), error);
+      if (!opmsg_next_element(&lv->p, lv->end, &e)) {
+         return opmsg_element_error(r, what, at, lv->end);
       }
       if (!check_utf8(&c, (const uint8_t *) e.key, e.key_len, "key")) {
          return false;
@@ -305,8 +302,8 @@ opmsg_doc_validate_deep(const uint8_t *doc, uint32_t len, size_t base, const cha
          /* Counted even for an empty document, so the limit does not
           * depend on what the innermost level holds. */
          if (depth == OPMSG_MAX_DEPTH) {
-            return opmsg_fail(error, OPMSG_ERR_NESTING_TOO_DEEP, "%s: more than %d nested levels at offset %zu", what,
-                              OPMSG_MAX_DEPTH, vpos(&c, child));
+            return opmsg_report(r, OPMSG_ERR_NESTING_TOO_DEEP, vpos(&c, child),
+                                "%s: more than %d nested levels at offset %zu", what, OPMSG_MAX_DEPTH, vpos(&c, child));
          }
          depth++;
          stack[depth].p = child + 4;

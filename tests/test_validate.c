@@ -480,28 +480,37 @@ test_direct_call(void **state)
    (void) state;
    tu_buf_t doc;
    bson_error_t error;
+   opmsg_report_t r;
    tu_buf_init(&doc);
    put_doc_hex(&doc, "03 6400 09000000 08 6200 02 00");
-   /* base shifts every offset in the message. */
-   assert_false(opmsg_doc_validate_deep(doc.data, (uint32_t) doc.len, 1000, "test document", &error));
+   /* The report's start offset shifts every offset in the message. */
+   opmsg_report_init(&r, &error, doc.data, 1000, false);
+   assert_false(opmsg_doc_validate_deep(&r, doc.data, (uint32_t) doc.len, "test document"));
    assert_int_equal(error.domain, OPMSG_ERROR_DOMAIN);
    assert_int_equal(error.code, OPMSG_ERR_INVALID_BOOLEAN);
+   assert_int_equal(r.code, OPMSG_ERR_INVALID_BOOLEAN);
+   assert_int_equal(r.offset, 1011);
    assert_non_null(strstr(error.message, "test document"));
    assert_non_null(strstr(error.message, "offset 1011"));
-   /* A NULL error is allowed. */
-   assert_false(opmsg_doc_validate_deep(doc.data, (uint32_t) doc.len, 0, "x", NULL));
+   /* A NULL error is allowed: the fault is still data. */
+   opmsg_report_init(&r, NULL, doc.data, 0, false);
+   assert_false(opmsg_doc_validate_deep(&r, doc.data, (uint32_t) doc.len, "x"));
+   assert_int_equal(r.code, OPMSG_ERR_INVALID_BOOLEAN);
+   assert_int_equal(r.offset, 11);
    tu_buf_free(&doc);
 
    tu_buf_init(&doc);
    put_doc_hex(&doc, "");
-   assert_true(opmsg_doc_validate_deep(doc.data, (uint32_t) doc.len, 0, "x", &error));
+   opmsg_report_init(&r, &error, doc.data, 0, false);
+   assert_true(opmsg_doc_validate_deep(&r, doc.data, (uint32_t) doc.len, "x"));
    /* Fewer bytes than any document (the parser never passes this). */
-   assert_false(opmsg_doc_validate_deep(doc.data, 4, 0, "x", &error));
+   assert_false(opmsg_doc_validate_deep(&r, doc.data, 4, "x"));
    assert_int_equal(error.code, OPMSG_ERR_DOCUMENT_LENGTH);
    /* No terminator (nor does it): the walk would have no end mark. */
    doc.data[4] = 1;
-   assert_false(opmsg_doc_validate_deep(doc.data, 5, 0, "x", &error));
+   assert_false(opmsg_doc_validate_deep(&r, doc.data, 5, "x"));
    assert_int_equal(error.code, OPMSG_ERR_DOCUMENT_TERMINATOR);
+   assert_int_equal(r.offset, 4);
    tu_buf_free(&doc);
 }
 

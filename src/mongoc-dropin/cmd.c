@@ -19,7 +19,6 @@
 #include "dropin-private.h"
 #include "opmsg-array.h"
 #include "opmsg-bytes.h"
-#include "opmsg-document.h"
 
 #include <string.h>
 
@@ -46,19 +45,7 @@ field_for(const char *command_name)
 static bool
 count_documents(const uint8_t *payload, size_t size, uint32_t *count)
 {
-   size_t off = 0;
-   uint32_t n = 0;
-   uint32_t len;
-
-   while (off < size) {
-      if (!opmsg_doc_frame(payload + off, size - off, size - off, off, "payload document", &len, NULL)) {
-         return false;
-      }
-      off += len;
-      n++;
-   }
-   *count = n;
-   return n > 0;
+   return opmsg_array_docs_count(payload, size, count) && *count > 0;
 }
 
 /* Appends field: [the documents of payload[0..size)] to out. */
