@@ -40,12 +40,20 @@ opmsg_doc_frame(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_
 }
 
 bool
+opmsg_deep_ok(opmsg_deep_check_fn deep, const uint8_t *doc, size_t len)
+{
+   opmsg_report_t quiet;
+   opmsg_report_init(&quiet, NULL, doc, 0, false);
+   return deep(&quiet, doc, (uint32_t) len, "");
+}
+
+bool
 opmsg_doc_check(opmsg_report_t *r, const opmsg_limits_t *limits, const uint8_t *doc, size_t avail, size_t max_len,
                 const char *what, uint32_t *len)
 {
    return opmsg_doc_frame(r, doc, avail, max_len, what, len) &&
           (!opmsg_checks_top(limits) || opmsg_doc_check_top(r, doc, *len, what, NULL)) &&
-          (!opmsg_checks_deep(limits) || opmsg_doc_validate_deep(r, doc, *len, what));
+          (!opmsg_checks_deep(limits) || limits->deep(r, doc, *len, what));
 }
 
 /* code_w_scope: int32 total, string, document, and the total must add up. */
@@ -174,12 +182,6 @@ opmsg_element_error(opmsg_report_t *r, const char *what, const uint8_t *p, const
 }
 
 bool
-opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e)
-{
-   return opmsg_next_element_inline(pp, end, e);
-}
-
-bool
 opmsg_doc_check_top(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what, uint32_t *count)
 {
    const uint8_t *p = doc + 4;
@@ -198,7 +200,7 @@ opmsg_doc_check_top(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const c
    }
    while (p < end) {
       const uint8_t *at = p;
-      if (!opmsg_next_element_inline(&p, end, &e)) {
+      if (!opmsg_next_element(&p, end, &e)) {
          return opmsg_element_error(r, what, at, end);
       }
       n++;

@@ -1,8 +1,21 @@
 /*
- * header.c - the 16-byte message header shared by every opcode, and the
- * dispatch from opmsg_parse() to each opcode's parser.
+ * header.c - the 16-byte message header shared by every opcode, the
+ * options' check, and the dispatch from opmsg_parse() to each opcode's
+ * parser.
  */
+#include "opmsg-msg.h"
 #include "opmsg-parse.h"
+
+bool
+opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error)
+{
+   if (opts && (unsigned) opts->check > (unsigned) OPMSG_CHECK_FULL) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
+                        "opmsg_options_t.check is %d, not a check level (0 top-level, 1 frames, 2 full)",
+                        (int) opts->check);
+   }
+   return true;
+}
 
 bool
 opmsg_is_reply_opcode(int32_t opcode)
@@ -15,8 +28,7 @@ opmsg_min_length(int32_t opcode)
 {
    switch (opcode) {
    case OPMSG_OP_MSG:
-      /* header, flagBits, kind byte, the smallest document. */
-      return OPMSG_HEADER_SIZE + 4 + 1 + 5;
+      return OPMSG_OP_MSG_MIN_LENGTH;
    case OPMSG_OP_COMPRESSED:
       /* header, originalOpcode, uncompressedSize, compressorId. */
       return OPMSG_HEADER_SIZE + 9;
@@ -32,8 +44,8 @@ opmsg_min_length(int32_t opcode)
 }
 
 /* Checks messageLength and the opcode; used on a whole message and on the
- * first bytes of a stream alike. */
-static bool
+ * first bytes of a stream alike. Inline: it is on every parse's path. */
+static OPMSG_ALWAYS_INLINE bool
 check_header(const uint8_t *data, const opmsg_limits_t *limits, size_t *message_length, opmsg_report_t *r)
 {
    int32_t length = opmsg_read_i32(data);
@@ -83,7 +95,7 @@ opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_
 {
    opmsg_limits_t limits;
    opmsg_report_t r;
-   size_t length;
+   size_t length = 0;
 
    if (!data || !msg) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");

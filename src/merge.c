@@ -1,15 +1,18 @@
 /*
- * merge.c - the flat merger: one document from a body and its sequences.
+ * merge.c - the flat merger: one document from a body and its sequences,
+ * and the array writer it writes each sequence with.
  *
  * Only the top level is walked; nested documents are copied as opaque
- * bytes. The exact size is known from opmsg_parse(), so the output is
- * written in one pass into one buffer. Array keys "0", "1", ... come from a
- * decimal odometer, not printf.
+ * bytes. The exact size is known from the parse, so the output is written
+ * in one pass into one buffer. Array keys "0", "1", ... come from a decimal
+ * odometer, not printf.
+ *
+ * Part of the OP_MSG core (opmsg-msg.h, opmsg-array.h): it reads an
+ * opmsg_op_msg_t. The public opmsg_merge_*() are msg.c's.
  */
 #include "opmsg-array.h"
 #include "opmsg-document.h"
 #include "opmsg-msg.h"
-#include "opmsg-bson-compat.h"
 
 size_t
 opmsg_array_keys_size(uint32_t count)
@@ -173,13 +176,13 @@ opmsg_array_docs_count(const uint8_t *docs, size_t docs_len, uint32_t *count)
  * sub-document, which has none), then what the sequences add. o is where
  * the level's length goes; returns the end. */
 static uint8_t *
-write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len, const uint8_t *doc, uint8_t *o,
+write_path_level(const opmsg_op_msg_t *m, const char *path, size_t path_len, const uint8_t *doc, uint8_t *o,
                  const uint8_t *out_end)
 {
    uint8_t *start = o;
-   const uint8_t *in_end = msg->data + msg->len;
-   opmsg_sequence_iter_t it;
-   opmsg_sequence_t seq;
+   const uint8_t *in_end = m->data + m->len;
+   const uint8_t *s = opmsg_op_msg_sections(m);
+   opmsg_section_t seq;
 
    o += 4;
    if (doc) {
@@ -195,13 +198,12 @@ write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len, cons
          }
          size_t key_len = (size_t) (k - p - 1);
          const char *id;
-         if (*p == BSON_TYPE_DOCUMENT &&
-             (id = opmsg_path_through(msg, path, path_len, (const char *) p + 1, key_len))) {
+         if (*p == BSON_TYPE_DOCUMENT && (id = opmsg_path_through(m, path, path_len, (const char *) p + 1, key_len))) {
             memcpy(o, run, (size_t) (p - run));
             o += p - run;
             memcpy(o, p, key_len + 2); /* type, key, NUL */
             o += key_len + 2;
-            o = write_path_level(msg, id, path_len + (path_len ? 1 : 0) + key_len, k + 1, o, out_end);
+            o = write_path_level(m, id, path_len + (path_len ? 1 : 0) + key_len, k + 1, o, out_end);
             run = next;
          }
          p = next;
@@ -209,8 +211,7 @@ write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len, cons
       memcpy(o, run, (size_t) (end - run));
       o += end - run;
    }
-   opmsg_sequence_iter_init(&it, msg);
-   while (opmsg_sequence_next(&it, &seq, false)) {
+   while (opmsg_op_msg_next_seq(m, &s, &seq)) {
       const char *rest = opmsg_path_rest(seq.identifier, seq.identifier_len, path, path_len);
       if (!rest) {
          continue;
@@ -223,14 +224,14 @@ write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len, cons
       }
       size_t comp_len = (size_t) (dot - rest);
       if ((doc && opmsg_field_named(doc, rest, comp_len)) ||
-          opmsg_path_created_before(msg, seq.offset, path, path_len, rest, comp_len)) {
+          opmsg_path_created_before(m, opmsg_op_msg_offset(m, &seq), path, path_len, rest, comp_len)) {
          continue;
       }
       *o++ = BSON_TYPE_DOCUMENT;
       memcpy(o, rest, comp_len);
       o += comp_len;
       *o++ = 0;
-      o = write_path_level(msg, seq.identifier, (size_t) (dot - seq.identifier), NULL, o, out_end);
+      o = write_path_level(m, seq.identifier, (size_t) (dot - seq.identifier), NULL, o, out_end);
    }
    *o++ = 0;
    opmsg_write_u32(start, (uint32_t) (o - start));
@@ -244,25 +245,26 @@ write_path_level(const opmsg_msg_t *msg, const char *path, size_t path_len, cons
  * by the array's size: the same bytes write_path_level() writes, without
  * its search. */
 static void
-write_spliced(const opmsg_msg_t *msg, uint8_t *out, size_t size)
+write_spliced(const opmsg_op_msg_t *m, uint8_t *out, size_t size)
 {
-   const uint8_t *body = msg->body;
-   const uint8_t *sub = opmsg_cpriv(msg)->splice;
+   const uint8_t *body = m->body;
+   const uint8_t *sub = m->data + m->splice;
    const uint8_t *at = sub + opmsg_read_u32(sub) - 1; /* sub's terminator */
    size_t head = (size_t) (at - body);
-   size_t added = size - msg->body_len;
-   opmsg_sequence_iter_t it;
-   opmsg_sequence_t seq;
+   size_t added = size - m->body_len;
+   const uint8_t *s = opmsg_op_msg_sections(m);
+   opmsg_section_t seq;
 
-   opmsg_sequence_iter_init(&it, msg);
-   (void) opmsg_sequence_next(&it, &seq, false);
+   if (!opmsg_op_msg_next_seq(m, &s, &seq)) {
+      return; /* not reached: a splice is the only sequence's place */
+   }
    const char *id = seq.identifier;
    const char *last = strrchr(id, '.') + 1;
 
    memcpy(out, body, head);
    uint8_t *o = write_sequence(out + head, out + size, last, (size_t) (id + seq.identifier_len - last), seq.documents,
-                               seq.documents_len, msg->data + msg->len);
-   memcpy(o, at, (size_t) (body + msg->body_len - at));
+                               seq.documents_len, m->data + m->len);
+   memcpy(o, at, (size_t) (body + m->body_len - at));
 
    /* The lengths on the way down: the body's, then each sub-document's,
     * found again component by component (rules.c found them once). */
@@ -277,20 +279,19 @@ write_spliced(const opmsg_msg_t *msg, uint8_t *out, size_t size)
 }
 
 size_t
-opmsg_merge_paths_size(const opmsg_msg_t *msg, size_t seq_out)
+opmsg_merge_paths_size(const opmsg_op_msg_t *m, size_t seq_out)
 {
    /* The body and the sequences' arrays (seq_out, as parse.c counted them
     * with each one's last component for a name), and each sub-document the
     * merge creates: type, name, NUL, and an empty document's 5 bytes, once
     * per path the body lacks. */
-   size_t size = msg->body_len + seq_out;
-   opmsg_sequence_iter_t it;
-   opmsg_sequence_t seq;
-   opmsg_sequence_iter_init(&it, msg);
-   while (opmsg_sequence_next(&it, &seq, false)) {
+   size_t size = m->body_len + seq_out;
+   const uint8_t *s = opmsg_op_msg_sections(m);
+   opmsg_section_t seq;
+   while (opmsg_op_msg_next_seq(m, &s, &seq)) {
       const char *id = seq.identifier;
       const char *id_end = id + seq.identifier_len;
-      const uint8_t *doc = msg->body;
+      const uint8_t *doc = m->body;
       for (const char *comp = id, *dot; (dot = memchr(comp, '.', (size_t) (id_end - comp))); comp = dot + 1) {
          size_t comp_len = (size_t) (dot - comp);
          const uint8_t *f = doc ? opmsg_field_named(doc, comp, comp_len) : NULL;
@@ -299,7 +300,7 @@ opmsg_merge_paths_size(const opmsg_msg_t *msg, size_t seq_out)
             continue;
          }
          size_t path_len = comp == id ? 0 : (size_t) (comp - 1 - id);
-         if (!opmsg_path_created_before(msg, seq.offset, id, path_len, comp, comp_len)) {
+         if (!opmsg_path_created_before(m, opmsg_op_msg_offset(m, &seq), id, path_len, comp, comp_len)) {
             size += 2 + comp_len + 5;
          }
          doc = NULL;
@@ -308,151 +309,32 @@ opmsg_merge_paths_size(const opmsg_msg_t *msg, size_t seq_out)
    return size;
 }
 
-/* ---------------------------------------------------------------------------
- * Public entry points
- * ------------------------------------------------------------------------- */
-
-/* Whether msg has a merged document, and its size. */
-static bool
-merged_size(const opmsg_msg_t *msg, size_t *size, bson_error_t *error)
+void
+opmsg_op_msg_merge(const opmsg_op_msg_t *m, uint8_t *out)
 {
-   switch (msg->opcode) {
-   case OPMSG_OP_MSG:
-      *size = opmsg_cpriv(msg)->merged_size;
-      return true;
-   case OPMSG_OP_QUERY:
-      *size = msg->body_len;
-      return true;
-   case OPMSG_OP_REPLY:
-      if (msg->number_returned == 1 && msg->body) {
-         *size = msg->body_len;
-         return true;
-      }
-      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
-                        "an OP_REPLY with %d documents has no single document to merge to", msg->number_returned);
-   case OPMSG_OP_COMPRESSED:
-      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
-                        "an OP_COMPRESSED message must be decompressed before it is merged");
-   default:
-      return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE, "opCode %d (removed in MongoDB 5.1) has no document to merge to",
-                        msg->opcode);
-   }
-}
-
-size_t
-opmsg_merged_size(const opmsg_msg_t *msg)
-{
-   size_t size = 0;
-   return merged_size(msg, &size, NULL) ? size : 0;
-}
-
-static void
-write_merged(const opmsg_msg_t *msg, uint8_t *out, size_t size)
-{
-   if (msg->opcode != OPMSG_OP_MSG || msg->n_sequences == 0) {
-      memcpy(out, msg->body, msg->body_len);
+   size_t size = m->merged_size;
+   if (m->n_sequences == 0) {
+      memcpy(out, m->body, m->body_len);
       return;
    }
-   if (opmsg_cpriv(msg)->splice) {
-      write_spliced(msg, out, size);
+   if (m->splice) {
+      write_spliced(m, out, size);
       return;
    }
-   if (opmsg_cpriv(msg)->n_dotted) {
-      (void) write_path_level(msg, NULL, 0, msg->body, out, out + size);
+   if (m->dotted) {
+      (void) write_path_level(m, NULL, 0, m->body, out, out + size);
       return;
    }
    /* The common case: the body's fields, then each sequence at the top. */
    uint8_t *o = out;
    opmsg_write_u32(o, (uint32_t) size);
-   memcpy(o + 4, msg->body + 4, msg->body_len - 5);
-   o += msg->body_len - 1;
-   opmsg_sequence_iter_t it;
-   opmsg_sequence_t seq;
-   opmsg_sequence_iter_init(&it, msg);
-   while (opmsg_sequence_next(&it, &seq, false)) {
+   memcpy(o + 4, m->body + 4, m->body_len - 5);
+   o += m->body_len - 1;
+   const uint8_t *s = opmsg_op_msg_sections(m);
+   opmsg_section_t seq;
+   while (opmsg_op_msg_next_seq(m, &s, &seq)) {
       o = write_sequence(o, out + size, seq.identifier, seq.identifier_len, seq.documents, seq.documents_len,
-                         msg->data + msg->len);
+                         m->data + m->len);
    }
    *o = 0;
-}
-
-bool
-opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *written, bson_error_t *error)
-{
-   size_t size;
-   if (!msg || !buf) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg and buf must not be NULL");
-   }
-   if (!merged_size(msg, &size, error)) {
-      return false;
-   }
-   if (buf_len < size) {
-      return opmsg_fail(error, OPMSG_ERR_BUFFER_TOO_SMALL, "the merged document needs %zu bytes, the buffer has %zu",
-                        size, buf_len);
-   }
-   write_merged(msg, buf, size);
-   if (written) {
-      *written = size;
-   }
-   return true;
-}
-
-bson_t *
-opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
-{
-   size_t size;
-   if (!msg) {
-      opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg must not be NULL");
-      return NULL;
-   }
-   if (!merged_size(msg, &size, error)) {
-      return NULL;
-   }
-   /* One block: the bson_t, then the document. libbson declares bson_t
-    * with 128-byte alignment, so the block is allocated aligned (and its
-    * size rounded up, as C11's aligned_alloc asks); sizeof(bson_t) is a
-    * multiple of that alignment, so the bytes behind it need nothing more. */
-   size_t align = BSON_ALIGNOF(bson_t);
-   size_t total = (sizeof(bson_t) + size + align - 1) / align * align;
-   bson_t *b = bson_aligned_alloc(align, total);
-   uint8_t *data = (uint8_t *) (b + 1);
-   write_merged(msg, data, size);
-   if (!bson_init_static(b, data, size)) {
-      bson_free(b);
-      opmsg_fail(error, OPMSG_ERR_INVALID_VALUE, "internal error: merged document is malformed");
-      return NULL;
-   }
-   if (!opmsg_bson_own_static(b)) {
-      /* A libbson that keeps its flags otherwise: its public way, with a
-       * second allocation, rather than a guess. */
-      bson_t *copy = bson_new_from_data(data, size);
-      bson_free(b);
-      return copy;
-   }
-   return b;
-}
-
-bool
-opmsg_merge_init(const opmsg_msg_t *msg, bson_t *out, bson_error_t *error)
-{
-   size_t size;
-   if (!out) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "out must not be NULL");
-   }
-   bson_init(out);
-   if (!msg) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg must not be NULL");
-   }
-   if (!merged_size(msg, &size, error)) {
-      return false;
-   }
-   /* Public API only: reserve_buffer sets the length and leaves the bytes to
-    * us, so the document is written once, in place. */
-   uint8_t *data = bson_reserve_buffer(out, (uint32_t) size);
-   if (!data) {
-      bson_reinit(out);
-      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "no memory for a %zu-byte document", size);
-   }
-   write_merged(msg, data, size);
-   return true;
 }

@@ -103,26 +103,55 @@ opmsg_report_at(const opmsg_report_t *r, const void *p)
 bool opmsg_report(opmsg_report_t *r, opmsg_error_code_t code, size_t offset, const char *fmt, ...)
    OPMSG_PRINTF(4, 5) OPMSG_COLD;
 
+/* The full check level's walk of every nested level of a framed document
+ * (validate.c's opmsg_doc_validate_deep()), what naming it in messages. */
+typedef bool (*opmsg_deep_check_fn)(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what);
+
 /* The limits in force for one call, with defaults applied: the parser's
- * from opmsg_options_t, the encoder's from opmsg_build_t, both through
- * opmsg_limits_set() (rules.c), so both sides hold a message to one bound. */
+ * from opmsg_options_t (opmsg_limits_from()), the encoder's from
+ * opmsg_build_t, both through opmsg_limits_set(), so both sides hold a
+ * message to one bound. */
 typedef struct {
    size_t max_message_size;
    size_t max_bson_size;
    uint32_t flags; /* OPMSG_PARSE_* bits, as the caller gave them */
-   /* The level (OPMSG_PARSE_FULL_VALIDATE in flags makes it full): ask it
-    * through opmsg_checks_top() and opmsg_checks_deep(). */
+   /* How far inside the documents to look: frames or top-level; full is
+    * top-level with deep set. Ask through opmsg_checks_top() and
+    * opmsg_checks_deep(). */
    opmsg_check_t check;
+   /* The full level's nested walk, NULL below it: opmsg_limits_full() sets
+    * it. The one way into validate.c, so that a program that never asks for
+    * the full level does not link validate.c at all. */
+   opmsg_deep_check_fn deep;
 } opmsg_limits_t;
 
 /* 0 means the default; messageLength is an int32, and so is the length of
  * a body, which may be OPMSG_BODY_ALLOWANCE above max_bson_size: both are
- * capped to fit. */
-void opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size, size_t max_bson_size, uint32_t flags);
+ * capped to fit. The check level is top-level: set check to
+ * OPMSG_CHECK_FRAMES, or call opmsg_limits_full(), for another. flags are
+ * kept as given (OPMSG_PARSE_FULL_VALIDATE is opmsg_limits_from()'s to
+ * read). Core entry point; inline, since every parse sets its limits. */
+static inline void
+opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size, size_t max_bson_size, uint32_t flags)
+{
+   limits->max_message_size = max_message_size ? max_message_size : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
+   limits->max_bson_size = max_bson_size ? max_bson_size : OPMSG_DEFAULT_MAX_BSON_SIZE;
+   limits->flags = flags;
+   limits->check = OPMSG_CHECK_TOP_LEVEL;
+   limits->deep = NULL;
+   /* messageLength is an int32 on the wire, and so is every BSON length,
+    * a body's too, which may be OPMSG_BODY_ALLOWANCE above max_bson_size. */
+   if (limits->max_message_size > (size_t) INT32_MAX) {
+      limits->max_message_size = (size_t) INT32_MAX;
+   }
+   if (limits->max_bson_size > (size_t) INT32_MAX - OPMSG_BODY_ALLOWANCE) {
+      limits->max_bson_size = (size_t) INT32_MAX - OPMSG_BODY_ALLOWANCE;
+   }
+}
 
 /* What the check level asks of a document beyond its frame: its top-level
  * elements (every level but frames), every nested one (full). The one
- * mapping from opmsg_check_t to the checks, for every opcode. */
+ * mapping from the level to the checks, for every opcode. */
 static inline bool
 opmsg_checks_top(const opmsg_limits_t *limits)
 {
@@ -132,7 +161,7 @@ opmsg_checks_top(const opmsg_limits_t *limits)
 static inline bool
 opmsg_checks_deep(const opmsg_limits_t *limits)
 {
-   return limits->check == OPMSG_CHECK_FULL;
+   return limits->deep != NULL;
 }
 
 /* The largest body (command) the limits allow. */

@@ -35,15 +35,6 @@ typedef struct {
 bool opmsg_doc_frame(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_len, const char *what,
                      uint32_t *len);
 
-/*
- * Reads the element at *p (inside a framed document whose terminator is at
- * end: *end must be 0, see opmsg_find_nul()) into *e and advances *p past
- * it. Checks the type, the key's terminator and the value's length (a
- * nested document's length and terminator too, not its contents); false,
- * with no report, when the element is bad: opmsg_element_error() says why.
- * Out of line; opmsg_next_element_inline() is the same inline.
- */
-bool opmsg_next_element(const uint8_t **p, const uint8_t *end, opmsg_element_t *e);
 
 /* Walking from document to document of a large sequence is a chain of
  * loads, one or two per document, each waiting on memory: the hardware's
@@ -229,8 +220,15 @@ opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul
    return OPMSG_LIKELY(n != 0) ? v + n : NULL;
 }
 
+/*
+ * Reads the element at *pp (inside a framed document whose terminator is at
+ * end: *end must be 0, see opmsg_find_nul()) into *e and advances *pp past
+ * it. Checks the type, the key's terminator and the value's length (a
+ * nested document's length and terminator too, not its contents); false,
+ * with no report, when the element is bad: opmsg_element_error() says why.
+ */
 static inline bool
-opmsg_next_element_inline(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e)
+opmsg_next_element(const uint8_t **pp, const uint8_t *end, opmsg_element_t *e)
 {
    const uint8_t *p = *pp;
    const uint8_t *k;
@@ -302,8 +300,17 @@ bool opmsg_doc_check_top(opmsg_report_t *r, const uint8_t *doc, uint32_t len, co
 
 /* Full validation of every nested element (validate.c): at most
  * OPMSG_MAX_DEPTH nested levels below doc. The document has already passed
- * opmsg_doc_frame(). */
+ * opmsg_doc_frame(). Reached through limits->deep only (opmsg_checks_deep()). */
 bool opmsg_doc_validate_deep(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what);
+
+/* The full check level: every nested level too (validate.c). Core entry
+ * point, for a consumer that offers that level. */
+void opmsg_limits_full(opmsg_limits_t *limits);
+
+/* The verdict of deep (a limits' deep walk) on the framed document doc, with
+ * no report: the fast checks ask it, and make the report again if it is no.
+ * Out of line, so that the loops that ask it stay small. */
+bool opmsg_deep_ok(opmsg_deep_check_fn deep, const uint8_t *doc, size_t len) OPMSG_NOINLINE;
 
 /* The one check of a whole document, whoever carries it (an OP_MSG
  * sequence document on its error path, the OP_QUERY query and selector,
@@ -316,6 +323,29 @@ bool opmsg_doc_validate_deep(opmsg_report_t *r, const uint8_t *doc, uint32_t len
  * itself, which hashes its keys on the way. */
 bool opmsg_doc_check(opmsg_report_t *r, const opmsg_limits_t *limits, const uint8_t *doc, size_t avail, size_t max_len,
                      const char *what, uint32_t *len);
+
+/* The first element named key at the top level of the framed document
+ * doc, or NULL. Each element is checked on the way (opmsg_skip_element()),
+ * so on a document whose elements were not, the walk stops with NULL at
+ * the first unsound one; a match is a sound element. */
+static OPMSG_ALWAYS_INLINE const uint8_t *
+opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len)
+{
+   const uint8_t *p = doc + 4;
+   const uint8_t *end = doc + opmsg_read_u32(doc) - 1;
+   while (p < end) {
+      const uint8_t *k = p;
+      const uint8_t *next = opmsg_skip_element(p, end, &k);
+      if (!next) {
+         return NULL; /* an unsound element: the walk stops here */
+      }
+      if ((size_t) (k - p - 1) == key_len && memcmp(p + 1, key, key_len) == 0) {
+         return p;
+      }
+      p = next;
+   }
+   return NULL;
+}
 
 /* True when the document at doc (avail bytes there) is framed: its length
  * at least 5, within avail and max_len, its last byte 0; the length goes to

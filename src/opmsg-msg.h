@@ -1,50 +1,113 @@
 /*
- * opmsg-msg.h - the internals of a parsed OP_MSG: what opmsg_parse() keeps
- * for the merge and the view, its sections and their two walkers, and the
- * dotted paths (parse.c, view.c, merge.c).
+ * opmsg-msg.h - the OP_MSG core: a parsed OP_MSG as the core keeps it
+ * (opmsg_op_msg_t), its sections and their two walkers, the dotted paths,
+ * and the entry points that parse one, size its merged document and write
+ * it (parse.c, paths.c, merge.c).
  *
- * Not installed.
+ * Not installed. The core works on opmsg_op_msg_t and opmsg_limits_t, never
+ * on the public opmsg_msg_t or opmsg_options_t: what it needs beyond its
+ * own private headers is libbson's types (bson_error_t, the BSON_* macros),
+ * libc, and the public constants (error codes, flag bits, default limits).
+ * The public functions (opmsg_parse(), opmsg_merge_*(), the view and the
+ * iterators) translate: opmsg_msg_t keeps an opmsg_op_msg_t in its priv_
+ * (opmsg-parse.h).
+ *
+ * The fork generator reaches the core through the entry points marked
+ * "Core entry point" below (and opmsg_limits_set(), opmsg_limits_full(),
+ * opmsg_report_init(), the array writer of opmsg-array.h and the CRC-32C of
+ * opmsg-checksum.h); docs/design.md lists them.
  */
 #ifndef OPMSG_MSG_H
 #define OPMSG_MSG_H
 
 #include "opmsg-common.h"
+#include "opmsg-document.h"
 
-/* What opmsg_parse() keeps in opmsg_msg_t.priv_ for the merge and view
- * functions (OP_MSG only). The public struct reserves the room; the layout
- * is ours to change. */
+/* The smallest OP_MSG: header, flagBits, a kind byte, an empty body. */
+#define OPMSG_OP_MSG_MIN_LENGTH (OPMSG_HEADER_SIZE + 4 + 1 + 5)
+/* Where the sections begin: after the header and flagBits. */
+#define OPMSG_OP_MSG_SECTIONS (OPMSG_HEADER_SIZE + 4)
+
+/* A parsed OP_MSG, pointing into the message's bytes, which must outlive
+ * it. Offsets are from data; a message is at most INT32_MAX bytes, so they
+ * fit 32 bits (and the whole fits opmsg_msg_t.priv_). */
 typedef struct {
-   const uint8_t *sections; /* the sections (checksum excluded) */
-   size_t sections_len;
-   size_t merged_size; /* exact size of the merged document */
-   const uint8_t *db;  /* the body's "$db" element, NULL if none */
-   /* One dotted sequence whose path the body holds whole: the body's
-    * sub-document it goes at the end of (merge.c splices it in), else NULL. */
-   const uint8_t *splice;
-   uint32_t n_dotted; /* sequences whose identifier has a dot */
+   const uint8_t *data; /* the whole message, len bytes */
+   const uint8_t *body; /* the body document, body_len bytes */
+   uint32_t len;
+   uint32_t body_len;
+   uint32_t flags;        /* flagBits */
+   uint32_t checksum;     /* the stored CRC-32C, with OPMSG_FLAG_CHECKSUM_PRESENT */
+   uint32_t sections_end; /* the byte after the last section: len, or len - 4 before a checksum */
+   uint32_t n_sequences;  /* kind-1 sections */
+   uint32_t merged_size;  /* the exact size of the merged document */
+   /* One dotted sequence whose path the body holds whole: the offset of the
+    * body's sub-document it goes at the end of (merge.c splices it in), or
+    * 0. */
+   uint32_t splice;
+   /* The offset of the body's first "$db" element, 0 when there is none;
+    * known only with db_known (a walk of the body's whole top level, or one
+    * that met "$db", went before: not so at the frames level for a body
+    * alone). */
+   uint32_t db;
    /* The last sequence's document count, which the scan found, so that
     * iterating a message's only sequence (most have one) need not count
     * again; seq_off is its kind byte's offset. */
    uint32_t seq_count;
    uint32_t seq_off;
-   /* db is known: a walk of the body's whole top level, or one that met
-    * "$db", went before (not so at the frames level for a body alone). */
+   bool dotted; /* a sequence's identifier has a dot */
    bool db_known;
-} opmsg_msg_priv_t;
+} opmsg_op_msg_t;
 
-_Static_assert(sizeof(opmsg_msg_priv_t) <= sizeof(((opmsg_msg_t *) 0)->priv_),
-               "opmsg_msg_t.priv_ holds opmsg_msg_priv_t");
+/* Core entry point: parses and checks the OP_MSG data[0..len) into *m, as
+ * far as limits ask, reporting a fault into r (whose offsets count from
+ * data). The header's length and opcode are the caller's to have checked
+ * (opmsg_parse() does, header.c); len must be the whole message. */
+bool opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opmsg_limits_t *limits,
+                        opmsg_report_t *r);
 
-static inline opmsg_msg_priv_t *
-opmsg_priv(opmsg_msg_t *msg)
+/* Core entry point: the exact size of m's merged document (the body's
+ * fields, then each sequence as an array, a dotted one at its path). */
+static inline size_t
+opmsg_op_msg_merged_size(const opmsg_op_msg_t *m)
 {
-   return (opmsg_msg_priv_t *) (void *) msg->priv_;
+   return m->merged_size;
 }
 
-static inline const opmsg_msg_priv_t *
-opmsg_cpriv(const opmsg_msg_t *msg)
+/* Core entry point: writes m's merged document into out, which has
+ * opmsg_op_msg_merged_size(m) bytes. Allocates nothing; cannot fail. */
+void opmsg_op_msg_merge(const opmsg_op_msg_t *m, uint8_t *out);
+
+/* The "$db" string of the element e (its length in *len when len is not
+ * NULL): NULL when e is NULL or not a string. */
+static inline const char *
+opmsg_db_string(const uint8_t *e, uint32_t *len)
 {
-   return (const opmsg_msg_priv_t *) (const void *) msg->priv_;
+   if (!e || *e != BSON_TYPE_UTF8) {
+      return NULL;
+   }
+   if (len) {
+      *len = opmsg_read_u32(e + 5) - 1; /* type, "$db", NUL, then the length */
+   }
+   return (const char *) e + 9;
+}
+
+/* opmsg_op_msg_db() when the parse did not note "$db" (a body alone at the
+ * frames level): a walk of the body's top level, which stops at an unsound
+ * element (paths.c). */
+const char *opmsg_op_msg_find_db(const opmsg_op_msg_t *m, uint32_t *len);
+
+/* The body's "$db" string (its length in *len when len is not NULL), or
+ * NULL when the body has none. Inline, with the walk out of line: the view
+ * asks it of every reply, and the parse noted it for most (a walk of the
+ * body's whole top level, or one that met "$db", went before). */
+static inline const char *
+opmsg_op_msg_db(const opmsg_op_msg_t *m, uint32_t *len)
+{
+   if (!m->db_known) {
+      return opmsg_op_msg_find_db(m, len);
+   }
+   return opmsg_db_string(m->db ? m->data + m->db : NULL, len);
 }
 
 /* ---------------------------------------------------------------------------
@@ -55,11 +118,11 @@ opmsg_cpriv(const opmsg_msg_t *msg)
  * NUL, documents). Two walkers, one per kind of input:
  * - opmsg_section_frame(): one bounded step over bytes nobody has checked
  *   (the checksum's "missing or wrong" verdict, the compressor's search for
- *   the command);
+ *   the command, and through opmsg_wire_section() the tools);
  * - opmsg_section_next(): the walk over the sections of a message
- *   opmsg_parse_msg() accepted (opmsg_cpriv(msg)->sections), trusting every frame:
- *   the sequence iterators (view.c), and through them the cross-section
- *   rules and the merge.
+ *   opmsg_op_msg_parse() accepted, trusting every frame:
+ *   opmsg_op_msg_next_seq() for the cross-section rules, the paths, the
+ *   merge and the view's iterators.
  * The parse itself (scan_sections() in parse.c) says which rule a section
  * breaks, so it walks on its own.
  * ------------------------------------------------------------------------- */
@@ -116,34 +179,58 @@ opmsg_section_next(const uint8_t *p, opmsg_section_t *s, int kind_only)
    }
    return s->end;
 }
+
+/* The first section of m. */
+static inline const uint8_t *
+opmsg_op_msg_sections(const opmsg_op_msg_t *m)
+{
+   return m->data + OPMSG_OP_MSG_SECTIONS;
+}
+
+/* The first sequence at or after *p (a section of m, or its end) into *s,
+ * *p then the section after it; false when there is none. Start with *p at
+ * opmsg_op_msg_sections(m). */
+static OPMSG_ALWAYS_INLINE bool
+opmsg_op_msg_next_seq(const opmsg_op_msg_t *m, const uint8_t **p, opmsg_section_t *s)
+{
+   const uint8_t *end = m->data + m->sections_end;
+   while (*p < end) {
+      *p = opmsg_section_next(*p, s, 1);
+      if (s->kind == 1) {
+         return true;
+      }
+   }
+   return false;
+}
+
+/* The offset of a section of m (its kind byte). */
+static inline uint32_t
+opmsg_op_msg_offset(const opmsg_op_msg_t *m, const opmsg_section_t *s)
+{
+   return (uint32_t) (s->start - m->data);
+}
+
 /* ---------------------------------------------------------------------------
- * Sequences and dotted paths (view.c, merge.c)
+ * Dotted paths (paths.c), for the view and the merge alike, so that they
+ * place sequences alike. A path is a prefix of an identifier (path_len
+ * bytes; 0: the top level). A body's field is found by name with
+ * opmsg_field_named() (opmsg-document.h).
  * ------------------------------------------------------------------------- */
 
-/* opmsg_sequence_iter_next(), counting the documents only when asked. */
-bool opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count);
-
-/* Paths (view.c), for the view and the merge alike. A path is a prefix of
- * an identifier (path_len bytes; 0: the top level). */
 /* The rest of identifier id after "path.", or id itself at the top; NULL
  * when id does not lie under path. */
 const char *opmsg_path_rest(const char *id, size_t id_len, const char *path, size_t path_len);
 /* The identifier of a sequence that goes on below path through the
  * component key, or NULL (always NULL for a key holding a dot). */
-const char *opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len, const char *key,
+const char *opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t path_len, const char *key,
                                size_t key_len);
-/* The first element named key at the top level of the framed document
- * doc, or NULL. Each element is checked on the way (opmsg_skip_element()),
- * so on a document whose elements were not, the walk stops with NULL at
- * the first unsound one; a match is a sound element. */
-const uint8_t *opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len);
 /* Whether a sequence before the one at offset seq_off goes through path's
  * component comp: the sub-document the merge creates for it exists. */
-bool opmsg_path_created_before(const opmsg_msg_t *msg, uint32_t seq_off, const char *path, size_t path_len,
+bool opmsg_path_created_before(const opmsg_op_msg_t *m, uint32_t seq_off, const char *path, size_t path_len,
                                const char *comp, size_t comp_len);
 
 /* The merged size of a message with dotted identifiers (merge.c), given
  * seq_out, the bytes the sequences' arrays add (parse.c's count). */
-size_t opmsg_merge_paths_size(const opmsg_msg_t *msg, size_t seq_out);
+size_t opmsg_merge_paths_size(const opmsg_op_msg_t *m, size_t seq_out);
 
 #endif /* OPMSG_MSG_H */

@@ -60,22 +60,16 @@ opmsg_rule_flags(opmsg_report_t *r, uint32_t flags)
 
 /* A sequence document: framed within max_bson; its top-level elements sound
  * when top (the encoder's caller may vouch for them, trust_documents); every
- * nested level too when deep (the full level). True with its length in
+ * nested level too through deep (the limits' at the full level, else NULL). True with its length in
  * *len; on false opmsg_rule_seq_doc() says why. The hot loop of a
  * sequence. */
 static OPMSG_ALWAYS_INLINE bool
-opmsg_seq_doc_ok(const uint8_t *doc, size_t avail, size_t max_bson, bool top, bool deep, size_t *len)
+opmsg_seq_doc_ok(const uint8_t *doc, size_t avail, size_t max_bson, bool top, opmsg_deep_check_fn deep, size_t *len)
 {
-   if (!OPMSG_LIKELY(opmsg_doc_frame_ok(doc, avail, max_bson, len) && (!top || opmsg_doc_top_ok(doc, *len)))) {
-      return false;
-   }
-   if (deep) {
-      /* Only the verdict: the report is made again if it is no. */
-      opmsg_report_t quiet;
-      opmsg_report_init(&quiet, NULL, doc, 0, false);
-      return opmsg_doc_validate_deep(&quiet, doc, (uint32_t) *len, "");
-   }
-   return true;
+   /* The full level is the top level and more: deep is only ever set with
+    * top, so the frames level tests one flag a document. */
+   return OPMSG_LIKELY(opmsg_doc_frame_ok(doc, avail, max_bson, len) &&
+                       (!top || (opmsg_doc_top_ok(doc, *len) && (!deep || opmsg_deep_ok(deep, doc, *len)))));
 }
 
 /* The checks of opmsg_seq_doc_ok() again, at the limits' level, for a

@@ -7,10 +7,12 @@
  * clash with body fields) then run on what it recorded. The rules
  * themselves live in rules.c, which the encoder applies too; this file
  * walks the wire and hands them what they check.
+ *
+ * Part of the OP_MSG core (opmsg-msg.h): it fills an opmsg_op_msg_t, never
+ * the public opmsg_msg_t (msg.c does that from it).
  */
 #include "opmsg-array.h"
 #include "opmsg-msg.h"
-#include "opmsg-parse.h"
 #include "opmsg-rules.h"
 
 /* The body's keys and the identifiers go into key sets (rules.c) that live
@@ -45,34 +47,33 @@ sections_fill_exactly(const uint8_t *p, const uint8_t *end)
 }
 
 static bool
-check_checksum(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
+check_checksum(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
-   const uint8_t *data = msg->data;
-   size_t len = msg->len;
+   const uint8_t *data = m->data;
+   size_t len = m->len;
 
    /* Missing, the checksum is reported where it should have begun: the
     * message's end. */
-   if (len < opmsg_min_length(OPMSG_OP_MSG) + 4) {
+   if (len < OPMSG_OP_MSG_MIN_LENGTH + 4) {
       return opmsg_report(
          r, OPMSG_ERR_CHECKSUM_MISSING, len,
          "checksumPresent is set but the %zu-byte message has no room for a section and 4 checksum bytes", len);
    }
-   msg->checksum_present = true;
-   msg->checksum = opmsg_read_u32(data + len - 4);
+   m->checksum = opmsg_read_u32(data + len - 4);
    if (limits->flags & OPMSG_PARSE_SKIP_CHECKSUM) {
       return true;
    }
    uint32_t crc = opmsg_crc32c(0, data, len - 4);
-   if (crc == msg->checksum) {
+   if (crc == m->checksum) {
       return true;
    }
-   if (sections_fill_exactly(data + 20, data + len)) {
+   if (sections_fill_exactly(data + OPMSG_OP_MSG_SECTIONS, data + len)) {
       return opmsg_report(r, OPMSG_ERR_CHECKSUM_MISSING, len,
                           "checksumPresent is set but the sections fill the message: the 4 checksum bytes are missing");
    }
    return opmsg_report(r, OPMSG_ERR_CHECKSUM_MISMATCH, len - 4,
                        "CRC-32C of bytes 0..%zu is 0x%08x, the checksum at offset %zu says 0x%08x", len - 4, crc,
-                       len - 4, msg->checksum);
+                       len - 4, m->checksum);
 }
 
 /* ---------------------------------------------------------------------------
@@ -120,10 +121,10 @@ sequence_doc_fault(opmsg_report_t *r, const opmsg_limits_t *limits, const opmsg_
 /* Checks one kind-1 section starting after its kind byte at p (offset off of
  * the kind byte). Returns the section's size (after the kind byte) in *size. */
 static bool
-scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
+scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
               size_t *size, opmsg_report_t *r)
 {
-   size_t off = (size_t) (p - msg->data) - 1;
+   size_t off = (size_t) (p - m->data) - 1;
    size_t avail = (size_t) (end - p);
    /* Faults of the section's frame are reported at its kind byte. */
    if (avail < 4) {
@@ -153,7 +154,7 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, 
    uint32_t count = 0;
    size_t docs_len = (size_t) (sec_end - q);
    bool top = opmsg_checks_top(limits);
-   bool full = opmsg_checks_deep(limits);
+   opmsg_deep_check_fn deep = limits->deep;
    /* See the prefetch below: only a sequence larger than a cache needs it. */
    bool prefetch = !top && docs_len > OPMSG_PREFETCH_ABOVE;
    while (q < sec_end) {
@@ -164,7 +165,7 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, 
        * single document left, goes the one-at-a-time way below, in order,
        * so the error reported is the same. */
       size_t f1, f2;
-      if (top && !full && opmsg_doc_frame_ok(q, (size_t) (sec_end - q), limits->max_bson_size, &f1) &&
+      if (top && !deep && opmsg_doc_frame_ok(q, (size_t) (sec_end - q), limits->max_bson_size, &f1) &&
           opmsg_doc_frame_ok(q + f1, (size_t) (sec_end - q - f1), limits->max_bson_size, &f2) &&
           OPMSG_LIKELY(opmsg_doc_top_ok2(q, f1, q + f1, f2))) {
          q += f1 + f2;
@@ -183,7 +184,7 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, 
           * only cost (7-10 ns a document), hence the threshold. */
          opmsg_prefetch_ahead(q, opmsg_read_u32(q) & 0xffffu);
       }
-      if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size, top, full, &flen))) {
+      if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size, top, deep, &flen))) {
          uint32_t dlen;
          if (!sequence_doc_fault(r, limits, &seq, count, q, sec_end, &dlen)) {
             return false;
@@ -203,8 +204,8 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, 
    }
    scan->n_seq++;
    scan->n_dotted += dotted;
-   opmsg_priv(msg)->seq_count = count;
-   opmsg_priv(msg)->seq_off = (uint32_t) off;
+   m->seq_count = count;
+   m->seq_off = (uint32_t) off;
    *size = (size_t) n;
    return true;
 }
@@ -213,10 +214,10 @@ scan_sequence(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, 
  * first SCAN_KEYS keys for the duplicate and clash checks, and notes where
  * "$db" is. */
 static bool
-walk_body(opmsg_msg_t *msg, scan_t *scan, opmsg_report_t *r)
+walk_body(opmsg_op_msg_t *m, scan_t *scan, opmsg_report_t *r)
 {
-   const uint8_t *p = msg->body;
-   uint32_t len = msg->body_len;
+   const uint8_t *p = m->body;
+   uint32_t len = m->body_len;
    const uint8_t *q = p + 4;
    const uint8_t *last = p + len - 1;
    uint32_t n = 0;
@@ -233,30 +234,30 @@ walk_body(opmsg_msg_t *msg, scan_t *scan, opmsg_report_t *r)
          scan->key[n] = key;
          scan->key_len[n] = (uint32_t) key_len;
       }
-      /* Remembered so opmsg_db() need not walk the body again. */
-      if (key_len == 3 && memcmp(key, "$db", 3) == 0 && !opmsg_priv(msg)->db) {
-         opmsg_priv(msg)->db = q;
+      /* Remembered so opmsg_op_msg_db() need not walk the body again. */
+      if (key_len == 3 && memcmp(key, "$db", 3) == 0 && !m->db) {
+         m->db = (uint32_t) (q - m->data);
       }
       q = next;
       n++;
    }
    scan->body_keys = n;
-   opmsg_priv(msg)->db_known = true;
+   m->db_known = true;
    return true;
 }
 
 /* Checks the body's frame and, except at the frames level, its top-level
  * elements (walk_body()); at the frames level the walk waits until the
- * sections show whether there are sequences to place (opmsg_parse_msg()). */
+ * sections show whether there are sequences to place (parse_sections()). */
 static bool
-scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
+scan_body(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
           opmsg_report_t *r)
 {
-   size_t off = (size_t) (p - msg->data);
-   if (msg->body) {
+   size_t off = (size_t) (p - m->data);
+   if (m->body) {
       return opmsg_report(r, OPMSG_ERR_MULTIPLE_BODIES, off - 1,
                           "a second body (kind 0) at offset %zu; the first is at offset %zu", off - 1,
-                          (size_t) (msg->body - msg->data) - 1);
+                          (size_t) (m->body - m->data) - 1);
    }
    size_t flen;
    uint32_t len;
@@ -265,27 +266,27 @@ scan_body(opmsg_msg_t *msg, const opmsg_limits_t *limits, const uint8_t *p, cons
    } else if (!opmsg_rule_body_frame(r, limits, p, (size_t) (end - p), &len)) {
       return false;
    }
-   msg->body = p;
-   msg->body_len = len;
+   m->body = p;
+   m->body_len = len;
    if (!opmsg_checks_top(limits)) {
       return true;
    }
    /* Frame and top level are checked here, inline (the walk records the
     * keys); the nested levels, when asked, by the one document check. */
-   return walk_body(msg, scan, r) && (!opmsg_checks_deep(limits) || opmsg_doc_validate_deep(r, p, len, "body"));
+   return walk_body(m, scan, r) && (!opmsg_checks_deep(limits) || limits->deep(r, p, len, "body"));
 }
 
 static bool
-scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan, opmsg_report_t *r)
+scan_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, scan_t *scan, opmsg_report_t *r)
 {
-   const uint8_t *p = opmsg_cpriv(msg)->sections;
-   const uint8_t *end = p + opmsg_cpriv(msg)->sections_len;
+   const uint8_t *p = opmsg_op_msg_sections(m);
+   const uint8_t *end = m->data + m->sections_end;
 
    do {
-      size_t off = (size_t) (p - msg->data);
+      size_t off = (size_t) (p - m->data);
       size_t left = (size_t) (end - p);
       size_t size = 0;
-      if (msg->body && left < 6) {
+      if (m->body && left < 6) {
          /* Too short to be any section: the smallest is a kind byte and an
           * empty document. */
          return opmsg_report(r, OPMSG_ERR_TRAILING_BYTES, off, "%zu stray bytes after the last section at offset %zu",
@@ -293,13 +294,13 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan, opms
       }
       switch (*p) {
       case 0:
-         if (!scan_body(msg, limits, p + 1, end, scan, r)) {
+         if (!scan_body(m, limits, p + 1, end, scan, r)) {
             return false;
          }
-         p += 1 + msg->body_len;
+         p += 1 + m->body_len;
          break;
       case 1:
-         if (!scan_sequence(msg, limits, p + 1, end, scan, &size, r)) {
+         if (!scan_sequence(m, limits, p + 1, end, scan, &size, r)) {
             return false;
          }
          p += 1 + size;
@@ -310,10 +311,10 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan, opms
       }
    } while (p < end);
 
-   if (!msg->body) {
+   if (!m->body) {
       /* Reported where the sections begin: none of them is a body. */
-      return opmsg_report(r, OPMSG_ERR_NO_BODY, 20, "no body (kind 0 section) among the sections at offsets 20..%zu",
-                          (size_t) (end - msg->data));
+      return opmsg_report(r, OPMSG_ERR_NO_BODY, OPMSG_OP_MSG_SECTIONS,
+                          "no body (kind 0 section) among the sections at offsets 20..%zu", (size_t) (end - m->data));
    }
    return true;
 }
@@ -328,12 +329,12 @@ scan_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, scan_t *scan, opms
  * scan recorded the body's first SCAN_KEYS keys; the rule walks a larger
  * body again itself. */
 static bool
-check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_keyset_t *keys, opmsg_keyslot_t *local,
+check_body_keys(const opmsg_op_msg_t *m, const scan_t *scan, bool unique, opmsg_keyset_t *keys, opmsg_keyslot_t *local,
                 opmsg_report_t *r)
 {
    uint32_t nkeys = scan->body_keys;
 
-   if (nkeys <= PAIRWISE_KEYS && msg->n_sequences == 0 && unique) {
+   if (nkeys <= PAIRWISE_KEYS && m->n_sequences == 0 && unique) {
       /* A small body alone: compared pair by pair, which costs less than
        * hashing every key, and no set is needed afterwards. */
       for (uint32_t i = 1; i < nkeys; i++) {
@@ -345,22 +346,22 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
       }
       return true;
    }
-   if (!opmsg_keyset_init(keys, msg->data, msg->data + msg->len, nkeys, local, LOCAL_SLOTS, r)) {
+   if (!opmsg_keyset_init(keys, m->data, m->data + m->len, nkeys, local, LOCAL_SLOTS, r)) {
       return false;
    }
    keys->unique = unique;
    if (nkeys > SCAN_KEYS && unique) {
-      return opmsg_rule_unique_keys(r, keys, msg->body, msg->body_len);
+      return opmsg_rule_unique_keys(r, keys, m->body, m->body_len);
    }
    if (nkeys > SCAN_KEYS) {
-      opmsg_keys_add_all(keys, msg->body, msg->body_len);
+      opmsg_keys_add_all(keys, m->body, m->body_len);
       return true;
    }
-   const uint8_t *limit = msg->data + msg->len;
+   const uint8_t *limit = m->data + m->len;
    for (uint32_t i = 0; i < nkeys; i++) {
       const char *k = scan->key[i];
       uint32_t h = opmsg_key_hash(k, scan->key_len[i], limit);
-      if (opmsg_keyset_find_hashed(keys, h, k, scan->key_len[i], (uint32_t) ((const uint8_t *) k - msg->data), true) >=
+      if (opmsg_keyset_find_hashed(keys, h, k, scan->key_len[i], (uint32_t) ((const uint8_t *) k - m->data), true) >=
              0 &&
           unique) {
          return opmsg_duplicate_key_fail(r, k);
@@ -375,44 +376,44 @@ check_body_keys(const opmsg_msg_t *msg, const scan_t *scan, bool unique, opmsg_k
  * where the last sequence goes when the body holds its whole dotted path
  * (opmsg_rule_path()). */
 static bool
-check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan, const uint8_t **place, opmsg_report_t *r)
+check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, const uint8_t **place, opmsg_report_t *r)
 {
    opmsg_keyslot_t local[LOCAL_SLOTS];
    opmsg_keyset_t ids;
-   opmsg_sequence_iter_t it, jt;
-   opmsg_sequence_t seq, other;
+   const uint8_t *p, *q;
+   opmsg_section_t seq, other;
    const uint8_t *db = NULL;
    bool ok = false;
 
    /* One sequence (the common case) has no other to repeat. */
    uint32_t n_ids = scan->n_seq > 1 ? scan->n_seq : 0;
    if (!opmsg_rule_dotted_count(r, scan->n_seq, scan->n_dotted, scan->over_off) ||
-       !opmsg_keyset_init(&ids, msg->data, msg->data + msg->len, n_ids, local, LOCAL_SLOTS, r)) {
+       !opmsg_keyset_init(&ids, m->data, m->data + m->len, n_ids, local, LOCAL_SLOTS, r)) {
       return false;
    }
-   opmsg_sequence_iter_init(&it, msg);
-   while (opmsg_sequence_next(&it, &seq, false)) {
-      uint32_t id_off = (uint32_t) (seq.identifier - (const char *) msg->data);
-      opmsg_seq_ref_t b = {seq.identifier, seq.identifier_len, seq.offset, false};
+   p = opmsg_op_msg_sections(m);
+   while (opmsg_op_msg_next_seq(m, &p, &seq)) {
+      uint32_t id_off = (uint32_t) (seq.identifier - (const char *) m->data);
+      opmsg_seq_ref_t b = {seq.identifier, seq.identifier_len, opmsg_op_msg_offset(m, &seq), false};
       int64_t first = n_ids ? opmsg_keyset_find(&ids, seq.identifier, seq.identifier_len, id_off, true) : -1;
       if (first >= 0) {
          /* An identifier sits 5 bytes after its section's kind byte. */
-         opmsg_seq_ref_t a = {(const char *) msg->data + first, seq.identifier_len, (size_t) first - 5, false};
+         opmsg_seq_ref_t a = {(const char *) m->data + first, seq.identifier_len, (size_t) first - 5, false};
          if (!opmsg_rule_identifier_pair(r, &a, &b)) {
             goto done;
          }
       }
-      if (!opmsg_rule_path(r, keys, msg->body, msg->body_len, &b, place, &db)) {
+      if (!opmsg_rule_path(r, keys, m->body, m->body_len, &b, place, &db)) {
          goto done;
       }
    }
    if (scan->n_dotted > 0) {
-      opmsg_sequence_iter_init(&it, msg);
-      while (opmsg_sequence_next(&it, &other, false)) {
-         jt = it; /* the sequences after this one */
-         opmsg_seq_ref_t a = {other.identifier, other.identifier_len, other.offset, false};
-         while (opmsg_sequence_next(&jt, &seq, false)) {
-            opmsg_seq_ref_t b = {seq.identifier, seq.identifier_len, seq.offset, false};
+      p = opmsg_op_msg_sections(m);
+      while (opmsg_op_msg_next_seq(m, &p, &other)) {
+         opmsg_seq_ref_t a = {other.identifier, other.identifier_len, opmsg_op_msg_offset(m, &other), false};
+         q = p; /* the sequences after this one */
+         while (opmsg_op_msg_next_seq(m, &q, &seq)) {
+            opmsg_seq_ref_t b = {seq.identifier, seq.identifier_len, opmsg_op_msg_offset(m, &seq), false};
             if (!opmsg_rule_identifier_pair(r, &a, &b)) {
                goto done;
             }
@@ -421,9 +422,9 @@ check_identifiers(opmsg_msg_t *msg, opmsg_keyset_t *keys, const scan_t *scan, co
    }
    if (db) {
       /* The frames level's walk for an identifier passed "$db": noted, so
-       * opmsg_db() need not walk the body again. */
-      opmsg_priv(msg)->db = db;
-      opmsg_priv(msg)->db_known = true;
+       * opmsg_op_msg_db() need not walk the body again. */
+      m->db = (uint32_t) (db - m->data);
+      m->db_known = true;
    }
    ok = true;
 done:
@@ -433,10 +434,10 @@ done:
 
 /* OPMSG_PARSE_REQUEST: a command must name its database. */
 static bool
-check_db(const opmsg_msg_t *msg, opmsg_report_t *r)
+check_db(const opmsg_op_msg_t *m, opmsg_report_t *r)
 {
-   if (!opmsg_db(msg, NULL)) {
-      size_t off = (size_t) (msg->body - msg->data);
+   if (!opmsg_op_msg_db(m, NULL)) {
+      size_t off = (size_t) (m->body - m->data);
       return opmsg_report(r, OPMSG_ERR_MISSING_DB, off,
                           "the body at offset %zu has no \"$db\" string: a command must name its database", off);
    }
@@ -445,23 +446,23 @@ check_db(const opmsg_msg_t *msg, opmsg_report_t *r)
 
 /* The sections in full: the scan, then the rules across sections. Its
  * frame holds the key tables (some 8 KB of stack), which a body alone at
- * the frames level never needs: opmsg_parse_msg() calls it otherwise. */
+ * the frames level never needs: opmsg_op_msg_parse() calls it otherwise. */
 static OPMSG_NOINLINE bool
-parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
+parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
    scan_t scan;
    opmsg_keyslot_t local[LOCAL_SLOTS];
    opmsg_keyset_t keys;
-   opmsg_msg_priv_t *priv = opmsg_priv(msg);
+   size_t merged;
    bool ok;
 
    scan.n_seq = scan.n_dotted = scan.body_keys = 0;
    scan.seq_out = scan.over_off = 0;
-   if (!scan_sections(msg, limits, &scan, r)) {
+   if (!scan_sections(m, limits, &scan, r)) {
       return false;
    }
-   msg->n_sequences = scan.n_seq;
-   priv->n_dotted = scan.n_dotted;
+   m->n_sequences = scan.n_seq;
+   m->dotted = scan.n_dotted > 0;
 
    opmsg_keyset_t *body_keys = &keys;
    keys.slots = keys.local = NULL;
@@ -472,68 +473,79 @@ parse_sections(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r
        * looked for one by one in the walk (rules.c); many go through a key
        * set of the body's keys, as at the other levels. */
       if (scan.n_seq == 0) {
-         priv->merged_size = msg->body_len;
-         return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(msg, r);
+         m->merged_size = m->body_len;
+         return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
       }
       if (scan.n_seq <= FRAMES_LINEAR_IDS) {
          body_keys = NULL;
-      } else if (!walk_body(msg, &scan, r) || !check_body_keys(msg, &scan, false, &keys, local, r)) {
+      } else if (!walk_body(m, &scan, r) || !check_body_keys(m, &scan, false, &keys, local, r)) {
          opmsg_keyset_destroy(&keys);
          return false;
       }
-   } else if (!check_body_keys(msg, &scan, true, &keys, local, r)) {
+   } else if (!check_body_keys(m, &scan, true, &keys, local, r)) {
       opmsg_keyset_destroy(&keys);
       return false;
    }
    const uint8_t *place = NULL;
-   ok = scan.n_seq == 0 || check_identifiers(msg, body_keys, &scan, &place, r);
+   ok = scan.n_seq == 0 || check_identifiers(m, body_keys, &scan, &place, r);
    opmsg_keyset_destroy(&keys);
-   if (!ok || ((limits->flags & OPMSG_PARSE_REQUEST) && !check_db(msg, r))) {
+   if (!ok || ((limits->flags & OPMSG_PARSE_REQUEST) && !check_db(m, r))) {
       return false;
    }
 
    if (scan.n_dotted == 0) {
-      priv->merged_size = msg->body_len + scan.seq_out;
+      merged = m->body_len + scan.seq_out;
    } else if (scan.n_seq == 1 && place) {
       /* A cursor reply's batch: one sequence at a path the body holds
        * ("cursor.firstBatch" in {cursor: {id, ns}}). The merge splices it
        * in; nothing is created. */
-      priv->splice = place;
-      priv->merged_size = msg->body_len + scan.seq_out;
+      m->splice = (uint32_t) (place - m->data);
+      merged = m->body_len + scan.seq_out;
    } else {
-      priv->merged_size = opmsg_merge_paths_size(msg, scan.seq_out);
+      merged = opmsg_merge_paths_size(m, scan.seq_out);
    }
-   return opmsg_rule_merged_size(r, priv->merged_size, true);
+   if (!opmsg_rule_merged_size(r, merged, true)) {
+      return false;
+   }
+   m->merged_size = (uint32_t) merged;
+   return true;
 }
 
 bool
-opmsg_parse_msg(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
+opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
-   msg->flags = opmsg_read_u32(msg->data + 16);
-   if (!opmsg_rule_flags(r, msg->flags)) {
+   /* The caller checked the header; a core consumer that did not gets the
+    * same answer as opmsg_parse(), at messageLength. */
+   if (len < OPMSG_OP_MSG_MIN_LENGTH || len > (size_t) INT32_MAX) {
+      return opmsg_report(r, len < OPMSG_OP_MSG_MIN_LENGTH ? OPMSG_ERR_LENGTH_TOO_SMALL : OPMSG_ERR_LENGTH_TOO_LARGE, 0,
+                          "an OP_MSG of %zu bytes: it takes %d to %d", len, OPMSG_OP_MSG_MIN_LENGTH, INT32_MAX);
+   }
+   /* Every field not set here is 0, false or NULL until the parse says
+    * otherwise. */
+   const opmsg_op_msg_t start = {
+      .data = data, .len = (uint32_t) len, .flags = opmsg_read_u32(data + 16), .sections_end = (uint32_t) len};
+   *m = start;
+   if (!opmsg_rule_flags(r, m->flags)) {
       return false;
    }
-   opmsg_msg_priv_t *priv = opmsg_priv(msg);
-   priv->sections = msg->data + 20;
-   priv->sections_len = msg->len - 20;
-   if (msg->flags & OPMSG_FLAG_CHECKSUM_PRESENT) {
-      if (!check_checksum(msg, limits, r)) {
+   if (m->flags & OPMSG_FLAG_CHECKSUM_PRESENT) {
+      if (!check_checksum(m, limits, r)) {
          return false;
       }
-      priv->sections_len -= 4;
+      m->sections_end -= 4;
    }
    /* A body alone at the frames level (most replies a driver reads): its
     * frame, filling the sections, is all there is to check. Anything else,
     * or a fault, goes the whole way, which says what is wrong. */
    size_t flen;
-   const uint8_t *p = priv->sections;
+   const uint8_t *p = opmsg_op_msg_sections(m);
+   size_t sections_len = m->sections_end - OPMSG_OP_MSG_SECTIONS;
    if (!opmsg_checks_top(limits) && p[0] == 0 &&
-       opmsg_doc_frame_ok(p + 1, priv->sections_len - 1, opmsg_body_limit(limits), &flen) &&
-       flen == priv->sections_len - 1) {
-      msg->body = p + 1;
-      msg->body_len = (uint32_t) flen;
-      priv->merged_size = flen;
-      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(msg, r);
+       opmsg_doc_frame_ok(p + 1, sections_len - 1, opmsg_body_limit(limits), &flen) && flen == sections_len - 1) {
+      m->body = p + 1;
+      m->body_len = (uint32_t) flen;
+      m->merged_size = (uint32_t) flen;
+      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
    }
-   return parse_sections(msg, limits, r);
+   return parse_sections(m, limits, r);
 }

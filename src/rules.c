@@ -11,7 +11,6 @@
  * (r->encoder) and the difference is here, said once; the caller's error is
  * written once, with the right code.
  */
-#include "opmsg-parse.h"
 #include "opmsg-rules.h"
 
 #include <stdio.h>
@@ -72,50 +71,8 @@ body_checks(opmsg_report_t *r)
 }
 
 /* ---------------------------------------------------------------------------
- * Limits and flags
+ * Flags and the merged size
  * ------------------------------------------------------------------------- */
-
-void
-opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size, size_t max_bson_size, uint32_t flags)
-{
-   limits->max_message_size = max_message_size ? max_message_size : OPMSG_DEFAULT_MAX_MESSAGE_SIZE;
-   limits->max_bson_size = max_bson_size ? max_bson_size : OPMSG_DEFAULT_MAX_BSON_SIZE;
-   limits->flags = flags;
-   limits->check = (flags & OPMSG_PARSE_FULL_VALIDATE) ? OPMSG_CHECK_FULL : OPMSG_CHECK_TOP_LEVEL;
-   /* messageLength is an int32 on the wire, and so is every BSON length,
-    * a body's too, which may be OPMSG_BODY_ALLOWANCE above max_bson_size. */
-   if (limits->max_message_size > (size_t) INT32_MAX) {
-      limits->max_message_size = (size_t) INT32_MAX;
-   }
-   if (limits->max_bson_size > (size_t) INT32_MAX - OPMSG_BODY_ALLOWANCE) {
-      limits->max_bson_size = (size_t) INT32_MAX - OPMSG_BODY_ALLOWANCE;
-   }
-}
-
-void
-opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits)
-{
-   if (!opts) {
-      opmsg_limits_set(limits, 0, 0, 0);
-      return;
-   }
-   opmsg_limits_set(limits, opts->max_message_size, opts->max_bson_size, opts->flags);
-   /* The flag asks for full whatever the level says. */
-   if (!(opts->flags & OPMSG_PARSE_FULL_VALIDATE)) {
-      limits->check = opts->check;
-   }
-}
-
-bool
-opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error)
-{
-   if (opts && (unsigned) opts->check > (unsigned) OPMSG_CHECK_FULL) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "opmsg_options_t.check is %d, not a check level (0 top-level, 1 frames, 2 full)",
-                        (int) opts->check);
-   }
-   return true;
-}
 
 bool
 opmsg_flags_fail(opmsg_report_t *r, uint32_t flags, uint32_t unknown)
@@ -233,7 +190,7 @@ add_keys(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, uint32_t 
    opmsg_element_t e;
 
    while (p < end) {
-      if (!opmsg_next_element_inline(&p, end, &e)) {
+      if (!opmsg_next_element(&p, end, &e)) {
          return true; /* the caller checked the body: not reached */
       }
       uint32_t key_off = (uint32_t) ((const uint8_t *) e.key - keys->base);
@@ -352,7 +309,7 @@ find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, const char *ke
               opmsg_element_t *found)
 {
    const uint8_t *end = doc + len - 1;
-   while (p < end && opmsg_next_element_inline(&p, end, found)) {
+   while (p < end && opmsg_next_element(&p, end, found)) {
       if (found->key_len == key_len && memcmp(found->key, key, key_len) == 0) {
          return true;
       }
@@ -378,7 +335,7 @@ find_key_checked(opmsg_report_t *r, const uint8_t *p, const uint8_t *end, const 
          return -1;
       }
       if ((size_t) (k - p - 1) == key_len && memcmp(p + 1, key, key_len) == 0) {
-         (void) opmsg_next_element_inline(&p, end, found); /* sound */
+         (void) opmsg_next_element(&p, end, found); /* sound */
          return 1;
       }
       if (db && !*db && k - p == 4 && memcmp(p + 1, "$db", 3) == 0) {
@@ -437,7 +394,7 @@ opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, ui
       }
       /* The stored offset is the key's; its element starts one byte earlier. */
       const uint8_t *p = keys->base + key_off - 1;
-      (void) opmsg_next_element_inline(&p, body_end, &e); /* checked */
+      (void) opmsg_next_element(&p, body_end, &e); /* checked */
    } else {
       /* No key table (the frames level): the body's top level, walked and
        * checked here. */

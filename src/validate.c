@@ -20,7 +20,7 @@
  * options in any order and array keys other than "0", "1", ... (its
  * "degenerate" forms), so neither is checked.
  *
- * Error codes: those of opmsg_next_element() for an element of any level
+ * Error codes: those of opmsg_element_error() for an element of any level
  * (OPMSG_ERR_DOCUMENT_ELEMENT, _TERMINATOR, OPMSG_ERR_INVALID_BOOLEAN), and
  *  - OPMSG_ERR_INVALID_UTF8: a key, string, code, symbol, regex pattern or
  *    options, or DBPointer namespace that is not well-formed UTF-8 (RFC 3629:
@@ -310,4 +310,11 @@ opmsg_doc_validate_deep(opmsg_report_t *r, const uint8_t *doc, uint32_t len, con
          stack[depth].end = child + child_len - 1;
       }
    }
+}
+
+void
+opmsg_limits_full(opmsg_limits_t *limits)
+{
+   limits->check = OPMSG_CHECK_FULL;
+   limits->deep = opmsg_doc_validate_deep;
 }

@@ -4,10 +4,12 @@
  * documents, and an iterator over the merged document's top level.
  *
  * Everything here walks bytes opmsg_parse() has already checked, so the
- * walks trust the frames they meet.
+ * walks trust the frames they meet. Not part of the core: an OP_MSG's
+ * sequences, paths and "$db" are the core's to find (opmsg-msg.h), through
+ * the opmsg_op_msg_t opmsg_msg_t keeps.
  */
 #include "opmsg-document.h"
-#include "opmsg-msg.h"
+#include "opmsg-parse.h"
 
 const char *
 opmsg_command_name(const opmsg_msg_t *msg)
@@ -18,29 +20,27 @@ opmsg_command_name(const opmsg_msg_t *msg)
    return (const char *) msg->body + 5;
 }
 
-const char *
-opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
+/* "$db" in the body of another opcode (OP_QUERY's query), through libbson.
+ * Out of line: its bson_t and iterator make a stack frame that the OP_MSG
+ * path, asked of every reply, does not pay for. */
+static OPMSG_NOINLINE const char *
+legacy_db(const opmsg_msg_t *msg, uint32_t *len)
 {
    bson_t body;
    bson_iter_t it;
-   if (msg->opcode == OPMSG_OP_MSG) {
-      /* The parser noted the first "$db" element when a walk of the body
-       * passed it or went to the end; not so at the frames level for a body
-       * alone, where opmsg's own walk looks (it stops at a bad element). */
-      const opmsg_msg_priv_t *priv = opmsg_cpriv(msg);
-      const uint8_t *e = priv->db_known ? priv->db : msg->body ? opmsg_field_named(msg->body, "$db", 3) : NULL;
-      if (!e || *e != BSON_TYPE_UTF8) {
-         return NULL;
-      }
-      if (len) {
-         *len = opmsg_read_u32(e + 5) - 1; /* type, "$db", NUL, then the length */
-      }
-      return (const char *) e + 9;
-   }
    if (!opmsg_body(msg, &body) || !bson_iter_init_find(&it, &body, "$db") || !BSON_ITER_HOLDS_UTF8(&it)) {
       return NULL;
    }
    return bson_iter_utf8(&it, len);
+}
+
+const char *
+opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
+{
+   if (msg->opcode == OPMSG_OP_MSG) {
+      return opmsg_op_msg_db(opmsg_msg_ccore(msg), len);
+   }
+   return legacy_db(msg, len);
 }
 
 bool
@@ -58,8 +58,8 @@ opmsg_sequence_iter_init(opmsg_sequence_iter_t *it, const opmsg_msg_t *msg)
 {
    it->base = msg->data;
    it->msg = msg;
-   it->p = msg->opcode == OPMSG_OP_MSG ? opmsg_cpriv(msg)->sections : NULL;
-   it->end = it->p ? it->p + opmsg_cpriv(msg)->sections_len : NULL;
+   it->p = msg->opcode == OPMSG_OP_MSG ? opmsg_op_msg_sections(opmsg_msg_ccore(msg)) : NULL;
+   it->end = it->p ? msg->data + opmsg_msg_ccore(msg)->sections_end : NULL;
 }
 
 /* How many documents a sequence holds: a walk of their frames. */
@@ -77,34 +77,35 @@ count_documents(const opmsg_sequence_t *seq)
    return n;
 }
 
-bool
-opmsg_sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count)
+/* The count of the sequence at offset seq_off of m: the one the scan
+ * counted, or a walk of the frames. */
+static uint32_t
+sequence_count(const opmsg_op_msg_t *m, const opmsg_sequence_t *seq)
 {
-   while (it->p && it->p < it->end) {
-      opmsg_section_t s;
-      it->p = opmsg_section_next(it->p, &s, 1);
-      if (s.kind == 0) {
-         continue;
-      }
-      seq->identifier = s.identifier;
-      seq->identifier_len = s.identifier_len;
-      seq->documents = s.documents;
-      seq->documents_len = s.documents_len;
-      seq->offset = (uint32_t) (s.start - it->base);
-      seq->count = 0;
-      if (count) {
-         const opmsg_msg_priv_t *priv = opmsg_cpriv(it->msg);
-         seq->count = seq->offset == priv->seq_off ? priv->seq_count : count_documents(seq);
-      }
-      return true;
+   return seq->offset == m->seq_off ? m->seq_count : count_documents(seq);
+}
+
+/* opmsg_sequence_iter_next(), counting the documents only when asked. */
+static bool
+sequence_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq, bool count)
+{
+   opmsg_section_t s;
+   if (!it->p || !opmsg_op_msg_next_seq(opmsg_msg_ccore(it->msg), &it->p, &s)) {
+      return false;
    }
-   return false;
+   seq->identifier = s.identifier;
+   seq->identifier_len = s.identifier_len;
+   seq->documents = s.documents;
+   seq->documents_len = s.documents_len;
+   seq->offset = (uint32_t) (s.start - it->base);
+   seq->count = count ? sequence_count(opmsg_msg_ccore(it->msg), seq) : 0;
+   return true;
 }
 
 bool
 opmsg_sequence_iter_next(opmsg_sequence_iter_t *it, opmsg_sequence_t *seq)
 {
-   return opmsg_sequence_next(it, seq, true);
+   return sequence_next(it, seq, true);
 }
 
 bool
@@ -112,11 +113,11 @@ opmsg_sequence_find(const opmsg_msg_t *msg, const char *identifier, opmsg_sequen
 {
    opmsg_sequence_iter_t it;
    opmsg_sequence_iter_init(&it, msg);
-   while (opmsg_sequence_next(&it, seq, false)) {
+   while (sequence_next(&it, seq, false)) {
       if (strcmp(seq->identifier, identifier) == 0) {
          opmsg_sequence_iter_init(&it, msg);
          it.p = msg->data + seq->offset;
-         return opmsg_sequence_next(&it, seq, true);
+         return sequence_next(&it, seq, true);
       }
    }
    return false;
@@ -152,86 +153,6 @@ opmsg_document_iter_next(opmsg_document_iter_t *it, bson_t *doc)
  * lacks. Only messages with dotted identifiers (at most
  * OPMSG_MAX_DOTTED_SEQUENCES sequences) need the path comparisons below.
  * ------------------------------------------------------------------------- */
-
-/* ---------------------------------------------------------------------------
- * Paths: where the sequence of a dotted identifier goes. The view below and
- * the merge (merge.c) both ask here, so they place sequences alike.
- * ------------------------------------------------------------------------- */
-
-/* If id lies under path (is "path.rest", or anything at the top), the rest. */
-const char *
-opmsg_path_rest(const char *id, size_t id_len, const char *path, size_t path_len)
-{
-   if (path_len == 0) {
-      return id;
-   }
-   if (id_len > path_len && id[path_len] == '.' && memcmp(id, path, path_len) == 0) {
-      return id + path_len + 1;
-   }
-   return NULL;
-}
-
-/* The identifier of a sequence that goes on below path through the
- * component key (its rest starts with "key."), or NULL. A key with a dot
- * in it is one name that holds a dot, never a component: "a.b.c" passes
- * through "a", not through a field called "a.b". */
-const char *
-opmsg_path_through(const opmsg_msg_t *msg, const char *path, size_t path_len, const char *key, size_t key_len)
-{
-   opmsg_sequence_iter_t it;
-   opmsg_sequence_t seq;
-   if (memchr(key, '.', key_len)) {
-      return NULL;
-   }
-   opmsg_sequence_iter_init(&it, msg);
-   while (opmsg_sequence_next(&it, &seq, false)) {
-      const char *rest = opmsg_path_rest(seq.identifier, seq.identifier_len, path, path_len);
-      if (rest && (size_t) (seq.identifier + seq.identifier_len - rest) > key_len && rest[key_len] == '.' &&
-          memcmp(rest, key, key_len) == 0) {
-         return seq.identifier;
-      }
-   }
-   return NULL;
-}
-
-/* The first element of the checked document doc named key, or NULL. */
-const uint8_t *
-opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len)
-{
-   const uint8_t *p = doc + 4;
-   const uint8_t *end = doc + opmsg_read_u32(doc) - 1;
-   while (p < end) {
-      const uint8_t *k = p;
-      const uint8_t *next = opmsg_skip_element(p, end, &k);
-      if (!next) {
-         return NULL; /* an unsound element: the walk stops here */
-      }
-      if ((size_t) (k - p - 1) == key_len && memcmp(p + 1, key, key_len) == 0) {
-         return p;
-      }
-      p = next;
-   }
-   return NULL;
-}
-
-/* Whether a sequence before the one at offset seq_off, under path, goes on
- * through the component comp: it created that sub-document already. */
-bool
-opmsg_path_created_before(const opmsg_msg_t *msg, uint32_t seq_off, const char *path, size_t path_len, const char *comp,
-                          size_t comp_len)
-{
-   opmsg_sequence_iter_t it;
-   opmsg_sequence_t prev;
-   opmsg_sequence_iter_init(&it, msg);
-   while (opmsg_sequence_next(&it, &prev, false) && prev.offset < seq_off) {
-      const char *rest = opmsg_path_rest(prev.identifier, prev.identifier_len, path, path_len);
-      if (rest && (size_t) (prev.identifier + prev.identifier_len - rest) > comp_len && rest[comp_len] == '.' &&
-          memcmp(rest, comp, comp_len) == 0) {
-         return true;
-      }
-   }
-   return false;
-}
 
 /* The view's level in those terms: its path is its prefix (none at the
  * top). */
@@ -289,8 +210,9 @@ next_body_field(opmsg_view_t *v, opmsg_field_t *f)
    f->key_len = bson_iter_key_len(&v->iter);
    f->iter = v->iter;
    f->kind = OPMSG_FIELD_BODY;
-   if (opmsg_cpriv(v->msg)->n_dotted && BSON_ITER_HOLDS_DOCUMENT(&v->iter) &&
-       (f->path = opmsg_path_through(v->msg, v->prefix, v->prefix_len, f->key, f->key_len))) {
+   const opmsg_op_msg_t *m = opmsg_msg_ccore(v->msg);
+   if (m->dotted && BSON_ITER_HOLDS_DOCUMENT(&v->iter) &&
+       (f->path = opmsg_path_through(m, v->prefix, v->prefix_len, f->key, f->key_len))) {
       f->kind = OPMSG_FIELD_PATH;
       f->path_in_body = true;
       f->path_len = (v->prefix_len ? v->prefix_len + 1 : 0) + f->key_len;
@@ -306,24 +228,24 @@ next_sequence_field(opmsg_view_t *v, opmsg_field_t *f)
 
    /* Counted only when it is the field: a sequence that passes through
     * this level to a deeper one is counted there. */
-   while (opmsg_sequence_next(&v->seqs, &seq, false)) {
+   const opmsg_op_msg_t *m = opmsg_msg_ccore(v->msg);
+   while (sequence_next(&v->seqs, &seq, false)) {
       if (!(rest = under_prefix(v, &seq))) {
          continue;
       }
       size_t rest_len = (size_t) (seq.identifier + seq.identifier_len - rest);
-      const char *dot = opmsg_cpriv(v->msg)->n_dotted ? memchr(rest, '.', rest_len) : NULL;
+      const char *dot = m->dotted ? memchr(rest, '.', rest_len) : NULL;
       if (!dot) {
          f->kind = OPMSG_FIELD_SEQUENCE;
          f->key = rest;
          f->key_len = (uint32_t) rest_len;
          f->seq = seq;
-         f->seq.count =
-            seq.offset == opmsg_cpriv(v->msg)->seq_off ? opmsg_cpriv(v->msg)->seq_count : count_documents(&seq);
+         f->seq.count = sequence_count(m, &seq);
          return true;
       }
       size_t comp_len = (size_t) (dot - rest);
       if ((v->has_doc && opmsg_field_named(v->doc, rest, comp_len)) ||
-          opmsg_path_created_before(v->msg, seq.offset, v->prefix, v->prefix_len, rest, comp_len)) {
+          opmsg_path_created_before(m, seq.offset, v->prefix, v->prefix_len, rest, comp_len)) {
          continue;
       }
       f->kind = OPMSG_FIELD_PATH;

@@ -857,8 +857,9 @@ test_section_walk(void **state)
    tu_msg_end(&b);
    assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
 
-   const uint8_t *p = opmsg_cpriv(&msg)->sections;
-   const uint8_t *end = p + opmsg_cpriv(&msg)->sections_len;
+   const opmsg_op_msg_t *m = opmsg_msg_ccore(&msg);
+   const uint8_t *p = opmsg_op_msg_sections(m);
+   const uint8_t *end = m->data + m->sections_end;
    opmsg_section_t s[3];
    int n = 0;
    while (p < end) {
@@ -882,6 +883,14 @@ test_section_walk(void **state)
    assert_int_equal(s[2].kind, 1);
    assert_string_equal(s[2].identifier, "more");
    assert_int_equal(s[2].documents_len, 0);
+   /* The core's walk over the sequences alone: the body is skipped. */
+   p = opmsg_op_msg_sections(m);
+   assert_true(opmsg_op_msg_next_seq(m, &p, &s[0]));
+   assert_string_equal(s[0].identifier, "documents");
+   assert_int_equal(opmsg_op_msg_offset(m, &s[0]), 20);
+   assert_true(opmsg_op_msg_next_seq(m, &p, &s[0]));
+   assert_string_equal(s[0].identifier, "more");
+   assert_false(opmsg_op_msg_next_seq(m, &p, &s[0]));
 
    /* The bounded step on bytes nobody checked. */
    uint8_t bad[8] = {2, 5, 0, 0, 0, 0, 0, 0};
