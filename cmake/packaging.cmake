@@ -94,9 +94,9 @@ file(WRITE ${OPMSG_DEB_DIR}/shlibs
   "libopmsg ${OPMSG_SOVERSION} libopmsg${OPMSG_SOVERSION} (>= ${PROJECT_VERSION})\n")
 # The symbols file: every symbol of abi/libopmsg.symbols (the ABI check
 # keeps it equal to the library's exports), with the first version that
-# had it under this SONAME: OPMSG_SOVERSION_SINCE for all of them so far
-# (the OPMSG_0.x nodes are older, but libopmsg.so.1 began with 0.3.0); a
-# later symbol gets its release.
+# had it under this SONAME: OPMSG_SOVERSION_SINCE for those of the nodes
+# before it (the OPMSG_0.x nodes up to 0.3 are older, but libopmsg.so.1 began
+# with 0.3.0); a later node's symbols get its release (OPMSG_0.4: 0.4.0).
 set(OPMSG_SYMBOLS_SOURCE ${PROJECT_SOURCE_DIR}/abi/libopmsg.symbols)
 set(OPMSG_DEB_CONTROL_RUNTIME ${OPMSG_DEB_DIR}/triggers ${OPMSG_DEB_DIR}/shlibs)
 if(EXISTS ${OPMSG_SYMBOLS_SOURCE})
@@ -109,11 +109,16 @@ if(EXISTS ${OPMSG_SYMBOLS_SOURCE})
     string(REGEX REPLACE "^(.*)@@(.*)$" "\\1;\\2" parts ${sym})
     list(GET parts 0 name)
     list(GET parts 1 node)
+    set(since ${OPMSG_SOVERSION_SINCE})
+    string(REGEX REPLACE "^OPMSG_" "" node_release ${node})
+    if("${node_release}.0" VERSION_GREATER since)
+      set(since "${node_release}.0")
+    endif()
     if(NOT node IN_LIST nodes)
       list(APPEND nodes ${node})
-      string(APPEND text " ${node}@${node} ${OPMSG_SOVERSION_SINCE}\n")
+      string(APPEND text " ${node}@${node} ${since}\n")
     endif()
-    string(APPEND text " ${name}@${node} ${OPMSG_SOVERSION_SINCE}\n")
+    string(APPEND text " ${name}@${node} ${since}\n")
   endforeach()
   file(WRITE ${OPMSG_DEB_DIR}/symbols "${text}")
   list(APPEND OPMSG_DEB_CONTROL_RUNTIME ${OPMSG_DEB_DIR}/symbols)

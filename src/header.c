@@ -90,31 +90,28 @@ opmsg_frame_length(const uint8_t *data, size_t len, const opmsg_options_t *opts,
    return check_header(data, &limits, message_length, &r);
 }
 
-bool
-opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, bson_error_t *error)
+/* The parse of opmsg_parse() and opmsg_parse_with_offset(), into r: data
+ * and msg are not NULL. Inline into both, so that neither pays a call. */
+static OPMSG_ALWAYS_INLINE bool
+parse_reported(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, opmsg_report_t *r)
 {
    opmsg_limits_t limits;
-   opmsg_report_t r;
    size_t length = 0;
 
-   if (!data || !msg) {
-      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");
-   }
-   opmsg_report_init(&r, error, data, 0, false);
    /* Faults of the header are reported at its field: messageLength at 0
     * (also when there are not 16 bytes for it), opCode at 12. */
    if (len < OPMSG_HEADER_SIZE) {
-      return opmsg_report(&r, OPMSG_ERR_TRUNCATED, 0, "%zu bytes are fewer than the 16-byte header", len);
+      return opmsg_report(r, OPMSG_ERR_TRUNCATED, 0, "%zu bytes are fewer than the 16-byte header", len);
    }
-   if (!opmsg_options_valid(opts, error)) {
+   if (!opmsg_options_valid(opts, r->error)) {
       return false;
    }
    opmsg_limits_from(opts, &limits);
-   if (!check_header(data, &limits, &length, &r)) {
+   if (!check_header(data, &limits, &length, r)) {
       return false;
    }
    if (length != len) {
-      return opmsg_report(&r, length > len ? OPMSG_ERR_TRUNCATED : OPMSG_ERR_LENGTH_MISMATCH, 0,
+      return opmsg_report(r, length > len ? OPMSG_ERR_TRUNCATED : OPMSG_ERR_LENGTH_MISMATCH, 0,
                           "messageLength %zu at offset 0 but %zu bytes given", length, len);
    }
 
@@ -133,14 +130,44 @@ opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_
 
    switch (msg->opcode) {
    case OPMSG_OP_MSG:
-      return opmsg_parse_msg(msg, &limits, &r);
+      return opmsg_parse_msg(msg, &limits, r);
    case OPMSG_OP_QUERY:
-      return opmsg_parse_query(msg, &limits, &r);
+      return opmsg_parse_query(msg, &limits, r);
    case OPMSG_OP_REPLY:
-      return opmsg_parse_reply(msg, &limits, &r);
+      return opmsg_parse_reply(msg, &limits, r);
    case OPMSG_OP_COMPRESSED:
-      return opmsg_parse_compressed(msg, &limits, &r);
+      return opmsg_parse_compressed(msg, &limits, r);
    default:
-      return opmsg_parse_removed(msg, &limits, &r);
+      return opmsg_parse_removed(msg, &limits, r);
    }
+}
+
+bool
+opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, bson_error_t *error)
+{
+   opmsg_report_t r;
+   if (!data || !msg) {
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");
+   }
+   opmsg_report_init(&r, error, data, 0, false);
+   return parse_reported(data, len, opts, msg, &r);
+}
+
+bool
+opmsg_parse_with_offset(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, size_t *offset,
+                        bson_error_t *error)
+{
+   opmsg_report_t r;
+   if (!data || !msg) {
+      if (offset) {
+         *offset = 0;
+      }
+      return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");
+   }
+   opmsg_report_init(&r, error, data, 0, false);
+   bool ok = parse_reported(data, len, opts, msg, &r);
+   if (offset) {
+      *offset = ok ? len : r.offset;
+   }
+   return ok;
 }

@@ -15,7 +15,8 @@
  *  - Functions that can fail return bool (or NULL) and fill an optional
  *    `bson_error_t *error` whose domain is OPMSG_ERROR_DOMAIN and whose code
  *    is an opmsg_error_code_t naming the violated rule. The message says what
- *    was wrong and at which byte offset of the message.
+ *    was wrong and at which byte offset of the message;
+ *    opmsg_parse_with_offset() also gives that offset as a number.
  *  - No global state. Nothing allocates unless its documentation says so;
  *    allocations go through libbson's bson_malloc() so an application's
  *    bson_mem_set_vtable() applies.
@@ -45,9 +46,9 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 
 #define OPMSG_VERSION_MAJOR 0
-#define OPMSG_VERSION_MINOR 3
+#define OPMSG_VERSION_MINOR 4
 #define OPMSG_VERSION_PATCH 0
-#define OPMSG_VERSION_STRING "0.3.0"
+#define OPMSG_VERSION_STRING "0.4.0"
 /* One number that grows with every release: MAJOR*10000 + MINOR*100 + PATCH. */
 #define OPMSG_VERSION_NUMBER (OPMSG_VERSION_MAJOR * 10000 + OPMSG_VERSION_MINOR * 100 + OPMSG_VERSION_PATCH)
 
@@ -391,6 +392,37 @@ typedef struct {
  */
 OPMSG_EXPORT bool opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg,
                               bson_error_t *error);
+
+/*
+ * opmsg_parse(), and where the message breaks a rule as data: when offset is
+ * not NULL, *offset receives on failure the byte offset in data[0..len) of
+ * the fault, on success len (every byte was accepted), as libbson's
+ * bson_validate_with_error_and_offset() and llhttp's error position do. What
+ * the offset points at, by the kind of rule (docs/api.md has it per code):
+ *  - the header: the field, messageLength at 0 (also when fewer than 16
+ *    bytes are given, or messageLength is not len), opCode at 12;
+ *  - OP_MSG flagBits: 16; a checksum that does not match: the stored
+ *    checksum (len - 4); one that is missing: len, where it should begin;
+ *  - a section (an unknown kind, a second body, a sequence's size or
+ *    identifier, a rule between identifiers or against the body): the
+ *    section's kind byte, for a pair of sequences the later one; no body:
+ *    20, where the sections begin; stray bytes: the first of them;
+ *  - a document: its first byte (length, size limit, a sequence document
+ *    past its section's end), its last byte when that is not 0;
+ *  - an element: its type byte (type, key, value size, a duplicate key,
+ *    a boolean); in full validation a bad UTF-8 byte itself, and a nested
+ *    document too deep;
+ *  - the legacy opcodes' fields: the field (fullCollectionName, a count,
+ *    cursorID, a document; bytes a count does not account for: the first of
+ *    them; a document a count promises that is not there: where it should
+ *    begin), OP_COMPRESSED's originalOpcode 16, uncompressedSize 20,
+ *    compressorId 24;
+ *  - what is not a fault of the bytes (a NULL argument, an unknown check
+ *    level, no memory, a merged document above 2 GiB): 0.
+ * Since 0.4.0 (symbol version OPMSG_0.4).
+ */
+OPMSG_EXPORT bool opmsg_parse_with_offset(const uint8_t *data, size_t len, const opmsg_options_t *opts,
+                                          opmsg_msg_t *msg, size_t *offset, bson_error_t *error);
 
 /*
  * Reads the 16-byte header at data[0..len) and stores in *message_length the

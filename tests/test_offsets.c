@@ -1,0 +1,548 @@
+/*
+ * test_offsets.c - where a message breaks a rule, as data: for every rule
+ * opmsg_parse() checks, the code and the byte offset opmsg_parse_with_offset()
+ * reports (opmsg.h says what the offset points at for each kind of rule).
+ *
+ * Each case is one message written in a small notation, with "@" where the
+ * fault must be reported (the offset is the number of bytes written before
+ * it; "@E" is the message's end):
+ *   H:OPCODE   header: messageLength (set at the end), requestID, responseTo
+ *   L:N        messageLength N instead of the bytes written
+ *   u8:N i32:N u32:N i64:N   little-endian integers (decimal, or 0x...)
+ *   c:TEXT     TEXT and its NUL; \xNN is a byte
+ *   x:HEX      raw bytes
+ *   j:JSON     a document from Extended JSON (no spaces)
+ *   { ... }    a document: its length, what is inside, its terminator
+ *   e:TT:KEY   an element's type byte (hex) and key
+ *   s:ID[ ]    a document sequence (kind 1, size, identifier) around its
+ *              documents
+ *   crc        a CRC-32C of everything before it (messageLength counts it)
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_OPEN 16
+
+typedef struct {
+   tu_buf_t b;
+   size_t at;     /* the "@" */
+   bool at_end;   /* "@E" */
+   long long len; /* "L:", or -1 */
+   bool crc;      /* "crc" */
+   size_t open[MAX_OPEN];
+   int n_open;
+} msg_t;
+
+static size_t
+unescape(const char *s, size_t n, uint8_t *out)
+{
+   size_t o = 0;
+   for (size_t i = 0; i < n; i++) {
+      unsigned v;
+      if (s[i] == '\\' && i + 3 < n + 1 && s[i + 1] == 'x' && sscanf(s + i + 2, "%2x", &v) == 1) {
+         out[o++] = (uint8_t) v;
+         i += 3;
+      } else {
+         out[o++] = (uint8_t) s[i];
+      }
+   }
+   return o;
+}
+
+static void
+put_hex(tu_buf_t *b, const char *hex, size_t n)
+{
+   assert_true(n % 2 == 0);
+   for (size_t i = 0; i < n; i += 2) {
+      unsigned v;
+      assert_int_equal(sscanf(hex + i, "%2x", &v), 1);
+      tu_put_u8(b, (uint8_t) v);
+   }
+}
+
+static void
+open_frame(msg_t *m)
+{
+   assert_true(m->n_open < MAX_OPEN);
+   m->open[m->n_open++] = m->b.len;
+   tu_put_i32(&m->b, 0);
+}
+
+static void
+close_frame(msg_t *m, size_t end_extra)
+{
+   assert_true(m->n_open > 0);
+   size_t start = m->open[--m->n_open];
+   opmsg_write_u32(m->b.data + start, (uint32_t) (m->b.len + end_extra - start));
+}
+
+/* One token of the notation. */
+static void
+token(msg_t *m, const char *t, size_t n)
+{
+   uint8_t tmp[512];
+   char num[64];
+   if (n == 1 && t[0] == '@') {
+      m->at = m->b.len;
+   } else if (n == 2 && memcmp(t, "@E", 2) == 0) {
+      m->at_end = true;
+   } else if (n == 3 && memcmp(t, "crc", 3) == 0) {
+      m->crc = true;
+   } else if (n == 1 && t[0] == '{') {
+      open_frame(m);
+   } else if (n == 1 && t[0] == '}') {
+      close_frame(m, 1);
+      tu_put_u8(&m->b, 0);
+   } else if (n == 1 && t[0] == ']') {
+      /* A section's size counts itself, not its kind byte. */
+      close_frame(m, 0);
+   } else if (n > 2 && t[0] == 's' && t[1] == ':' && t[n - 1] == '[') {
+      tu_put_u8(&m->b, 1);
+      open_frame(m);
+      tu_put(&m->b, tmp, unescape(t + 2, n - 3, tmp));
+      tu_put_u8(&m->b, 0);
+   } else if (n >= 2 && t[0] == 'c' && t[1] == ':') {
+      tu_put(&m->b, tmp, unescape(t + 2, n - 2, tmp));
+      tu_put_u8(&m->b, 0);
+   } else if (n > 2 && t[0] == 'x' && t[1] == ':') {
+      put_hex(&m->b, t + 2, n - 2);
+   } else if (n > 2 && t[0] == 'j' && t[1] == ':') {
+      assert_true(n - 2 < sizeof tmp);
+      memcpy(tmp, t + 2, n - 2);
+      tmp[n - 2] = 0;
+      tu_put_json_doc(&m->b, (const char *) tmp);
+   } else if (n > 5 && t[0] == 'e' && t[1] == ':' && t[4] == ':') {
+      put_hex(&m->b, t + 2, 2);
+      tu_put(&m->b, tmp, unescape(t + 5, n - 5, tmp));
+      tu_put_u8(&m->b, 0);
+   } else {
+      const char *colon = memchr(t, ':', n);
+      assert_non_null(colon);
+      size_t k = (size_t) (colon - t);
+      assert_true(n - k - 1 < sizeof num);
+      memcpy(num, colon + 1, n - k - 1);
+      num[n - k - 1] = 0;
+      long long v = strtoll(num, NULL, 0);
+      if (k == 1 && t[0] == 'H') {
+         tu_put_i32(&m->b, 0);
+         tu_put_i32(&m->b, 1);
+         tu_put_i32(&m->b, 0);
+         tu_put_i32(&m->b, (int32_t) v);
+      } else if (k == 1 && t[0] == 'L') {
+         m->len = v;
+      } else if (k == 2 && memcmp(t, "u8", 2) == 0) {
+         tu_put_u8(&m->b, (uint8_t) v);
+      } else if (k == 3 && (memcmp(t, "i32", 3) == 0 || memcmp(t, "u32", 3) == 0)) {
+         tu_put_i32(&m->b, (int32_t) v);
+      } else if (k == 3 && memcmp(t, "i64", 3) == 0) {
+         uint8_t le[8];
+         opmsg_write_i64(le, (int64_t) v);
+         tu_put(&m->b, le, 8);
+      } else {
+         fail_msg("unknown token %.*s", (int) n, t);
+      }
+   }
+}
+
+/* Writes the message a case describes; its expected offset goes to *at. */
+static void
+build(const char *notation, tu_buf_t *out, size_t *at)
+{
+   msg_t m = {.len = -1};
+   tu_buf_init(&m.b);
+   for (const char *p = notation; *p;) {
+      while (*p == ' ') {
+         p++;
+      }
+      const char *end = strchr(p, ' ');
+      size_t n = end ? (size_t) (end - p) : strlen(p);
+      if (n) {
+         token(&m, p, n);
+      }
+      p += n;
+   }
+   assert_int_equal(m.n_open, 0);
+   size_t total = m.b.len + (m.crc ? 4 : 0);
+   opmsg_write_u32(m.b.data, (uint32_t) (m.len >= 0 ? (size_t) m.len : total));
+   if (m.crc) {
+      uint8_t le[4];
+      opmsg_write_u32(le, opmsg_crc32c(0, m.b.data, m.b.len));
+      tu_put(&m.b, le, 4);
+   }
+   *at = m.at_end ? m.b.len : m.at;
+   *out = m.b;
+}
+
+typedef struct {
+   const char *name;
+   const char *msg;
+   opmsg_error_code_t code;
+   opmsg_check_t check;
+   uint32_t flags;
+   size_t max_bson_size;
+} offset_case_t;
+
+/* A body, a sequence "d" of one document: a valid OP_MSG's sections. */
+#define BODY " u8:0 j:{\"insert\":\"c\",\"$db\":\"d\"} "
+#define TOP OPMSG_CHECK_TOP_LEVEL
+#define FULL OPMSG_CHECK_FULL
+#define FRAMES OPMSG_CHECK_FRAMES
+
+static const offset_case_t cases[] = {
+   /* The header: the field. */
+   {"fewer bytes than a header", "@ x:0a000000 x:0000", OPMSG_ERR_TRUNCATED, TOP, 0, 0},
+   {"messageLength above the bytes", "@ H:2013 L:100 u32:0" BODY, OPMSG_ERR_TRUNCATED, TOP, 0, 0},
+   {"messageLength below the bytes", "@ H:2013 L:37 u32:0" BODY "x:00", OPMSG_ERR_LENGTH_MISMATCH, TOP, 0, 0},
+   {"messageLength below the opcode's minimum", "@ H:2013 L:20 x:0000000000000000000000", OPMSG_ERR_LENGTH_TOO_SMALL,
+    TOP, 0, 0},
+   {"messageLength above the limit", "@ H:2013 L:0x7fffffff u32:0" BODY, OPMSG_ERR_LENGTH_TOO_LARGE, TOP, 0, 0},
+   {"unknown opcode", "x:00000000 x:0100000000000000 @ i32:1234 x:00000000000000000000", OPMSG_ERR_UNKNOWN_OPCODE, TOP,
+    0, 0},
+   {"a request where a reply belongs",
+    "x:00000000 x:0100000000000000 @ i32:2004 u32:0 c:a.$cmd i32:0 i32:1 j:{\"ping\":1}", OPMSG_ERR_NOT_A_REPLY, TOP,
+    OPMSG_PARSE_REPLY, 0},
+
+   /* OP_MSG: flagBits, the checksum. */
+   {"unknown required flag bit", "H:2013 @ u32:4" BODY, OPMSG_ERR_REQUIRED_FLAGS, TOP, 0, 0},
+   {"checksum that does not match", "H:2013 u32:1" BODY "@ u32:0x12345678", OPMSG_ERR_CHECKSUM_MISMATCH, TOP, 0, 0},
+   {"checksum missing after the sections", "H:2013 u32:1" BODY "@E", OPMSG_ERR_CHECKSUM_MISSING, TOP, 0, 0},
+   {"checksum with no room", "H:2013 u32:1 u8:0 { } @E", OPMSG_ERR_CHECKSUM_MISSING, TOP, 0, 0},
+
+   /* Sections: the section's kind byte. */
+   {"no body", "H:2013 u32:0 @ s:d[ j:{\"a\":1} ]", OPMSG_ERR_NO_BODY, TOP, 0, 0},
+   {"a second body", "H:2013 u32:0" BODY "@ u8:0 j:{}", OPMSG_ERR_MULTIPLE_BODIES, TOP, 0, 0},
+   {"unknown section kind", "H:2013 u32:0" BODY "@ u8:2 j:{}", OPMSG_ERR_UNKNOWN_SECTION, TOP, 0, 0},
+   {"section cut inside its size", "H:2013 u32:0 s:d[ j:{\"a\":1} ] @ u8:1 x:0500", OPMSG_ERR_SECTION_TRUNCATED, TOP, 0,
+    0},
+   {"sequence size below 5", "H:2013 u32:0" BODY "@ u8:1 i32:3 x:0000", OPMSG_ERR_SEQUENCE_SIZE, TOP, 0, 0},
+   {"sequence size past the end", "H:2013 u32:0" BODY "@ u8:1 i32:99 c:d", OPMSG_ERR_SEQUENCE_SIZE, TOP, 0, 0},
+   {"identifier without NUL", "H:2013 u32:0" BODY "@ u8:1 i32:7 x:646464", OPMSG_ERR_SEQUENCE_IDENTIFIER, TOP, 0, 0},
+   {"empty identifier", "H:2013 u32:0" BODY "@ s:[ j:{} ]", OPMSG_ERR_SEQUENCE_IDENTIFIER, TOP, 0, 0},
+   {"empty path component", "H:2013 u32:0" BODY "@ s:a..b[ j:{} ]", OPMSG_ERR_SEQUENCE_IDENTIFIER, TOP, 0, 0},
+   {"identifier not UTF-8", "H:2013 u32:0" BODY "@ s:\\xff[ j:{} ]", OPMSG_ERR_SEQUENCE_IDENTIFIER, TOP, 0, 0},
+   {"identifier repeated", "H:2013 u32:0" BODY "s:d[ j:{} ] @ s:d[ j:{} ]", OPMSG_ERR_DUPLICATE_IDENTIFIER, TOP, 0, 0},
+   {"identifier inside another", "H:2013 u32:0 u8:0 j:{} s:a.b[ j:{} ] @ s:a[ j:{} ]", OPMSG_ERR_DUPLICATE_IDENTIFIER,
+    TOP, 0, 0},
+   {"identifier names a body field", "H:2013 u32:0" BODY "@ s:insert[ j:{} ]", OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
+   {"path through a field that is not a document", "H:2013 u32:0 u8:0 j:{\"a\":5} @ s:a.b[ j:{} ]",
+    OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
+   {"path component twice in a sub-document",
+    "H:2013 u32:0 u8:0 { e:03:a { e:03:b { } e:03:b { } } } @ s:a.b.c[ j:{} ]", OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
+   {"path component twice in the body (frames)", "H:2013 u32:0 u8:0 { e:03:a { } e:03:a { } } @ s:a.b[ j:{} ]",
+    OPMSG_ERR_IDENTIFIER_CLASH, FRAMES, 0, 0},
+   {"bad element of a sub-document on a path", "H:2013 u32:0 u8:0 { e:03:a { @ e:7e:x } } s:a.b[ j:{} ]",
+    OPMSG_ERR_DOCUMENT_ELEMENT, TOP, 0, 0},
+   {"stray bytes after the sections", "H:2013 u32:0" BODY "@ x:000000", OPMSG_ERR_TRAILING_BYTES, TOP, 0, 0},
+
+   /* The body: the document, or its element. */
+   {"body length below 5", "H:2013 u32:0 u8:0 @ i32:3 x:00000000", OPMSG_ERR_DOCUMENT_LENGTH, TOP, 0, 0},
+   {"body length past the sections", "H:2013 u32:0 u8:0 @ i32:99 x:00", OPMSG_ERR_DOCUMENT_LENGTH, TOP, 0, 0},
+   {"body without terminator", "H:2013 u32:0 u8:0 i32:6 x:00 @ x:01", OPMSG_ERR_DOCUMENT_TERMINATOR, TOP, 0, 0},
+   {"body element of unknown type", "H:2013 u32:0 u8:0 { e:10:a i32:1 @ e:7e:b }", OPMSG_ERR_DOCUMENT_ELEMENT, TOP, 0,
+    0},
+   {"body element ends the body early", "H:2013 u32:0 u8:0 i32:9 @ x:00 x:000000 x:00", OPMSG_ERR_DOCUMENT_TERMINATOR,
+    TOP, 0, 0},
+   {"body key twice", "H:2013 u32:0 u8:0 { e:10:a i32:1 @ e:10:a i32:2 }", OPMSG_ERR_DUPLICATE_KEY, TOP, 0, 0},
+   {"body key twice, with a sequence", "H:2013 u32:0 u8:0 { e:10:a i32:1 e:10:b i32:1 @ e:10:a i32:2 } s:d[ j:{} ]",
+    OPMSG_ERR_DUPLICATE_KEY, TOP, 0, 0},
+   {"bad element met by the frames level's walk", "H:2013 u32:0 u8:0 { e:10:a i32:1 @ e:7e:b } s:d[ j:{} ]",
+    OPMSG_ERR_DOCUMENT_ELEMENT, FRAMES, 0, 0},
+   {"no $db in a request", "H:2013 u32:0 u8:0 @ j:{\"ping\":1}", OPMSG_ERR_MISSING_DB, TOP, OPMSG_PARSE_REQUEST, 0},
+
+   /* Sequence documents: the document, or its element. */
+   {"document past its section", "H:2013 u32:0" BODY "u8:1 i32:11 c:d @ i32:9 x:00", OPMSG_ERR_SEQUENCE_OVERRUN, TOP, 0,
+    0},
+   {"document length below 5", "H:2013 u32:0" BODY "s:d[ j:{} @ i32:3 x:00 ]", OPMSG_ERR_DOCUMENT_LENGTH, TOP, 0, 0},
+   {"document without terminator", "H:2013 u32:0" BODY "s:d[ i32:6 x:00 @ x:01 ]", OPMSG_ERR_DOCUMENT_TERMINATOR, TOP,
+    0, 0},
+   {"document above the limit", "H:2013 u32:0 u8:0 j:{} s:d[ j:{} @ j:{\"a\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"} ]",
+    OPMSG_ERR_DOCUMENT_TOO_LARGE, TOP, 0, 24},
+   {"document element of unknown type", "H:2013 u32:0" BODY "s:d[ j:{} { @ e:7e:x } ]", OPMSG_ERR_DOCUMENT_ELEMENT, TOP,
+    0, 0},
+   {"document boolean neither 0 nor 1", "H:2013 u32:0" BODY "s:d[ { @ e:08:t u8:2 } ]", OPMSG_ERR_INVALID_BOOLEAN, TOP,
+    0, 0},
+
+   /* Full validation: the bad byte, the element, the nested document. */
+   {"string not UTF-8 in a nested document", "H:2013 u32:0 u8:0 { e:03:a { e:02:s i32:3 x:61 @ x:ff00 } }",
+    OPMSG_ERR_INVALID_UTF8, FULL, 0, 0},
+   {"key not UTF-8 in a sequence document", "H:2013 u32:0" BODY "s:d[ { e:03:a { x:1061 @ x:c000 i32:1 } } ]",
+    OPMSG_ERR_INVALID_UTF8, FULL, 0, 0},
+   {"nested boolean neither 0 nor 1", "H:2013 u32:0 u8:0 { e:03:a { @ e:08:t u8:7 } }", OPMSG_ERR_INVALID_BOOLEAN, FULL,
+    0, 0},
+   {"binary subtype 2 with a wrong inner length", "H:2013 u32:0 u8:0 { e:03:a { @ e:05:b i32:6 u8:2 i32:9 x:0000 } }",
+    OPMSG_ERR_DOCUMENT_ELEMENT, FULL, 0, 0},
+
+   /* OP_QUERY: the field, or the document. */
+   {"namespace not terminated", "H:2004 u32:0 @ x:61616161616161616161616161616161616161", OPMSG_ERR_QUERY_NAMESPACE,
+    TOP, 0, 0},
+   {"empty namespace", "H:2004 u32:0 @ c: i32:0 i32:1 j:{\"ping\":1}", OPMSG_ERR_QUERY_NAMESPACE, TOP, 0, 0},
+   {"query with a bad element", "H:2004 u32:0 c:a.$cmd i32:0 i32:1 { @ e:7e:x }", OPMSG_ERR_DOCUMENT_ELEMENT, TOP, 0,
+    0},
+   {"stray bytes after the query", "H:2004 u32:0 c:a.$cmd i32:0 i32:1 j:{\"ping\":1} @ x:0000",
+    OPMSG_ERR_TRAILING_BYTES, TOP, 0, 0},
+   {"selector length past the end", "H:2004 u32:0 c:a.$cmd i32:0 i32:1 j:{\"ping\":1} @ i32:99 x:00",
+    OPMSG_ERR_DOCUMENT_LENGTH, TOP, 0, 0},
+   {"stray bytes after the selector", "H:2004 u32:0 c:a.$cmd i32:0 i32:1 j:{} j:{} @ x:00", OPMSG_ERR_TRAILING_BYTES,
+    TOP, 0, 0},
+
+   /* OP_REPLY: numberReturned, or where the documents and the count part. */
+   {"negative numberReturned", "H:1 u32:0 i64:0 i32:0 @ i32:-1", OPMSG_ERR_REPLY_COUNT, TOP, 0, 0},
+   {"fewer documents than numberReturned", "H:1 u32:0 i64:0 i32:0 i32:2 j:{\"ok\":1} @E", OPMSG_ERR_REPLY_COUNT, TOP, 0,
+    0},
+   {"more documents than numberReturned", "H:1 u32:0 i64:0 i32:0 i32:1 j:{\"ok\":1} @ j:{}", OPMSG_ERR_REPLY_COUNT, TOP,
+    0, 0},
+   {"stray bytes after the documents", "H:1 u32:0 i64:0 i32:0 i32:1 j:{\"ok\":1} @ x:0102", OPMSG_ERR_TRAILING_BYTES,
+    TOP, 0, 0},
+   {"reply document with a bad element", "H:1 u32:0 i64:0 i32:0 i32:1 { @ e:7e:x }", OPMSG_ERR_DOCUMENT_ELEMENT, TOP, 0,
+    0},
+
+   /* OP_COMPRESSED: the field. */
+   {"compressed inside compressed", "H:2012 @ i32:2012 i32:30 u8:0 x:00", OPMSG_ERR_NESTED_COMPRESSION, TOP, 0, 0},
+   {"compressed opcode that cannot be carried", "H:2012 @ i32:2001 i32:30 u8:0 x:00", OPMSG_ERR_BAD_ORIGINAL_OPCODE,
+    TOP, 0, 0},
+   {"compressed request where a reply belongs", "H:2012 @ i32:2004 i32:30 u8:0 x:00", OPMSG_ERR_NOT_A_REPLY, TOP,
+    OPMSG_PARSE_REPLY, 0},
+   {"reserved compressor", "H:2012 i32:2013 i32:30 @ u8:9 x:00", OPMSG_ERR_UNKNOWN_COMPRESSOR, TOP, 0, 0},
+   {"uncompressedSize below the opcode's minimum", "H:2012 i32:2013 @ i32:3 u8:0 x:00", OPMSG_ERR_UNCOMPRESSED_SIZE,
+    TOP, 0, 0},
+   {"uncompressedSize above the limit", "H:2012 i32:2013 @ i32:0x7ffffff0 u8:0 x:00", OPMSG_ERR_UNCOMPRESSED_SIZE, TOP,
+    0, 0},
+
+   /* The removed opcodes: the field, or the document. */
+   {"insert document with a bad element", "H:2002 u32:0 c:d.c { @ e:7e:x }", OPMSG_ERR_DOCUMENT_ELEMENT, TOP, 0, 0},
+   {"update namespace not terminated", "H:2001 u32:0 @ x:6161616161616161616161616161616161", OPMSG_ERR_QUERY_NAMESPACE,
+    TOP, 0, 0},
+   {"update flags cut short", "H:2001 u32:0 c:aaaaaaaaaaaaaaa @ x:0000", OPMSG_ERR_TRUNCATED, TOP, 0, 0},
+   {"getMore cursorID cut short", "H:2005 u32:0 c:aaaaaaa i32:0 @ x:00000000000000", OPMSG_ERR_TRUNCATED, TOP, 0, 0},
+   {"delete with stray bytes", "H:2006 u32:0 c:d.c u32:0 j:{} @ x:00", OPMSG_ERR_TRAILING_BYTES, TOP, 0, 0},
+   {"killCursors count above the IDs", "H:2007 u32:0 @ i32:3 i64:1 i64:2", OPMSG_ERR_REPLY_COUNT, TOP, 0, 0},
+   {"killCursors count below the IDs", "H:2007 u32:0 i32:1 i64:1 @ i64:2", OPMSG_ERR_REPLY_COUNT, TOP, 0, 0},
+};
+
+/* Parses the case's message; asserts the code, and the offset where the
+ * notation put it. */
+static void
+check_case(const offset_case_t *c)
+{
+   tu_buf_t b;
+   size_t at, offset = 12345;
+   opmsg_options_t opts;
+   opmsg_msg_t msg;
+   bson_error_t error;
+
+   build(c->msg, &b, &at);
+   opmsg_options_init(&opts);
+   opts.check = c->check;
+   opts.flags = c->flags;
+   opts.max_bson_size = c->max_bson_size;
+   memset(&error, 0, sizeof error);
+   if (opmsg_parse_with_offset(b.data, b.len, &opts, &msg, &offset, &error)) {
+      fail_msg("%s: parsed", c->name);
+   }
+   if (error.code != (uint32_t) c->code || offset != at) {
+      fail_msg("%s: %s (%u) at offset %zu, expected %s (%u) at offset %zu: %s", c->name, opmsg_error_name(error.code),
+               error.code, offset, opmsg_error_name(c->code), (unsigned) c->code, at, error.message);
+   }
+   /* The same verdict through opmsg_parse(), and with no error to write. */
+   bson_error_t again;
+   assert_false(opmsg_parse(b.data, b.len, &opts, &msg, &again));
+   assert_int_equal(again.code, error.code);
+   assert_string_equal(again.message, error.message);
+   offset = 12345;
+   assert_false(opmsg_parse_with_offset(b.data, b.len, &opts, &msg, &offset, NULL));
+   assert_int_equal(offset, at);
+   tu_buf_free(&b);
+}
+
+static void
+test_every_rule(void **state)
+{
+   (void) state;
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      check_case(&cases[i]);
+   }
+}
+
+/* The same notation writes valid messages: the table's faults are the only
+ * ones in them. Each case's message with its fault taken out is checked in
+ * check_case() indirectly (the code names the rule); here the notation
+ * itself is held to a message opmsg accepts, and success gives len. */
+static void
+test_success_gives_len(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   size_t at, offset = 0;
+   opmsg_msg_t msg;
+   bson_error_t error;
+
+   build("H:2013 u32:1" BODY "s:d[ j:{\"_id\":1} { e:10:x i32:2 } ] s:cursor.firstBatch[ ] crc", &b, &at);
+   assert_true(opmsg_parse_with_offset(b.data, b.len, NULL, &msg, &offset, &error));
+   assert_int_equal(offset, b.len);
+   assert_int_equal(msg.n_sequences, 2);
+   /* A NULL offset is allowed. */
+   assert_true(opmsg_parse_with_offset(b.data, b.len, NULL, &msg, NULL, &error));
+   tu_buf_free(&b);
+}
+
+/* Faults that are not the bytes' are at offset 0. */
+static void
+test_not_the_bytes(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   size_t at, offset = 99;
+   opmsg_options_t opts;
+   opmsg_msg_t msg;
+   bson_error_t error;
+
+   build("H:2013 u32:0" BODY, &b, &at);
+   opmsg_options_init(&opts);
+   opts.check = (opmsg_check_t) 7;
+   assert_false(opmsg_parse_with_offset(b.data, b.len, &opts, &msg, &offset, &error));
+   assert_int_equal(error.code, OPMSG_ERR_INVALID_ARGUMENT);
+   assert_int_equal(offset, 0);
+   offset = 99;
+   assert_false(opmsg_parse_with_offset(NULL, 0, NULL, &msg, &offset, &error));
+   assert_int_equal(error.code, OPMSG_ERR_INVALID_ARGUMENT);
+   assert_int_equal(offset, 0);
+   tu_buf_free(&b);
+
+   /* A merged document above 2 GiB cannot be built in a test: the rule's
+    * report, at the message as a whole. */
+   opmsg_report_t r;
+   uint8_t one = 0;
+   opmsg_report_init(&r, &error, &one, 0, false);
+   assert_false(opmsg_rule_merged_size(&r, (size_t) INT32_MAX + 1, true));
+   assert_int_equal(r.code, OPMSG_ERR_OUTPUT_TOO_LARGE);
+   assert_int_equal(r.offset, 0);
+}
+
+/* The large cases the notation would spell at length: the 65th of 65
+ * sequences with a dotted identifier among them, an identifier of 101
+ * components, a body of 300 keys with the last repeated, 101 nested
+ * documents. */
+static void
+test_large_messages(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+   bson_error_t error;
+   opmsg_options_t opts;
+   size_t at, offset;
+   char id[16];
+
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{}");
+   for (int i = 0; i <= OPMSG_MAX_DOTTED_SEQUENCES; i++) {
+      snprintf(id, sizeof id, i == 0 ? "x.s%d" : "s%d", i);
+      at = b.len;
+      tu_msg_seq_end(&b, tu_msg_seq_begin(&b, id));
+   }
+   tu_msg_end(&b);
+   assert_false(opmsg_parse_with_offset(b.data, b.len, NULL, &msg, &offset, &error));
+   assert_int_equal(error.code, OPMSG_ERR_SEQUENCE_IDENTIFIER);
+   assert_int_equal(offset, at);
+   tu_buf_free(&b);
+
+   char deep_id[2 * (OPMSG_MAX_DEPTH + 1) + 1];
+   for (int i = 0; i <= OPMSG_MAX_DEPTH; i++) {
+      deep_id[2 * i] = 'a';
+      deep_id[2 * i + 1] = '.';
+   }
+   deep_id[2 * OPMSG_MAX_DEPTH + 1] = 0;
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{}");
+   at = b.len;
+   tu_msg_seq_end(&b, tu_msg_seq_begin(&b, deep_id));
+   tu_msg_end(&b);
+   assert_false(opmsg_parse_with_offset(b.data, b.len, NULL, &msg, &offset, &error));
+   assert_int_equal(error.code, OPMSG_ERR_SEQUENCE_IDENTIFIER);
+   assert_int_equal(offset, at);
+   tu_buf_free(&b);
+
+   /* Past the keys the parse records as it walks (256): the key set's own
+    * walk finds the second one. */
+   bson_t body = BSON_INITIALIZER;
+   char key[16];
+   for (int i = 0; i < 300; i++) {
+      snprintf(key, sizeof key, "k%d", i);
+      BSON_APPEND_INT32(&body, key, i);
+   }
+   size_t dup = body.len - 1; /* the second "k5"'s element, within the body */
+   BSON_APPEND_INT32(&body, "k5", 5);
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_put_u8(&b, 0);
+   at = b.len + dup;
+   tu_put_bson(&b, &body);
+   tu_msg_end(&b);
+   assert_false(opmsg_parse_with_offset(b.data, b.len, NULL, &msg, &offset, &error));
+   assert_int_equal(error.code, OPMSG_ERR_DUPLICATE_KEY);
+   assert_int_equal(offset, at);
+   tu_buf_free(&b);
+   bson_destroy(&body);
+
+   /* A body above maxBsonObjectSize + 16 KiB: the body. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_put_u8(&b, 0);
+   at = b.len;
+   bson_t big = BSON_INITIALIZER;
+   char *text = malloc(OPMSG_BODY_ALLOWANCE + 100);
+   memset(text, 'x', OPMSG_BODY_ALLOWANCE + 99);
+   text[OPMSG_BODY_ALLOWANCE + 99] = 0;
+   BSON_APPEND_UTF8(&big, "a", text);
+   tu_put_bson(&b, &big);
+   tu_msg_end(&b);
+   opmsg_options_init(&opts);
+   opts.max_bson_size = 1;
+   assert_false(opmsg_parse_with_offset(b.data, b.len, &opts, &msg, &offset, &error));
+   assert_int_equal(error.code, OPMSG_ERR_DOCUMENT_TOO_LARGE);
+   assert_int_equal(offset, at);
+   tu_buf_free(&b);
+   bson_destroy(&big);
+   free(text);
+
+   /* 101 documents nested below the body: the 101st is reported. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_put_u8(&b, 0);
+   size_t starts[OPMSG_MAX_DEPTH + 2];
+   for (int i = 0; i <= OPMSG_MAX_DEPTH + 1; i++) {
+      starts[i] = b.len;
+      tu_put_i32(&b, 0);
+      if (i <= OPMSG_MAX_DEPTH) {
+         tu_put_u8(&b, 0x03);
+         tu_put_cstr(&b, "a");
+      }
+   }
+   for (int i = OPMSG_MAX_DEPTH + 1; i >= 0; i--) {
+      tu_put_u8(&b, 0);
+      opmsg_write_u32(b.data + starts[i], (uint32_t) (b.len - starts[i]));
+   }
+   tu_msg_end(&b);
+   opmsg_options_init(&opts);
+   opts.check = OPMSG_CHECK_FULL;
+   assert_false(opmsg_parse_with_offset(b.data, b.len, &opts, &msg, &offset, &error));
+   assert_int_equal(error.code, OPMSG_ERR_NESTING_TOO_DEEP);
+   assert_int_equal(offset, starts[OPMSG_MAX_DEPTH + 1]);
+   tu_buf_free(&b);
+}
+
+int
+main(void)
+{
+   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_rule),
+      cmocka_unit_test(test_success_gives_len),
+      cmocka_unit_test(test_not_the_bytes),
+      cmocka_unit_test(test_large_messages),
+   };
+   return cmocka_run_group_tests(tests, NULL, NULL);
+}
