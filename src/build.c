@@ -8,12 +8,12 @@
  */
 #include "opmsg-rules.h"
 
-/* header(16) + flagBits(4) + the body's kind byte(1): the command's offset
- * in the message. */
-#define HEAD_SIZE 21
+/* header, flagBits, the body's kind byte: the command's offset in the
+ * message. */
+#define HEAD_SIZE (OPMSG_OFF_SECTIONS + 1)
 /* A kind-1 section's kind byte and int32 size. */
-#define SEQ_HEAD_SIZE 5
-#define CRC_SIZE 4
+#define SEQ_HEAD_SIZE OPMSG_SECTION_OFF_IDENTIFIER
+#define CRC_SIZE OPMSG_CHECKSUM_SIZE
 
 /* Command keys go into a key set on the stack up to this many keys; a
  * larger command borrows one table from the heap (build.h says so). */
@@ -319,11 +319,11 @@ static void
 write_head(const opmsg_build_t *b, size_t total, uint8_t *out)
 {
    opmsg_write_u32(out, (uint32_t) total);
-   opmsg_write_u32(out + 4, (uint32_t) b->request_id);
-   opmsg_write_u32(out + 8, (uint32_t) b->response_to);
-   opmsg_write_u32(out + 12, (uint32_t) OPMSG_OP_MSG);
-   opmsg_write_u32(out + 16, b->flags);
-   out[20] = 0; /* kind 0: the body */
+   opmsg_write_u32(out + OPMSG_OFF_REQUEST_ID, (uint32_t) b->request_id);
+   opmsg_write_u32(out + OPMSG_OFF_RESPONSE_TO, (uint32_t) b->response_to);
+   opmsg_write_u32(out + OPMSG_OFF_OPCODE, (uint32_t) OPMSG_OP_MSG);
+   opmsg_write_u32(out + OPMSG_OFF_FLAG_BITS, b->flags);
+   out[OPMSG_OFF_SECTIONS] = OPMSG_SECTION_BODY;
 }
 
 /* A sequence's kind byte and size, into out[0..SEQ_HEAD_SIZE). The size
@@ -337,8 +337,8 @@ write_seq_head(const opmsg_sequence_in_t *seq, uint8_t *out, size_t *id_len)
    for (size_t i = 0; i < seq->n_docs; i++) {
       bytes += seq->docs[i]->len;
    }
-   out[0] = 1;
-   opmsg_write_u32(out + 1, (uint32_t) (4 + *id_len + 1 + bytes));
+   out[0] = OPMSG_SECTION_SEQUENCE;
+   opmsg_write_u32(out + OPMSG_SECTION_OFF_SIZE, (uint32_t) (4 + *id_len + 1 + bytes));
    return bytes;
 }
 

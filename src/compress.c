@@ -11,11 +11,6 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-/* Offsets inside an OP_COMPRESSED message. */
-#define OFF_ORIGINAL_OPCODE 16
-#define OFF_UNCOMPRESSED_SIZE 20
-#define OFF_COMPRESSOR_ID 24
-
 /* The largest value a messageLength can carry. */
 #define OPMSG_INT32_MAX_SIZE ((size_t) INT32_MAX)
 
@@ -34,45 +29,47 @@
 bool
 opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
-   int32_t orig = opmsg_read_i32(msg->data + OFF_ORIGINAL_OPCODE);
-   int32_t usize = opmsg_read_i32(msg->data + OFF_UNCOMPRESSED_SIZE);
-   uint8_t id = msg->data[OFF_COMPRESSOR_ID];
+   int32_t orig = opmsg_read_i32(msg->data + OPMSG_OFF_ORIGINAL_OPCODE);
+   int32_t usize = opmsg_read_i32(msg->data + OPMSG_OFF_UNCOMPRESSED_SIZE);
+   uint8_t id = msg->data[OPMSG_OFF_COMPRESSOR_ID];
    size_t min_body;
 
    msg->flags = 0;
    msg->body = NULL;
    msg->body_len = 0;
    if (orig == OPMSG_OP_COMPRESSED) {
-      return opmsg_report(r, OPMSG_ERR_NESTED_COMPRESSION, OFF_ORIGINAL_OPCODE,
-                          "OP_COMPRESSED originalOpcode at offset %d is OP_COMPRESSED again", OFF_ORIGINAL_OPCODE);
+      return opmsg_report(r, OPMSG_ERR_NESTED_COMPRESSION, OPMSG_OFF_ORIGINAL_OPCODE,
+                          "OP_COMPRESSED originalOpcode at offset %d is OP_COMPRESSED again",
+                          OPMSG_OFF_ORIGINAL_OPCODE);
    }
    if (orig != OPMSG_OP_MSG && orig != OPMSG_OP_QUERY && orig != OPMSG_OP_REPLY) {
-      return opmsg_report(r, OPMSG_ERR_BAD_ORIGINAL_OPCODE, OFF_ORIGINAL_OPCODE,
+      return opmsg_report(r, OPMSG_ERR_BAD_ORIGINAL_OPCODE, OPMSG_OFF_ORIGINAL_OPCODE,
                           "OP_COMPRESSED originalOpcode %" PRId32 " at offset %d is not OP_MSG, OP_QUERY or OP_REPLY",
-                          orig, OFF_ORIGINAL_OPCODE);
+                          orig, OPMSG_OFF_ORIGINAL_OPCODE);
    }
    if ((limits->flags & OPMSG_PARSE_REPLY) && !opmsg_is_reply_opcode(orig)) {
-      return opmsg_report(r, OPMSG_ERR_NOT_A_REPLY, OFF_ORIGINAL_OPCODE,
+      return opmsg_report(r, OPMSG_ERR_NOT_A_REPLY, OPMSG_OFF_ORIGINAL_OPCODE,
                           "OP_COMPRESSED originalOpcode %" PRId32
                           " at offset %d is a request: a server never replies with it",
-                          orig, OFF_ORIGINAL_OPCODE);
+                          orig, OPMSG_OFF_ORIGINAL_OPCODE);
    }
    if (id > OPMSG_COMPRESSOR_ZSTD) {
-      return opmsg_report(r, OPMSG_ERR_UNKNOWN_COMPRESSOR, OFF_COMPRESSOR_ID,
-                          "OP_COMPRESSED compressorId %u at offset %d is reserved", (unsigned) id, OFF_COMPRESSOR_ID);
+      return opmsg_report(r, OPMSG_ERR_UNKNOWN_COMPRESSOR, OPMSG_OFF_COMPRESSOR_ID,
+                          "OP_COMPRESSED compressorId %u at offset %d is reserved", (unsigned) id,
+                          OPMSG_OFF_COMPRESSOR_ID);
    }
    min_body = opmsg_min_length(orig) - OPMSG_HEADER_SIZE;
    if (usize < 0 || (size_t) usize < min_body) {
-      return opmsg_report(r, OPMSG_ERR_UNCOMPRESSED_SIZE, OFF_UNCOMPRESSED_SIZE,
+      return opmsg_report(r, OPMSG_ERR_UNCOMPRESSED_SIZE, OPMSG_OFF_UNCOMPRESSED_SIZE,
                           "OP_COMPRESSED uncompressedSize %" PRId32
                           " at offset %d is below the %zu bytes the original opcode needs",
-                          usize, OFF_UNCOMPRESSED_SIZE, min_body);
+                          usize, OPMSG_OFF_UNCOMPRESSED_SIZE, min_body);
    }
    if ((size_t) usize + OPMSG_HEADER_SIZE > limits->max_message_size) {
-      return opmsg_report(r, OPMSG_ERR_UNCOMPRESSED_SIZE, OFF_UNCOMPRESSED_SIZE,
+      return opmsg_report(r, OPMSG_ERR_UNCOMPRESSED_SIZE, OPMSG_OFF_UNCOMPRESSED_SIZE,
                           "OP_COMPRESSED uncompressedSize %" PRId32
                           " at offset %d makes a message larger than the limit of %zu bytes",
-                          usize, OFF_UNCOMPRESSED_SIZE, limits->max_message_size);
+                          usize, OPMSG_OFF_UNCOMPRESSED_SIZE, limits->max_message_size);
    }
    msg->original_opcode = orig;
    msg->uncompressed_size = usize;
@@ -429,9 +426,9 @@ opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size
                         total, buf ? buf_len : 0);
    }
    opmsg_write_u32(buf, (uint32_t) total);
-   opmsg_write_u32(buf + 4, (uint32_t) msg->request_id);
-   opmsg_write_u32(buf + 8, (uint32_t) msg->response_to);
-   opmsg_write_u32(buf + 12, (uint32_t) msg->original_opcode);
+   opmsg_write_u32(buf + OPMSG_OFF_REQUEST_ID, (uint32_t) msg->request_id);
+   opmsg_write_u32(buf + OPMSG_OFF_RESPONSE_TO, (uint32_t) msg->response_to);
+   opmsg_write_u32(buf + OPMSG_OFF_OPCODE, (uint32_t) msg->original_opcode);
    if (!codec_decode(msg->compressor_id, msg->compressed, msg->compressed_len, buf + OPMSG_HEADER_SIZE,
                      total - OPMSG_HEADER_SIZE, error)) {
       return false;
@@ -660,17 +657,18 @@ first_key(const uint8_t *doc, size_t avail, size_t offset, const char *what, con
 static bool
 msg_command(const uint8_t *msg, size_t len, const char **name, bson_error_t *error)
 {
-   size_t off = OPMSG_HEADER_SIZE + 4;
+   size_t off = OPMSG_OFF_SECTIONS;
    size_t end = len;
 
-   if (len >= off && (opmsg_read_u32(msg + OPMSG_HEADER_SIZE) & OPMSG_FLAG_CHECKSUM_PRESENT) && len >= off + 4) {
-      end -= 4;
+   if (len >= off && (opmsg_read_u32(msg + OPMSG_OFF_FLAG_BITS) & OPMSG_FLAG_CHECKSUM_PRESENT) &&
+       len >= off + OPMSG_CHECKSUM_SIZE) {
+      end -= OPMSG_CHECKSUM_SIZE;
    }
    /* The message is not parsed yet: the bounded step over its sections. */
    while (off < end) {
       size_t size;
 
-      if (msg[off] == 0) {
+      if (msg[off] == OPMSG_SECTION_BODY) {
          return first_key(msg + off + 1, end - off - 1, off + 1, "OP_MSG body", name, error);
       }
       if ((size = opmsg_section_frame(msg + off, end - off)) == 0) {
@@ -687,7 +685,7 @@ msg_command(const uint8_t *msg, size_t len, const char **name, bson_error_t *err
 static bool
 query_command(const uint8_t *msg, size_t len, const char **name, bson_error_t *error)
 {
-   size_t ns = OPMSG_HEADER_SIZE + 4;
+   size_t ns = OPMSG_OFF_FULL_COLLECTION_NAME;
    const uint8_t *nul = len > ns ? memchr(msg + ns, 0, len - ns) : NULL;
    size_t off;
 
@@ -715,7 +713,7 @@ check_compressible(const uint8_t *msg, size_t msg_len, bson_error_t *error)
                         "%zu bytes given",
                         opmsg_read_i32(msg), msg_len);
    }
-   opcode = opmsg_read_i32(msg + 12);
+   opcode = opmsg_read_i32(msg + OPMSG_OFF_OPCODE);
    switch (opcode) {
    case OPMSG_OP_MSG:
       ok = msg_command(msg, msg_len, &name, error);
@@ -789,11 +787,11 @@ opmsg_compress_into(const uint8_t *msg, size_t msg_len, int compressor_id, int l
       return false;
    }
    opmsg_write_u32(out, (uint32_t) (OPMSG_COMPRESSED_OVERHEAD + room));
-   memcpy(out + 4, msg + 4, 8); /* requestID, responseTo */
-   opmsg_write_u32(out + 12, OPMSG_OP_COMPRESSED);
-   memcpy(out + OFF_ORIGINAL_OPCODE, msg + 12, 4);
-   opmsg_write_u32(out + OFF_UNCOMPRESSED_SIZE, (uint32_t) (msg_len - OPMSG_HEADER_SIZE));
-   out[OFF_COMPRESSOR_ID] = (uint8_t) compressor_id;
+   memcpy(out + OPMSG_OFF_REQUEST_ID, msg + OPMSG_OFF_REQUEST_ID, 8); /* requestID, responseTo */
+   opmsg_write_u32(out + OPMSG_OFF_OPCODE, OPMSG_OP_COMPRESSED);
+   memcpy(out + OPMSG_OFF_ORIGINAL_OPCODE, msg + OPMSG_OFF_OPCODE, 4);
+   opmsg_write_u32(out + OPMSG_OFF_UNCOMPRESSED_SIZE, (uint32_t) (msg_len - OPMSG_HEADER_SIZE));
+   out[OPMSG_OFF_COMPRESSOR_ID] = (uint8_t) compressor_id;
    if (out_len) {
       *out_len = OPMSG_COMPRESSED_OVERHEAD + room;
    }

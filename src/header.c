@@ -31,13 +31,13 @@ opmsg_min_length(int32_t opcode)
       return OPMSG_OP_MSG_MIN_LENGTH;
    case OPMSG_OP_COMPRESSED:
       /* header, originalOpcode, uncompressedSize, compressorId. */
-      return OPMSG_HEADER_SIZE + 9;
+      return OPMSG_COMPRESSED_OVERHEAD;
    case OPMSG_OP_QUERY:
       /* header, flags, a one-byte namespace, skip, return, a document. */
       return OPMSG_HEADER_SIZE + 4 + 2 + 4 + 4 + 5;
    case OPMSG_OP_REPLY:
       /* header, responseFlags, cursorID, startingFrom, numberReturned. */
-      return OPMSG_HEADER_SIZE + 20;
+      return OPMSG_OFF_REPLY_DOCUMENTS;
    default:
       return opmsg_removed_min_length(opcode);
    }
@@ -48,8 +48,8 @@ opmsg_min_length(int32_t opcode)
 static OPMSG_ALWAYS_INLINE bool
 check_header(const uint8_t *data, const opmsg_limits_t *limits, size_t *message_length, opmsg_report_t *r)
 {
-   int32_t length = opmsg_read_i32(data);
-   int32_t opcode = opmsg_read_i32(data + 12);
+   int32_t length = opmsg_read_i32(data + OPMSG_OFF_MESSAGE_LENGTH);
+   int32_t opcode = opmsg_read_i32(data + OPMSG_OFF_OPCODE);
    size_t min = opmsg_min_length(opcode);
 
    if (min == 0) {
@@ -124,9 +124,9 @@ parse_reported(const uint8_t *data, size_t len, const opmsg_options_t *opts, opm
    msg->data = data;
    msg->len = len;
    msg->message_length = (int32_t) length;
-   msg->request_id = opmsg_read_i32(data + 4);
-   msg->response_to = opmsg_read_i32(data + 8);
-   msg->opcode = opmsg_read_i32(data + 12);
+   msg->request_id = opmsg_read_i32(data + OPMSG_OFF_REQUEST_ID);
+   msg->response_to = opmsg_read_i32(data + OPMSG_OFF_RESPONSE_TO);
+   msg->opcode = opmsg_read_i32(data + OPMSG_OFF_OPCODE);
 
    switch (msg->opcode) {
    case OPMSG_OP_MSG:

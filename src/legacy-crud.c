@@ -141,11 +141,10 @@ opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report
          /* Reported at the count when the IDs it promises are not all there,
           * else after them, where the bytes nobody asked for begin (where
           * libmongoc's parser stops too). */
-         size_t at = count >= 0 && (size_t) count * 8 < (size_t) (r.end - r.p)
-                        ? opmsg_report_at(report, r.p) + (size_t) count * 8
-                        : 20;
+         size_t ids = opmsg_report_at(report, r.p);
+         size_t at = count >= 0 && (size_t) count * 8 < (size_t) (r.end - r.p) ? ids + (size_t) count * 8 : ids - 4;
          return opmsg_report(report, OPMSG_ERR_REPLY_COUNT, at,
-                             "numberOfCursorIDs %d at offset 20 but %zu bytes of cursor IDs follow", count,
+                             "numberOfCursorIDs %d at offset %zu but %zu bytes of cursor IDs follow", count, ids - 4,
                              (size_t) (r.end - r.p));
       }
       msg->number_returned = count;

@@ -28,7 +28,7 @@ legacy_doc(opmsg_report_t *r, const opmsg_msg_t *msg, const opmsg_limits_t *limi
 bool
 opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
-   const size_t ns_off = OPMSG_HEADER_SIZE + 4;
+   const size_t ns_off = OPMSG_OFF_FULL_COLLECTION_NAME;
    /* The namespace must end early enough to leave room for the two int32s
     * and the smallest document; the header check guarantees len >= 35. */
    const size_t ns_room = msg->len - ns_off - 8 - 5;
@@ -37,7 +37,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
    size_t off;
    uint32_t len;
 
-   msg->flags = opmsg_read_u32(msg->data + OPMSG_HEADER_SIZE);
+   msg->flags = opmsg_read_u32(msg->data + OPMSG_OFF_QUERY_FLAGS);
    if (!nul) {
       return opmsg_report(r, OPMSG_ERR_QUERY_NAMESPACE, ns_off,
                           "OP_QUERY fullCollectionName at offset %zu is not terminated before numberToSkip, "
@@ -96,24 +96,24 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
 bool
 opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
-   const uint8_t *p = msg->data + OPMSG_HEADER_SIZE;
-   const size_t docs_off = OPMSG_HEADER_SIZE + 20;
+   const uint8_t *p = msg->data;
+   const size_t docs_off = OPMSG_OFF_REPLY_DOCUMENTS;
    size_t off = docs_off;
    int32_t i;
 
-   msg->flags = opmsg_read_u32(p);
-   msg->cursor_id = opmsg_read_i64(p + 4);
-   msg->starting_from = opmsg_read_i32(p + 12);
-   msg->number_returned = opmsg_read_i32(p + 16);
+   msg->flags = opmsg_read_u32(p + OPMSG_OFF_RESPONSE_FLAGS);
+   msg->cursor_id = opmsg_read_i64(p + OPMSG_OFF_CURSOR_ID);
+   msg->starting_from = opmsg_read_i32(p + OPMSG_OFF_STARTING_FROM);
+   msg->number_returned = opmsg_read_i32(p + OPMSG_OFF_NUMBER_RETURNED);
    msg->documents = msg->data + docs_off;
    msg->documents_len = msg->len - docs_off;
    msg->body = NULL;
    msg->body_len = 0;
 
    if (msg->number_returned < 0) {
-      return opmsg_report(r, OPMSG_ERR_REPLY_COUNT, OPMSG_HEADER_SIZE + 16,
+      return opmsg_report(r, OPMSG_ERR_REPLY_COUNT, OPMSG_OFF_NUMBER_RETURNED,
                           "OP_REPLY numberReturned %" PRId32 " at offset %d is negative", msg->number_returned,
-                          OPMSG_HEADER_SIZE + 16);
+                          OPMSG_OFF_NUMBER_RETURNED);
    }
    /* The loop is bounded by the bytes too: each document takes >= 5. */
    for (i = 0; i < msg->number_returned; i++) {
@@ -390,7 +390,7 @@ opmsg_build_hello_query(const opmsg_hello_query_t *q, uint8_t *buf, size_t buf_l
  * OP_REPLY
  * ------------------------------------------------------------------------- */
 
-#define REPLY_PREFIX (OPMSG_HEADER_SIZE + 20)
+#define REPLY_PREFIX OPMSG_OFF_REPLY_DOCUMENTS
 
 void
 opmsg_reply_init(opmsg_reply_t *r)

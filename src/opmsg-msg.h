@@ -24,9 +24,7 @@
 #include "opmsg-document.h"
 
 /* The smallest OP_MSG: header, flagBits, a kind byte, an empty body. */
-#define OPMSG_OP_MSG_MIN_LENGTH (OPMSG_HEADER_SIZE + 4 + 1 + 5)
-/* Where the sections begin: after the header and flagBits. */
-#define OPMSG_OP_MSG_SECTIONS (OPMSG_HEADER_SIZE + 4)
+#define OPMSG_OP_MSG_MIN_LENGTH (OPMSG_OFF_SECTIONS + 1 + 5)
 
 /* A parsed OP_MSG, pointing into the message's bytes, which must outlive
  * it. Offsets are from data; a message is at most INT32_MAX bytes, so they
@@ -132,10 +130,10 @@ opmsg_op_msg_db(const opmsg_op_msg_t *m, uint32_t *len)
 static inline size_t
 opmsg_section_frame(const uint8_t *p, size_t avail)
 {
-   if (avail < 5 || (*p != 0 && *p != 1)) {
+   if (avail < 5 || (*p != OPMSG_SECTION_BODY && *p != OPMSG_SECTION_SEQUENCE)) {
       return 0;
    }
-   int32_t n = opmsg_read_i32(p + 1);
+   int32_t n = opmsg_read_i32(p + OPMSG_SECTION_OFF_SIZE);
    return n >= 5 && (size_t) n <= avail - 1 ? 1 + (size_t) n : 0;
 }
 
@@ -184,7 +182,7 @@ opmsg_section_next(const uint8_t *p, opmsg_section_t *s, int kind_only)
 static inline const uint8_t *
 opmsg_op_msg_sections(const opmsg_op_msg_t *m)
 {
-   return m->data + OPMSG_OP_MSG_SECTIONS;
+   return m->data + OPMSG_OFF_SECTIONS;
 }
 
 /* The first sequence at or after *p (a section of m, or its end) into *s,

@@ -67,7 +67,7 @@ check_checksum(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
    if (crc == m->checksum) {
       return true;
    }
-   if (sections_fill_exactly(data + OPMSG_OP_MSG_SECTIONS, data + len)) {
+   if (sections_fill_exactly(data + OPMSG_OFF_SECTIONS, data + len)) {
       return opmsg_report(r, OPMSG_ERR_CHECKSUM_MISSING, len,
                           "checksumPresent is set but the sections fill the message: the 4 checksum bytes are missing");
    }
@@ -313,7 +313,7 @@ scan_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, scan_t *scan, opm
 
    if (!m->body) {
       /* Reported where the sections begin: none of them is a body. */
-      return opmsg_report(r, OPMSG_ERR_NO_BODY, OPMSG_OP_MSG_SECTIONS,
+      return opmsg_report(r, OPMSG_ERR_NO_BODY, OPMSG_OFF_SECTIONS,
                           "no body (kind 0 section) among the sections at offsets 20..%zu", (size_t) (end - m->data));
    }
    return true;
@@ -522,8 +522,10 @@ opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opm
    }
    /* Every field not set here is 0, false or NULL until the parse says
     * otherwise. */
-   const opmsg_op_msg_t start = {
-      .data = data, .len = (uint32_t) len, .flags = opmsg_read_u32(data + 16), .sections_end = (uint32_t) len};
+   const opmsg_op_msg_t start = {.data = data,
+                                 .len = (uint32_t) len,
+                                 .flags = opmsg_read_u32(data + OPMSG_OFF_FLAG_BITS),
+                                 .sections_end = (uint32_t) len};
    *m = start;
    if (!opmsg_rule_flags(r, m->flags)) {
       return false;
@@ -532,14 +534,14 @@ opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opm
       if (!check_checksum(m, limits, r)) {
          return false;
       }
-      m->sections_end -= 4;
+      m->sections_end -= OPMSG_CHECKSUM_SIZE;
    }
    /* A body alone at the frames level (most replies a driver reads): its
     * frame, filling the sections, is all there is to check. Anything else,
     * or a fault, goes the whole way, which says what is wrong. */
    size_t flen;
    const uint8_t *p = opmsg_op_msg_sections(m);
-   size_t sections_len = m->sections_end - OPMSG_OP_MSG_SECTIONS;
+   size_t sections_len = m->sections_end - OPMSG_OFF_SECTIONS;
    if (!opmsg_checks_top(limits) && p[0] == 0 &&
        opmsg_doc_frame_ok(p + 1, sections_len - 1, opmsg_body_limit(limits), &flen) && flen == sections_len - 1) {
       m->body = p + 1;

@@ -360,7 +360,7 @@ opmsg_reader_next_reply(opmsg_reader_t *r, opmsg_exhaust_t *x, const uint8_t **d
    if (st != OPMSG_READER_MESSAGE) {
       return st;
    }
-   response_to = opmsg_read_i32(*data + 8);
+   response_to = opmsg_read_i32(*data + OPMSG_OFF_RESPONSE_TO);
    if (response_to != x->expected_response_to) {
       opmsg_fail(&e, OPMSG_ERR_EXHAUST_SEQUENCE,
                  "reply %u at stream offset %" PRIu64 " has responseTo %d, "
@@ -374,16 +374,16 @@ opmsg_reader_next_reply(opmsg_reader_t *r, opmsg_exhaust_t *x, const uint8_t **d
       }
       return OPMSG_READER_ERROR;
    }
-   opcode = opmsg_read_i32(*data + 12);
+   opcode = opmsg_read_i32(*data + OPMSG_OFF_OPCODE);
    if (opcode == OPMSG_OP_COMPRESSED && !decompress_reply(r, data, len, error)) {
       return OPMSG_READER_ERROR;
    }
-   opcode = opmsg_read_i32(*data + 12);
+   opcode = opmsg_read_i32(*data + OPMSG_OFF_OPCODE);
    /* opmsg_frame_length() guaranteed an OP_MSG has its flagBits. */
-   x->more_to_come = opcode == OPMSG_OP_MSG && (opmsg_read_u32(*data + 16) & OPMSG_FLAG_MORE_TO_COME);
+   x->more_to_come = opcode == OPMSG_OP_MSG && (opmsg_read_u32(*data + OPMSG_OFF_FLAG_BITS) & OPMSG_FLAG_MORE_TO_COME);
    x->replies++;
    if (x->more_to_come) {
-      x->expected_response_to = opmsg_read_i32(*data + 4);
+      x->expected_response_to = opmsg_read_i32(*data + OPMSG_OFF_REQUEST_ID);
    } else {
       x->priv_done = true;
    }

@@ -77,14 +77,14 @@ body_checks(opmsg_report_t *r)
 bool
 opmsg_flags_fail(opmsg_report_t *r, uint32_t flags, uint32_t unknown)
 {
-   /* flagBits is at offset 16 of every OP_MSG, read or written. */
+   /* flagBits is at the same offset of every OP_MSG, read or written. */
    if (unknown & OPMSG_FLAG_REQUIRED_MASK) {
-      return opmsg_report(r, OPMSG_ERR_REQUIRED_FLAGS, 16,
+      return opmsg_report(r, OPMSG_ERR_REQUIRED_FLAGS, OPMSG_OFF_FLAG_BITS,
                           "flagBits 0x%08x at offset 16 set unknown required bits 0x%04x (bits 2-15 must be 0)", flags,
                           unknown & OPMSG_FLAG_REQUIRED_MASK);
    }
    return opmsg_report(
-      r, OPMSG_ERR_INVALID_ARGUMENT, 16,
+      r, OPMSG_ERR_INVALID_ARGUMENT, OPMSG_OFF_FLAG_BITS,
       "flagBits 0x%08x set optional bits 0x%08x opmsg does not define (a sender sets unused bits to 0)", flags,
       unknown);
 }

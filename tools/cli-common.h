@@ -90,20 +90,6 @@ cli_opcode_text(int32_t opcode)
    return name ? name : "unknown";
 }
 
-/* The little-endian integers of the wire, for the fields a message that
- * opmsg_parse() refused still has (its header, what dump describes). */
-static inline uint32_t
-cli_read_u32(const uint8_t *p)
-{
-   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
-}
-
-static inline int32_t
-cli_read_i32(const uint8_t *p)
-{
-   return (int32_t) cli_read_u32(p);
-}
-
 /* ---- Input (cli-io.c) ---- */
 
 /* Reads a whole file ("-" is stdin) of at most limit bytes into *data

@@ -3,20 +3,14 @@
  *
  * Copyright 2026 The opmsg authors. Licensed under the Apache License 2.0.
  *
- * The description is read from the raw bytes with a tolerant walker of its
- * own, so an invalid message is still described as far as its bytes go; the
- * verdict (and the "error" member) comes from opmsg_parse(). Every read is
- * bounds-checked against the bytes given.
+ * The description is read from the raw bytes with libopmsg's bounded reads
+ * and section step (opmsg/wire.h), so an invalid message is still described
+ * as far as its bytes go; the verdict (and the "error" member) comes from
+ * opmsg_parse(). Every read is bounds-checked against the bytes given.
  */
 #include "cli-common.h"
 
 #include <string.h>
-
-static int64_t
-rd_i64(const uint8_t *p)
-{
-   return (int64_t) ((uint64_t) cli_read_u32(p) | (uint64_t) cli_read_u32(p + 4) << 32);
-}
 
 /* Appends text that may not be UTF-8 (identifiers of broken messages): the
  * JSON printer needs valid UTF-8, so other bytes become "\xNN". */
@@ -112,16 +106,9 @@ dump_flags(bson_t *out, const char *key, int32_t opcode, uint32_t flags, uint32_
 static uint32_t
 dump_doc_len(const uint8_t *p, size_t avail)
 {
-   int32_t n;
+   int32_t n = opmsg_wire_i32(p, avail, 0);
 
-   if (avail < 4) {
-      return 0;
-   }
-   n = cli_read_i32(p);
-   if (n < 5 || (size_t) n > avail) {
-      return 0;
-   }
-   return (uint32_t) n;
+   return n >= 5 && (size_t) n <= avail ? (uint32_t) n : 0;
 }
 
 /* Counts the documents back to back in p[0..len); *exact is false when a
@@ -168,39 +155,31 @@ static size_t
 dump_section(bson_t *arr, const char *k, const uint8_t *d, size_t off, size_t end)
 {
    bson_t s;
-   size_t size = 0;
+   size_t size = opmsg_wire_section(d, end, off);
    uint8_t kind = d[off];
 
    bson_append_document_begin(arr, k, -1, &s);
    BSON_APPEND_INT32(&s, "kind", kind);
    BSON_APPEND_INT64(&s, "offset", (int64_t) off);
-   if (kind == 0) {
-      uint32_t n = dump_doc_len(d + off + 1, end - off - 1);
+   if (size && kind == OPMSG_SECTION_BODY) {
+      BSON_APPEND_INT64(&s, "bytes", (int64_t) size);
+      BSON_APPEND_INT32(&s, "documents", 1);
+      dump_first_key(&s, "command", d + off + 1, (uint32_t) size - 1);
+   } else if (size) {
+      const uint8_t *id = d + off + OPMSG_SECTION_OFF_IDENTIFIER;
+      const uint8_t *nul = memchr(id, 0, size - OPMSG_SECTION_OFF_IDENTIFIER);
 
-      if (n) {
-         size = 1 + (size_t) n;
+      if (nul) {
+         const uint8_t *docs = nul + 1;
+         bool exact;
+         uint32_t count = dump_count_docs(docs, (size_t) (d + off + size - docs), &exact);
+
+         dump_text(&s, "identifier", (const char *) id, (size_t) (nul - id));
          BSON_APPEND_INT64(&s, "bytes", (int64_t) size);
-         BSON_APPEND_INT32(&s, "documents", 1);
-         dump_first_key(&s, "command", d + off + 1, n);
-      }
-   } else if (kind == 1 && end - off >= 5) {
-      int32_t n = cli_read_i32(d + off + 1);
-      const uint8_t *id = d + off + 5;
-      const uint8_t *nul;
-
-      if (n >= 5 && (size_t) n <= end - off - 1) {
-         nul = memchr(id, 0, (size_t) n - 4);
-         if (nul) {
-            const uint8_t *docs = nul + 1;
-            size_t docs_len = (size_t) (d + off + 1 + n - docs);
-            bool exact;
-            uint32_t count = dump_count_docs(docs, docs_len, &exact);
-
-            dump_text(&s, "identifier", (const char *) id, (size_t) (nul - id));
-            BSON_APPEND_INT64(&s, "bytes", (int64_t) n + 1);
-            BSON_APPEND_INT32(&s, "documents", (int32_t) count);
-            size = exact ? (size_t) n + 1 : 0;
-         }
+         BSON_APPEND_INT32(&s, "documents", (int32_t) count);
+         size = exact ? size : 0;
+      } else {
+         size = 0;
       }
    }
    if (size == 0) {
@@ -217,18 +196,18 @@ dump_op_msg(bson_t *out, const uint8_t *d, size_t end)
 {
    bson_t arr, ck;
    uint32_t flags;
-   size_t off = 20, sec_end = end;
+   size_t off = OPMSG_OFF_SECTIONS, sec_end = end;
    uint32_t i = 0;
    bool has_crc;
 
-   if (end < 20) {
+   if (end < OPMSG_OFF_SECTIONS) {
       return;
    }
-   flags = cli_read_u32(d + 16);
+   flags = (uint32_t) opmsg_wire_i32(d, end, OPMSG_OFF_FLAG_BITS);
    dump_flags(out, "flags", OPMSG_OP_MSG, flags, OPMSG_FLAG_REQUIRED_MASK);
-   has_crc = (flags & OPMSG_FLAG_CHECKSUM_PRESENT) && end >= 24;
+   has_crc = (flags & OPMSG_FLAG_CHECKSUM_PRESENT) && end >= OPMSG_OFF_SECTIONS + OPMSG_CHECKSUM_SIZE;
    if (has_crc) {
-      sec_end = end - 4;
+      sec_end = end - OPMSG_CHECKSUM_SIZE;
    }
    opmsg_append_array_begin(out, "sections", -1, &arr);
    while (off < sec_end) {
@@ -248,8 +227,8 @@ dump_op_msg(bson_t *out, const uint8_t *d, size_t end)
    bson_append_document_begin(out, "checksum", -1, &ck);
    BSON_APPEND_BOOL(&ck, "present", (flags & OPMSG_FLAG_CHECKSUM_PRESENT) != 0);
    if (has_crc) {
-      uint32_t stored = cli_read_u32(d + end - 4);
-      uint32_t computed = opmsg_crc32c(0, d, end - 4);
+      uint32_t stored = (uint32_t) opmsg_wire_i32(d, end, end - OPMSG_CHECKSUM_SIZE);
+      uint32_t computed = opmsg_crc32c(0, d, end - OPMSG_CHECKSUM_SIZE);
 
       BSON_APPEND_INT64(&ck, "stored", (int64_t) stored);
       BSON_APPEND_INT64(&ck, "computed", (int64_t) computed);
@@ -263,14 +242,14 @@ static void
 dump_op_query(bson_t *out, const uint8_t *d, size_t end)
 {
    bson_t q;
-   size_t off = 20;
+   size_t off = OPMSG_OFF_FULL_COLLECTION_NAME;
    const uint8_t *nul;
 
-   if (end < 20) {
+   if (end < OPMSG_OFF_FULL_COLLECTION_NAME) {
       return;
    }
    bson_append_document_begin(out, "query", -1, &q);
-   dump_flags(&q, "flags", OPMSG_OP_QUERY, cli_read_u32(d + 16), 0);
+   dump_flags(&q, "flags", OPMSG_OP_QUERY, (uint32_t) opmsg_wire_i32(d, end, OPMSG_OFF_QUERY_FLAGS), 0);
    nul = memchr(d + off, 0, end - off);
    if (nul) {
       dump_text(&q, "fullCollectionName", (const char *) d + off, (size_t) (nul - (d + off)));
@@ -278,8 +257,8 @@ dump_op_query(bson_t *out, const uint8_t *d, size_t end)
       if (end - off >= 8) {
          uint32_t n;
 
-         BSON_APPEND_INT32(&q, "numberToSkip", cli_read_i32(d + off));
-         BSON_APPEND_INT32(&q, "numberToReturn", cli_read_i32(d + off + 4));
+         BSON_APPEND_INT32(&q, "numberToSkip", opmsg_wire_i32(d, end, off));
+         BSON_APPEND_INT32(&q, "numberToReturn", opmsg_wire_i32(d, end, off + 4));
          off += 8;
          n = dump_doc_len(d + off, end - off);
          if (n) {
@@ -302,16 +281,17 @@ dump_op_reply(bson_t *out, const uint8_t *d, size_t end)
    bson_t r;
    bool exact;
 
-   if (end < 36) {
+   if (end < OPMSG_OFF_REPLY_DOCUMENTS) {
       return;
    }
    bson_append_document_begin(out, "reply", -1, &r);
-   dump_flags(&r, "responseFlags", OPMSG_OP_REPLY, cli_read_u32(d + 16), 0);
-   BSON_APPEND_INT64(&r, "cursorID", rd_i64(d + 20));
-   BSON_APPEND_INT32(&r, "startingFrom", cli_read_i32(d + 28));
-   BSON_APPEND_INT32(&r, "numberReturned", cli_read_i32(d + 32));
-   BSON_APPEND_INT64(&r, "documentsBytes", (int64_t) (end - 36));
-   BSON_APPEND_INT32(&r, "documentsFound", (int32_t) dump_count_docs(d + 36, end - 36, &exact));
+   dump_flags(&r, "responseFlags", OPMSG_OP_REPLY, (uint32_t) opmsg_wire_i32(d, end, OPMSG_OFF_RESPONSE_FLAGS), 0);
+   BSON_APPEND_INT64(&r, "cursorID", opmsg_wire_i64(d, end, OPMSG_OFF_CURSOR_ID));
+   BSON_APPEND_INT32(&r, "startingFrom", opmsg_wire_i32(d, end, OPMSG_OFF_STARTING_FROM));
+   BSON_APPEND_INT32(&r, "numberReturned", opmsg_wire_i32(d, end, OPMSG_OFF_NUMBER_RETURNED));
+   BSON_APPEND_INT64(&r, "documentsBytes", (int64_t) (end - OPMSG_OFF_REPLY_DOCUMENTS));
+   BSON_APPEND_INT32(&r, "documentsFound",
+                     (int32_t) dump_count_docs(d + OPMSG_OFF_REPLY_DOCUMENTS, end - OPMSG_OFF_REPLY_DOCUMENTS, &exact));
    bson_append_document_end(out, &r);
 }
 
@@ -330,16 +310,16 @@ dump_op_compressed(bson_t *out, const uint8_t *d, size_t end, const opmsg_msg_t 
    bool ok = true;
    const char *codec;
 
-   if (end < 25) {
+   if (end < OPMSG_COMPRESSED_OVERHEAD) {
       return true;
    }
-   codec = opmsg_compressor_name(d[24]);
+   codec = opmsg_compressor_name(d[OPMSG_OFF_COMPRESSOR_ID]);
    bson_append_document_begin(out, "compressed", -1, &c);
-   dump_opcode(&c, "originalOpcode", cli_read_i32(d + 16));
-   BSON_APPEND_INT32(&c, "uncompressedSize", cli_read_i32(d + 20));
-   BSON_APPEND_INT32(&c, "compressorId", d[24]);
+   dump_opcode(&c, "originalOpcode", opmsg_wire_i32(d, end, OPMSG_OFF_ORIGINAL_OPCODE));
+   BSON_APPEND_INT32(&c, "uncompressedSize", opmsg_wire_i32(d, end, OPMSG_OFF_UNCOMPRESSED_SIZE));
+   BSON_APPEND_INT32(&c, "compressorId", d[OPMSG_OFF_COMPRESSOR_ID]);
    BSON_APPEND_UTF8(&c, "compressor", codec ? codec : "reserved");
-   BSON_APPEND_INT64(&c, "compressedBytes", (int64_t) (end - 25));
+   BSON_APPEND_INT64(&c, "compressedBytes", (int64_t) (end - OPMSG_COMPRESSED_OVERHEAD));
    if (msg && depth == 0) {
       /* The parse bounded uncompressedSize with opts. */
       inner = opmsg_decompress(msg, &inner_len, first_error);
@@ -387,13 +367,13 @@ dump_message(bson_t *out, const uint8_t *d, size_t len, const cli_opts_t *opts, 
    if (len < OPMSG_HEADER_SIZE) {
       BSON_APPEND_INT64(out, "bytesGiven", (int64_t) len);
    } else {
-      declared = cli_read_i32(d);
-      opcode = cli_read_i32(d + 12);
+      declared = opmsg_wire_i32(d, len, OPMSG_OFF_MESSAGE_LENGTH);
+      opcode = opmsg_wire_i32(d, len, OPMSG_OFF_OPCODE);
       dump_opcode(out, "opcode", opcode);
       bson_append_document_begin(out, "header", -1, &h);
       BSON_APPEND_INT32(&h, "messageLength", declared);
-      BSON_APPEND_INT32(&h, "requestID", cli_read_i32(d + 4));
-      BSON_APPEND_INT32(&h, "responseTo", cli_read_i32(d + 8));
+      BSON_APPEND_INT32(&h, "requestID", opmsg_wire_i32(d, len, OPMSG_OFF_REQUEST_ID));
+      BSON_APPEND_INT32(&h, "responseTo", opmsg_wire_i32(d, len, OPMSG_OFF_RESPONSE_TO));
       BSON_APPEND_INT32(&h, "opCode", opcode);
       bson_append_document_end(out, &h);
       BSON_APPEND_INT64(out, "bytesGiven", (int64_t) len);

@@ -46,8 +46,9 @@ extern "C" {
 #define OPMSG_COMPRESSOR_ZSTD 3
 
 /* The fixed part of an OP_COMPRESSED message: header, originalOpcode,
- * uncompressedSize, compressorId. */
-#define OPMSG_COMPRESSED_OVERHEAD 25
+ * uncompressedSize, compressorId (wire.h); the compressed bytes begin
+ * there. 25. */
+#define OPMSG_COMPRESSED_OVERHEAD (OPMSG_OFF_COMPRESSOR_ID + 1)
 
 /* The level argument of the compressors meaning "the codec's default". */
 #define OPMSG_COMPRESS_DEFAULT_LEVEL (-1)

@@ -5,9 +5,9 @@
  *
  * This is the one header a program includes. It documents every function:
  * what it reads, what it writes, who owns memory and which errors it gives.
- * The parts added after the engine (compression, encoding, the legacy
- * handshake and the stream reader) live in the headers included at the end
- * and are documented there in the same way.
+ * The parts added after the engine (the wire's field offsets, compression,
+ * encoding, the legacy handshake and the stream reader) live in the headers
+ * included at the end and are documented there in the same way.
  *
  * Conventions (the same as libbson's):
  *  - Every input buffer is `const`; opmsg never writes into a buffer it was
@@ -73,6 +73,8 @@ OPMSG_EXPORT unsigned opmsg_version_number(void);
 #define OPMSG_OP_DELETE 2006
 #define OPMSG_OP_KILL_CURSORS 2007
 
+/* The header every message begins with; wire.h names its fields and those
+ * of each opcode. */
 #define OPMSG_HEADER_SIZE 16
 
 /* OP_MSG flagBits. Bits 0-15 are "required": an unknown one fails the
@@ -603,6 +605,7 @@ OPMSG_EXPORT const char *opmsg_crc32c_implementation(void);
 #endif
 
 /* The parts beyond the engine; each documents its own functions. */
+#include <opmsg/wire.h>
 #include <opmsg/compress.h>
 #include <opmsg/build.h>
 #include <opmsg/legacy.h>

@@ -40,21 +40,22 @@
  * ------------------------------------------------------------------------- */
 #define DROPIN_RPC_SIZE 96
 
-/* The 16-byte header every member starts with. */
-#define DROPIN_OFF_MSG_LEN 0
-#define DROPIN_OFF_REQUEST_ID 4
-#define DROPIN_OFF_RESPONSE_TO 8
-#define DROPIN_OFF_OPCODE 12
+/* The 16-byte header every member starts with: the wire's, copied as it is
+ * (opmsg/wire.h names its fields). */
+#define DROPIN_OFF_MSG_LEN OPMSG_OFF_MESSAGE_LENGTH
+#define DROPIN_OFF_REQUEST_ID OPMSG_OFF_REQUEST_ID
+#define DROPIN_OFF_RESPONSE_TO OPMSG_OFF_RESPONSE_TO
+#define DROPIN_OFF_OPCODE OPMSG_OFF_OPCODE
 
 /* reply (packed): the fields follow the wire order, so the original copies
  * them verbatim; the pointer and length come after. */
-#define DROPIN_OFF_REPLY_FLAGS 16         /* uint32 */
-#define DROPIN_OFF_REPLY_CURSOR_ID 20     /* int64 */
-#define DROPIN_OFF_REPLY_START_FROM 28    /* int32 */
-#define DROPIN_OFF_REPLY_N_RETURNED 32    /* int32 */
-#define DROPIN_OFF_REPLY_DOCUMENTS 36     /* const uint8_t * */
-#define DROPIN_OFF_REPLY_DOCUMENTS_LEN 44 /* int32 */
-#define DROPIN_REPLY_WIRE_FIXED 36        /* header + the four fields above */
+#define DROPIN_OFF_REPLY_FLAGS 16                         /* uint32 */
+#define DROPIN_OFF_REPLY_CURSOR_ID 20                     /* int64 */
+#define DROPIN_OFF_REPLY_START_FROM 28                    /* int32 */
+#define DROPIN_OFF_REPLY_N_RETURNED 32                    /* int32 */
+#define DROPIN_OFF_REPLY_DOCUMENTS 36                     /* const uint8_t * */
+#define DROPIN_OFF_REPLY_DOCUMENTS_LEN 44                 /* int32 */
+#define DROPIN_REPLY_WIRE_FIXED OPMSG_OFF_REPLY_DOCUMENTS /* header + the four fields above */
 
 /* compressed (packed). */
 #define DROPIN_OFF_COMP_ORIGINAL_OPCODE 16   /* int32 */
@@ -62,7 +63,7 @@
 #define DROPIN_OFF_COMP_COMPRESSOR_ID 24     /* uint8 */
 #define DROPIN_OFF_COMP_MESSAGE 25           /* const uint8_t * */
 #define DROPIN_OFF_COMP_MESSAGE_LEN 33       /* int32 */
-#define DROPIN_COMPRESSED_WIRE_FIXED 25
+#define DROPIN_COMPRESSED_WIRE_FIXED OPMSG_COMPRESSED_OVERHEAD
 
 /* msg (not packed): flags, then sections[2] of mongoc_rpc_section_t. */
 #define DROPIN_OFF_MSG_FLAGS 16 /* uint32 */

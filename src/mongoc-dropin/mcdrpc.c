@@ -61,13 +61,12 @@
  */
 #include "dropin-private.h"
 
-#include <string.h>
 
-/* Offsets of the first section inside an OP_MSG (header, flagBits, kind
- * byte) and of the compressed bytes inside an OP_COMPRESSED. */
-#define MSG_FIRST_BODY (OPMSG_HEADER_SIZE + 4 + 1)
-#define MSG_FIRST_IDENTIFIER (MSG_FIRST_BODY + 4)
-#define COMPRESSED_PAYLOAD (OPMSG_HEADER_SIZE + 9)
+/* Where the original parser's pointers into the message point: the first
+ * section's body or identifier (opmsg/wire.h) and the compressed bytes. */
+#define MSG_FIRST_BODY (OPMSG_OFF_SECTIONS + 1)
+#define MSG_FIRST_IDENTIFIER (OPMSG_OFF_SECTIONS + OPMSG_SECTION_OFF_IDENTIFIER)
+#define COMPRESSED_PAYLOAD OPMSG_COMPRESSED_OVERHEAD
 
 static bool
 mcd_path(dropin_path_t path)
@@ -109,12 +108,10 @@ wire_bytes(const void *rpc, const uint8_t **start, size_t *len)
    if (!opmsg_frame_length(p, OPMSG_HEADER_SIZE, NULL, len, NULL) || length < 0 || *len != (size_t) length) {
       return false;
    }
-   {
-      int32_t words[4];
-      memcpy(words, p, sizeof words);
-      if (words[1] != f->request_id(rpc) || words[2] != f->response_to(rpc) || words[3] != opcode) {
-         return false;
-      }
+   if (opmsg_wire_i32(p, OPMSG_HEADER_SIZE, OPMSG_OFF_REQUEST_ID) != f->request_id(rpc) ||
+       opmsg_wire_i32(p, OPMSG_HEADER_SIZE, OPMSG_OFF_RESPONSE_TO) != f->response_to(rpc) ||
+       opmsg_wire_i32(p, OPMSG_HEADER_SIZE, OPMSG_OFF_OPCODE) != opcode) {
+      return false;
    }
    *start = p;
    return true;

@@ -356,9 +356,10 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data, si
    bson_error_t error;
    opmsg_msg_t msg;
    opmsg_strbuf_t *s;
-   int32_t request_id = cli_read_i32(data + 4);
-   int32_t response_to = cli_read_i32(data + 8);
-   int32_t opcode = cli_read_i32(data + 12);
+   /* The header, whatever the rest: a refused message is logged too. */
+   int32_t request_id = opmsg_wire_i32(data, len, OPMSG_OFF_REQUEST_ID);
+   int32_t response_to = opmsg_wire_i32(data, len, OPMSG_OFF_RESPONSE_TO);
+   int32_t opcode = opmsg_wire_i32(data, len, OPMSG_OFF_OPCODE);
    bool ok;
    double sent;
 
