@@ -14,7 +14,8 @@
  * - from_data_in_place: the bytes are checked by opmsg_parse() (CRC-32C,
  *   unique and non-clashing identifiers, trailing bytes, limits, documents)
  *   and then by the original, which fills the object: a message either
- *   rejects is rejected. When libmongoc itself is the caller it is parsing a
+ *   rejects is rejected. A message libopmsg refuses has its data_end where
+ *   libopmsg found the fault (opmsg_parse_with_offset()). When libmongoc itself is the caller it is parsing a
  *   server's reply (every call site in the .so is a receive path), so the
  *   message must be a reply (OPMSG_PARSE_REPLY): a request opcode there is
  *   an error for that operation, where the original accepted it and
@@ -128,23 +129,25 @@ parse_in_place(void *rpc, const void *data, size_t length, const void **data_end
    const dropin_mcd_t *f = dropin_mcd();
    opmsg_msg_t m;
    bson_error_t error;
-   size_t message_length;
+   size_t offset;
 
    if (!rpc || !data) {
       /* A caller's bug, not a peer's input: the original's answer. */
       return f->from_data_in_place(rpc, data, length, data_end);
    }
    /* As the original: the message may be followed by other bytes, which
-    * are not part of it. */
-   if (!opmsg_frame_length(data, length, dropin_parse_options(reply), &message_length, &error) ||
-       !opmsg_parse(data, message_length < length ? message_length : length, dropin_parse_options(reply), &m, &error)) {
+    * are not part of it. A messageLength that does not fit them, or is
+    * below a header, is the parse's to refuse (at offset 0). */
+   int32_t declared = opmsg_wire_i32(data, length, OPMSG_OFF_MESSAGE_LENGTH);
+   size_t message_length = declared >= OPMSG_HEADER_SIZE && (size_t) declared < length ? (size_t) declared : length;
+   if (!opmsg_parse_with_offset(data, message_length, dropin_parse_options(reply), &m, &offset, &error)) {
       if (data_end) {
-         /* The caller wants to know where the message went wrong, as the
-          * original says it (libmongoc's own callers pass NULL). The
-          * original parses the same bounded bytes; its answer is ignored:
-          * the message is refused either way. */
-         *data_end = data;
-         (void) f->from_data_in_place(rpc, data, length, data_end);
+         /* The caller wants to know where the message went wrong
+          * (libmongoc's own callers pass NULL): where libopmsg found the
+          * fault, the start of the field, section, document or element that
+          * breaks a rule, as the original points at the field it stopped
+          * at. */
+         *data_end = (const uint8_t *) data + offset;
       }
       return dropin_reject(reply ? "reply" : "message", &error);
    }

@@ -307,6 +307,91 @@ run_mcd(const mcd_t *f)
    printf("request-parse: mcd-rpc mcd_rpc_message_from_data: %s\n", failures ? "FAILED" : "sections as on the wire");
 }
 
+/* Where a refused message went wrong: mcd_rpc_message_from_data()'s
+ * data_end. For the faults libmongoc's parser sees too, the drop-in says
+ * what the original says (the field, or the section, it stopped at); for
+ * those only the drop-in refuses, where libopmsg found the fault (the later
+ * of two sequences with one identifier, the stored checksum). The drop-in
+ * no longer runs the original a second time to learn it. */
+static void
+expect_end(const mcd_t *f, const msg_t *m, size_t at, bool refused)
+{
+   const void *data_end = NULL;
+   void *rpc = f->from_data(m->data, m->len, &data_end);
+   CHECK(refused ? !rpc : rpc != NULL);
+   CHECK(data_end == (const void *) (m->data + (refused ? at : m->len)));
+   if (data_end != (const void *) (m->data + (refused ? at : m->len))) {
+      fprintf(stderr, DT_NAME ": data_end at %td, expected %zu\n", (const uint8_t *) data_end - m->data,
+              refused ? at : m->len);
+   }
+   if (rpc) {
+      f->destroy(rpc);
+   }
+}
+
+static void
+check_data_end(const mcd_t *f)
+{
+   msg_t m;
+   layout_t l;
+   bson_t *empty = bson_new();
+   uint8_t kind;
+   size_t at;
+
+   /* An unknown required flag bit: flagBits. */
+   insert(&m, &l, false, 1);
+   put_i32(m.data + 16, 4);
+   expect_end(f, &m, 16, true);
+
+   /* A section of kind 2 after the others: its kind byte. */
+   insert(&m, &l, false, 1);
+   at = m.len;
+   kind = 2;
+   put(&m, &kind, 1);
+   put_doc(&m, empty);
+   end(&m);
+   expect_end(f, &m, at, true);
+
+   /* A second body: its kind byte. */
+   insert(&m, &l, false, 1);
+   at = m.len;
+   kind = 0;
+   put(&m, &kind, 1);
+   put_doc(&m, empty);
+   end(&m);
+   expect_end(f, &m, at, true);
+
+   /* OP_KILL_CURSORS counting one cursor ID of the two there: where the
+    * bytes the count leaves over begin. */
+   int32_t zero = 0, one = 1;
+   int64_t cursor_ids[2] = {7, 8};
+   begin(&m, 2007);
+   put(&m, &zero, 4);
+   put(&m, &one, 4);
+   put(&m, cursor_ids, sizeof cursor_ids);
+   end(&m);
+   expect_end(f, &m, 24 + 8, true);
+
+   /* Two sequences with one identifier (the original takes it): the
+    * second's kind byte, 5 bytes before its identifier. */
+   insert(&m, &l, false, 1);
+   expect_end(f, &m, 0, false);
+   if (dropin) {
+      ids[1] = "documents";
+      insert(&m, &l, false, 2);
+      ids[1] = "more";
+      expect_end(f, &m, l.seq[1] - 5, true);
+      /* A checksum that does not match: the stored checksum. */
+      insert(&m, &l, false, 1);
+      put_i32(m.data + 16, 1);
+      m.len += 4;
+      end(&m);
+      expect_end(f, &m, m.len - 4, true);
+   }
+   bson_destroy(empty);
+   printf("request-parse: data_end of refused messages: %s\n", failures ? "FAILED" : "where the fault is");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -343,6 +428,7 @@ main(int argc, char **argv)
          return 2;
       }
       run_mcd(&f);
+      check_data_end(&f);
    }
    mongoc_cleanup();
    return failures ? 1 : 0;
