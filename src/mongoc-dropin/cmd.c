@@ -18,7 +18,6 @@
  */
 #include "dropin-private.h"
 #include "opmsg-array.h"
-#include "opmsg-bytes.h"
 
 #include <string.h>
 
