@@ -5,7 +5,9 @@
  * the CRC-32C is split in two), then the message.
  *
  * Properties, beyond "no crash, no leak, no out-of-bounds access":
- *  - a refusal is a well-formed opmsg error;
+ *  - a refusal is a well-formed opmsg error, and opmsg_parse_with_offset()
+ *    gives the same verdict with an offset inside the message (its length
+ *    when it accepts);
  *  - parsing allocates nothing that outlives it, and nothing out of
  *    proportion to the input;
  *  - an accepted message satisfies fuzz_check_accepted() (merges agree,
@@ -86,6 +88,24 @@ check_lenient(const uint8_t *data, size_t len, const opmsg_options_t *strict, bo
    free(merged2);
 }
 
+/* opmsg_parse_with_offset() agrees with opmsg_parse() (ok, error) and puts
+ * the fault inside the message, at most at its end (a missing checksum). */
+static void
+check_offset(const uint8_t *msg, size_t len, const opmsg_options_t *opts, bool ok, const bson_error_t *error)
+{
+   opmsg_msg_t again;
+   bson_error_t error2;
+   size_t offset = SIZE_MAX;
+   bool ok2 = opmsg_parse_with_offset(msg, len, opts, &again, &offset, &error2);
+   FUZZ_CHECK(ok2 == ok);
+   if (ok) {
+      FUZZ_CHECK(offset == len);
+      return;
+   }
+   FUZZ_CHECK_MSG(error2.code == error->code && offset <= len, "offset %zu of %zu for %s", offset, len,
+                  opmsg_error_name(error2.code));
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -110,6 +130,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    /* Only a duplicate-key table for large bodies is allowed: bounded by the
     * number of keys, hence by the input. */
    FUZZ_CHECK_MSG(mem.largest <= 16 * len + 65536, "parse of %zu bytes allocated %zu bytes at once", len, mem.largest);
+   check_offset(msg, len, &opts, ok, &error);
    if (!ok) {
       fuzz_check_error(&error);
       check_lenient(msg, len, &opts, false, NULL, 0);
