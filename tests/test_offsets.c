@@ -420,6 +420,19 @@ test_not_the_bytes(void **state)
    assert_int_equal(r.offset, 0);
 }
 
+/* The message in b is refused with code at offset at; b is freed. */
+static void
+expect_at(tu_buf_t *b, const opmsg_options_t *opts, opmsg_error_code_t code, size_t at)
+{
+   opmsg_msg_t msg;
+   bson_error_t error;
+   size_t offset = 0;
+   assert_false(opmsg_parse_with_offset(b->data, b->len, opts, &msg, &offset, &error));
+   assert_int_equal(error.code, code);
+   assert_int_equal(offset, at);
+   tu_buf_free(b);
+}
+
 /* The large cases the notation would spell at length: the 65th of 65
  * sequences with a dotted identifier among them, an identifier of 101
  * components, a body of 300 keys with the last repeated, 101 nested
@@ -429,10 +442,8 @@ test_large_messages(void **state)
 {
    (void) state;
    tu_buf_t b;
-   opmsg_msg_t msg;
-   bson_error_t error;
    opmsg_options_t opts;
-   size_t at, offset;
+   size_t at;
    char id[16];
 
    tu_buf_init(&b);
@@ -444,10 +455,7 @@ test_large_messages(void **state)
       tu_msg_seq_end(&b, tu_msg_seq_begin(&b, id));
    }
    tu_msg_end(&b);
-   assert_false(opmsg_parse_with_offset(b.data, b.len, NULL, &msg, &offset, &error));
-   assert_int_equal(error.code, OPMSG_ERR_SEQUENCE_IDENTIFIER);
-   assert_int_equal(offset, at);
-   tu_buf_free(&b);
+   expect_at(&b, NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER, at);
 
    char deep_id[2 * (OPMSG_MAX_DEPTH + 1) + 1];
    for (int i = 0; i <= OPMSG_MAX_DEPTH; i++) {
@@ -461,10 +469,7 @@ test_large_messages(void **state)
    at = b.len;
    tu_msg_seq_end(&b, tu_msg_seq_begin(&b, deep_id));
    tu_msg_end(&b);
-   assert_false(opmsg_parse_with_offset(b.data, b.len, NULL, &msg, &offset, &error));
-   assert_int_equal(error.code, OPMSG_ERR_SEQUENCE_IDENTIFIER);
-   assert_int_equal(offset, at);
-   tu_buf_free(&b);
+   expect_at(&b, NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER, at);
 
    /* Past the keys the parse records as it walks (256): the key set's own
     * walk finds the second one. */
@@ -482,10 +487,7 @@ test_large_messages(void **state)
    at = b.len + dup;
    tu_put_bson(&b, &body);
    tu_msg_end(&b);
-   assert_false(opmsg_parse_with_offset(b.data, b.len, NULL, &msg, &offset, &error));
-   assert_int_equal(error.code, OPMSG_ERR_DUPLICATE_KEY);
-   assert_int_equal(offset, at);
-   tu_buf_free(&b);
+   expect_at(&b, NULL, OPMSG_ERR_DUPLICATE_KEY, at);
    bson_destroy(&body);
 
    /* A body above maxBsonObjectSize + 16 KiB: the body. */
@@ -502,10 +504,7 @@ test_large_messages(void **state)
    tu_msg_end(&b);
    opmsg_options_init(&opts);
    opts.max_bson_size = 1;
-   assert_false(opmsg_parse_with_offset(b.data, b.len, &opts, &msg, &offset, &error));
-   assert_int_equal(error.code, OPMSG_ERR_DOCUMENT_TOO_LARGE);
-   assert_int_equal(offset, at);
-   tu_buf_free(&b);
+   expect_at(&b, &opts, OPMSG_ERR_DOCUMENT_TOO_LARGE, at);
    bson_destroy(&big);
    free(text);
 
@@ -529,10 +528,7 @@ test_large_messages(void **state)
    tu_msg_end(&b);
    opmsg_options_init(&opts);
    opts.check = OPMSG_CHECK_FULL;
-   assert_false(opmsg_parse_with_offset(b.data, b.len, &opts, &msg, &offset, &error));
-   assert_int_equal(error.code, OPMSG_ERR_NESTING_TOO_DEEP);
-   assert_int_equal(offset, starts[OPMSG_MAX_DEPTH + 1]);
-   tu_buf_free(&b);
+   expect_at(&b, &opts, OPMSG_ERR_NESTING_TOO_DEEP, starts[OPMSG_MAX_DEPTH + 1]);
 }
 
 int
