@@ -59,7 +59,7 @@ write_merged(const opmsg_msg_t *msg, uint8_t *out)
 bool
 opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *written, bson_error_t *error)
 {
-   size_t size;
+   size_t size = 0;
    if (!msg || !buf) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg and buf must not be NULL");
    }
@@ -80,7 +80,7 @@ opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *w
 bson_t *
 opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
 {
-   size_t size;
+   size_t size = 0;
    if (!msg) {
       opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg must not be NULL");
       return NULL;
@@ -115,7 +115,7 @@ opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
 bool
 opmsg_merge_init(const opmsg_msg_t *msg, bson_t *out, bson_error_t *error)
 {
-   size_t size;
+   size_t size = 0;
    if (!out) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "out must not be NULL");
    }

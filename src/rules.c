@@ -382,7 +382,7 @@ opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, ui
    const char *dot = memchr(id, '.', seq->len);
    size_t first = (size_t) ((dot ? dot : id_end) - id);
    char where[SEQ_NAME_BUF], field[NAME_BUF], what[64];
-   opmsg_element_t e;
+   opmsg_element_t e = {0}; /* set on every path that reads it; gcc -O3 cannot tell */
 
    if (keys) {
       /* The identifier's NUL follows it, in the message or the C string:
