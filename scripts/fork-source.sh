@@ -63,7 +63,10 @@ trap 'rm -rf "$work"' EXIT
 if [ -n "$source_dir" ]; then
   [ -f "$source_dir/CMakeLists.txt" ] && [ -d "$source_dir/src/libmongoc" ] ||
     die "$source_dir does not look like a mongo-c-driver tree"
-  if git -C "$source_dir" rev-parse --git-dir >/dev/null 2>&1; then
+  # A checkout of its own: not a folder that merely lies inside another
+  # repository (an unpacked tarball under some project's ignored build/).
+  toplevel=$(git -C "$source_dir" rev-parse --show-toplevel 2>/dev/null || true)
+  if [ -n "$toplevel" ] && [ "$(realpath "$toplevel")" = "$(realpath "$source_dir")" ]; then
     have=$(git -C "$source_dir" rev-parse HEAD)
     case $have in
       "$commit"*) ;;
