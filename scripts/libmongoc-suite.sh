@@ -55,6 +55,9 @@ die() { echo "$prog: error: $*" >&2; exit 2; }
 usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+# Running test-libmongoc test by test and comparing two runs (shared with
+# scripts/fork-check.sh).
+. "$top/scripts/suite-runs.sh"
 
 # --- Options -----------------------------------------------------------------
 
@@ -106,22 +109,7 @@ case $jobs in ''|*[!0-9]*|0) die "--jobs needs a positive number" ;; esac
 case $limit in ''|*[!0-9]*|0) die "--timeout needs a positive number of seconds" ;; esac
 [ -z "$subset" ] || [ -f "$subset" ] || die "no subset file $subset"
 
-find_ferretdb() {
-  if [ -n "$ferretdb" ]; then
-    [ -x "$ferretdb" ] && { echo "$ferretdb"; return 0; }
-    return 1
-  fi
-  if [ -n "${OPMSG_FERRETDB:-}" ] && [ -x "$OPMSG_FERRETDB" ]; then
-    echo "$OPMSG_FERRETDB"; return 0
-  fi
-  command -v ferretdb 2>/dev/null && return 0
-  if command -v go >/dev/null 2>&1; then
-    local gp
-    gp=$(go env GOPATH 2>/dev/null || true)
-    [ -n "$gp" ] && [ -x "$gp/bin/ferretdb" ] && { echo "$gp/bin/ferretdb"; return 0; }
-  fi
-  return 1
-}
+find_ferretdb() { suite_find_ferretdb "$ferretdb"; }
 
 # --- Running inside a Debian root ---------------------------------------------
 
@@ -245,22 +233,7 @@ notes=()     # lines for differences.md
 
 # libmongoc-dev brings most of what the suite needs; ICU's headers decide
 # MONGOC_ENABLE_ICU, which must match the installed library's.
-need_pkgs() {
-  local p missing=()
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  if [ "$(id -u)" -eq 0 ]; then
-    say "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
-      { apt-get update -q >/dev/null &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; } ||
-      die "could not install ${missing[*]}"
-  else
-    die "missing packages: ${missing[*]} (apt-get install them, or run as root)"
-  fi
-}
+need_pkgs() { suite_need_pkgs "$@"; }
 installed_config=""
 for d in $(pkg-config --cflags-only-I "$mongoc_pc" | tr ' ' '\n' | sed -n 's/^-I//p'); do
   [ -f "$d/mongoc/mongoc-config.h" ] && { installed_config=$d/mongoc/mongoc-config.h; break; }
@@ -617,29 +590,6 @@ count=$(wc -l <"$vdir/selected.txt")
 [ "$count" -gt 0 ] || die "no test selected"
 say "tests: $selection"
 
-# Runs FUNC LINE for each line of standard input, N at a time, in a bash
-# that has the functions below and RUN_ENV (the test's environment).
-each_line() {  # N FUNC ENV...
-  local n=$1 fn=$2 decl
-  shift 2
-  local -a run_env=("$@")
-  decl=$(declare -p run_env | sed 's/^declare -a run_env=/RUN_ENV=/')
-  RUN_DIR=${RUN_DIR:-} SUITE_SRC=$src SUITE_BIN=$test_bin SUITE_LIMIT=$limit RUN_ENV_DECL=$decl \
-    xargs -d '\n' -P "$n" -n 1 bash -c 'eval "declare -a $RUN_ENV_DECL"; '"$fn"' "$1" 2>/dev/null' "$fn"
-}
-
-# `--ctest-run NAME` registers NAME alone (the suite then skips reading the
-# other JSON spec files, which every `-l NAME` process reads: ~0.05 s less
-# per test), but prints nothing for a pass, nor for an unknown name; so once
-# per build each name is checked to register under it. A name that does not
-# (the suite registers a few only when it may fork) runs with `-l NAME`.
-check_ctest() {  # NAME -> NAME when `--ctest-run NAME` registers it
-  local out
-  out=$(cd "$SUITE_SRC" && env -i "${RUN_ENV[@]}" "$SUITE_BIN" --ctest-run "$1" --list-tests 2>/dev/null) || return 0
-  if grep -qxF -- "$1" <<<"$out"; then echo "$1"; fi
-  return 0
-}
-export -f check_ctest
 ctest_ok=$bdir/ctest-run.ok
 check_secs=""
 if [ ! -f "$ctest_ok" ] || [ "$(head -n 1 "$ctest_ok")" != "# $build_key names-2" ]; then
@@ -648,7 +598,8 @@ if [ ! -f "$ctest_ok" ] || [ "$(head -n 1 "$ctest_ok")" != "# $build_key names-2
     echo "# $build_key names-2"
     # (A name the suite registers twice fails under --ctest-run: -l runs both.)
     if (cd "$src" && env -i "${base_env[@]}" "$test_bin" --help 2>&1) | grep -q -- '--ctest-run'; then
-      sort "$vdir/tests.txt" | uniq -u | each_line "$jobs" check_ctest "${base_env[@]}" | sort
+      sort "$vdir/tests.txt" | uniq -u | SUITE_SRC=$src SUITE_BIN=$test_bin SUITE_LIMIT=$limit \
+        suite_each_line "$jobs" suite_check_ctest "${base_env[@]}" | sort
     fi
   } >"$ctest_ok.new"
   mv "$ctest_ok.new" "$ctest_ok"
@@ -659,8 +610,6 @@ say "tests: $n_ctest of $total run with --ctest-run NAME, the others with -l NAM
 
 # --- FerretDB on 127.0.0.1:27017 ---------------------------------------------------------
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-fdb_pid=""
 fdb_bin=""
 if [ "$use_ferretdb" -eq 1 ] || [ "$live" -eq 1 ]; then
   fdb_bin=$(find_ferretdb) || fdb_bin=""
@@ -673,126 +622,28 @@ fi
 fdb_version=""
 [ -n "$fdb_bin" ] && fdb_version=$("$fdb_bin" --version 2>/dev/null | sed -n 's/^version: //p' | head -n 1)
 
-stop_ferretdb() {
-  if [ -n "$fdb_pid" ] && kill -0 "$fdb_pid" 2>/dev/null; then
-    kill -TERM "$fdb_pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$fdb_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$fdb_pid" 2>/dev/null || true
-    wait "$fdb_pid" 2>/dev/null || true
-  fi
-  fdb_pid=""
-}
+stop_ferretdb() { suite_stop_ferretdb; }
 trap stop_ferretdb EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # A fresh FerretDB (SQLite in DIR) on 127.0.0.1:27017; false when the port is taken.
-start_ferretdb() {
-  local dir=$1
-  [ -n "$fdb_bin" ] || return 1
-  if port_open 27017; then
-    say "NOTE: 127.0.0.1:27017 is already in use: FerretDB not started there"
-    return 1
-  fi
-  rm -rf "$dir"
-  mkdir -p "$dir/data" "$dir/state"
-  "$fdb_bin" --handler=sqlite --sqlite-url="file:$dir/data/" --listen-addr=127.0.0.1:27017 \
-    --debug-addr=- --state-dir="$dir/state" --telemetry=disable --log-level=warn >"$dir/log" 2>&1 &
-  fdb_pid=$!
-  for _ in $(seq 1 300); do
-    port_open 27017 && return 0
-    kill -0 "$fdb_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  tail -n 20 "$dir/log" >&2
-  stop_ferretdb
-  die "FerretDB did not start on 127.0.0.1:27017"
-}
+start_ferretdb() { suite_start_ferretdb "$fdb_bin" "$1" 27017; }
 
 # --- One run -----------------------------------------------------------------------------
 
-# One test in its own process: TAB-separated name, result, seconds, exit
-# status, active (drop-in line seen), message. Results: pass, fail, skip,
-# timeout.
-one_test() {  # "INDEX<TAB>c|l<TAB>NAME" (c: --ctest-run, l: -l)
-  local line=$1 idx how name log t0 t1 rc result msg active secs
-  idx=${line%%$'\t'*}
-  line=${line#*$'\t'}
-  how=${line%%$'\t'*}
-  name=${line#*$'\t'}
-  log=$RUN_DIR/logs/$idx.log
-  # (-l in the suite's own fork mode: the tests --ctest-run does not
-  # register are those it registers only when it may fork.)
-  local -a sel=(-l "$name")
-  [ "$how" = c ] && sel=(--ctest-run "$name")
-  t0=$EPOCHREALTIME
-  rc=0
-  (cd "$SUITE_SRC" && env -i "${RUN_ENV[@]}" timeout -k 10 "$SUITE_LIMIT" \
-     "$SUITE_BIN" "${sel[@]}") >"$log" 2>&1 </dev/null || rc=$?
-  t1=$EPOCHREALTIME
-  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    result=timeout
-  elif grep -q -e '"status": "skip"' -e '^@@ctest-skipped@@' "$log"; then
-    result=skip
-  elif [ "$rc" -eq 0 ] && { [ "$how" = c ] || grep -q '"status": "pass"' "$log"; }; then
-    result=pass
-  else
-    result=fail
-    if [ "$rc" -eq 0 ]; then echo "no result: the test did not run" >>"$log"; fi
-  fi
-  msg=""
-  if [ "$result" = fail ] || [ "$result" = timeout ]; then
-    # The test's own lines (not the suite's JSON): those that say what
-    # failed, else the last one; without the source tree's path.
-    local body
-    body=$(grep -v -E '^ *("|\{|\}|\]|\[)|^opmsg-mongoc: active|^@@ctest|^ *$' "$log" || true)
-    # The drop-in's first refusal, the first line that says what failed,
-    # and the last line (ASSERT_WITH_MSG's detail comes last).
-    msg=$(awk '/^opmsg-mongoc: (rejected|refused)/ && !r { r = $0 }
-               /FAIL|[Ff]ail|[Aa]ssert|[Ee]rror|precondition|Segmentation|Abort|timed out|expected|contain/ && !/^opmsg-mongoc/ && n < 2 { f[++n] = $0 }
-               { last = $0 }
-               END { if (r != "") print r; for (i = 1; i <= n; i++) print f[i]
-                     if (last != "" && last != f[n] && last != r) print last }' <<<"$body")
-    msg=$(printf '%s' "$msg" | tr '\t\n' '  ' | sed "s|$SUITE_SRC/||g; s/  */ /g; s/^ //; s/ $//" | cut -c1-300)
-    [ "$result" = timeout ] && msg="no result after ${SUITE_LIMIT} s${msg:+; $msg}"
-    [ -n "$msg" ] || msg="exit status $rc"
-  fi
-  [ -n "$msg" ] || msg=-   # never an empty field: read(1) would merge two tabs
-  active=-
-  if grep -q '^opmsg-mongoc: active:' "$log"; then active=yes
-  elif grep -q '^opmsg-mongoc: inactive' "$log"; then active=no
-  fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$result" "$secs" "$rc" "$active" "$msg" >"$RUN_DIR/res/$idx"
-}
-export -f one_test
 
 # run_tests MODE LIST OUTDIR JOBS: MODE is stock or dropin; live when LIVE=1.
 run_tests() {
-  local mode=$1 list=$2 out=$3 n=$4 t0 env_run
-  rm -rf "$out"
-  mkdir -p "$out/logs" "$out/res"
+  local mode=$1 list=$2 out=$3 n=$4 env_run
   env_run=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 LD_LIBRARY_PATH="$libdir")
   [ -n "${TMPDIR:-}" ] && env_run+=(TMPDIR="$TMPDIR")
   [ "${LIVE:-0}" -eq 1 ] || env_run+=(MONGOC_TEST_SKIP_LIVE=on)
   [ "$mode" = dropin ] && env_run+=(LD_PRELOAD="$dropin" OPMSG_MONGOC_DEBUG=1)
-  t0=$EPOCHREALTIME
-  awk 'NR == FNR { if ($0 !~ /^#/) ok[$0] = 1; next }
-       { printf "%d\t%s\t%s\n", FNR, ($0 in ok) ? "c" : "l", $0 }' "$ctest_ok" "$list" |
-    RUN_DIR=$out each_line "$n" one_test "${env_run[@]}"
-  awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%d\n", b - a + 0.5}' >"$out/seconds"
-  local i
-  for i in $(seq 1 "$(wc -l <"$list")"); do
-    if [ -f "$out/res/$i" ]; then cat "$out/res/$i"
-    else printf '%s\tfail\t0\t-\t-\tno result recorded\n' "$(sed -n "${i}p" "$list")"
-    fi
-  done >"$out/results.tsv"
-  rm -rf "$out/res"
+  SUITE_SRC=$src SUITE_BIN=$test_bin SUITE_LIMIT=$limit suite_run "$list" "$out" "$n" "$ctest_ok" "${env_run[@]}"
 }
 
-counts() {  # RESULTS.tsv -> "run passed failed skipped timeout"
-  awk -F'\t' '{n++; c[$2]++} END {printf "%d %d %d %d %d\n", n, c["pass"], c["fail"], c["skip"], c["timeout"]}' "$1"
-}
+counts() { suite_counts "$1"; }
 
 run_mode() {  # MODE OUTDIR LABEL
   local mode=$1 out=$2 label=$3
@@ -813,59 +664,23 @@ run_mode() {  # MODE OUTDIR LABEL
 
 # --- Comparing ------------------------------------------------------------------------------
 
-# Differences are run again, serially, twice per mode: a test whose results
-# in the two modes overlap over the three tries is flaky, not a difference.
-confirm() {  # PREFIX(stock|live-stock) PREFIX(dropin) -> writes $vdir/<dropin>/confirmed.tsv
-  local sdir=$1 ddir=$2 diff
-  diff=$vdir/$(basename "$ddir").diff
-  paste <(cut -f1,2,6 "$sdir/results.tsv") <(cut -f2,6 "$ddir/results.tsv") |
-    awk -F'\t' '$2 != $4' >"$diff"
-  : >"$ddir/confirmed.tsv"
-  [ -s "$diff" ] || { rm -f "$diff"; return 0; }
-  local nd
-  nd=$(wc -l <"$diff")
-  say "$nd tests differ; running each again twice per mode, one at a time"
-  cut -f1 "$diff" >"$diff.list"
-  local k mode
-  for k in 1 2; do
-    for mode in stock dropin; do
-      if [ "$use_ferretdb" -eq 1 ] || [ "${LIVE:-0}" -eq 1 ]; then start_ferretdb "$vdir/confirm.ferretdb" || true; fi
-      run_tests "$mode" "$diff.list" "$vdir/confirm-$mode-$k" 1
-      stop_ferretdb
-    done
-  done
+# Differences are run again, serially, twice per mode (suite_confirm), each
+# run with FerretDB as the first run had it.
+confirm_run() {  # MODE LIST OUT
+  if [ "$use_ferretdb" -eq 1 ] || [ "${LIVE:-0}" -eq 1 ]; then start_ferretdb "$vdir/confirm.ferretdb" || true; fi
+  run_tests "$1" "$2" "$3" 1
+  stop_ferretdb
+}
+confirm_stock() { confirm_run stock "$@"; }
+confirm_dropin() { confirm_run dropin "$@"; }
+confirm() {  # STOCK-DIR DROPIN-DIR -> writes DROPIN-DIR/confirmed.tsv
+  suite_confirm "$1" "$2" "$vdir" confirm_stock confirm_dropin
   rm -rf "$vdir/confirm.ferretdb"
-  # name, stock tries, drop-in tries, status (difference|flaky), stock msg, drop-in msg
-  paste <(cut -f1-5 "$diff") <(cut -f2 "$vdir/confirm-stock-1/results.tsv") \
-        <(cut -f2 "$vdir/confirm-stock-2/results.tsv") <(cut -f2 "$vdir/confirm-dropin-1/results.tsv") \
-        <(cut -f2,6 "$vdir/confirm-dropin-2/results.tsv") |
-    awk -F'\t' 'BEGIN {OFS = "\t"} {
-      s = $2 "," $6 "," $7; d = $4 "," $8 "," $9
-      split(s, a, ","); split(d, b, ","); overlap = 0
-      for (i = 1; i <= 3; i++) for (j = 1; j <= 3; j++) if (a[i] == b[j]) overlap = 1
-      dmsg = $5; if ((dmsg == "" || dmsg == "-") && $10 != "") dmsg = $10
-      print $1, s, d, (overlap ? "flaky" : "difference"), $3, dmsg }' >"$ddir/confirmed.tsv"
-  rm -rf "$vdir"/confirm-stock-? "$vdir"/confirm-dropin-? "$diff" "$diff.list"
 }
 
-explain() {  # NAME -> reason, or nothing
-  local name=$1 pat reason
-  [ -f "$explained" ] || return 0
-  while IFS=$'\t' read -r pat reason; do
-    case $pat in ''|'#'*) continue ;; esac
-    # shellcheck disable=SC2053
-    if [[ $name == $pat ]]; then echo "${reason:-(no reason given)}"; return 0; fi
-  done <"$explained"
-}
-
-md_cell() { sed 's/|/\\|/g; s/`/'"'"'/g' <<<"$1"; }
-first_msg() {  # the first message that is not empty or "-"
-  local m
-  for m in "$@"; do
-    if [ -n "$m" ] && [ "$m" != - ]; then echo "$m"; return 0; fi
-  done
-  echo -
-}
+explain() { suite_explain "$1" "$explained"; }
+md_cell() { suite_md_cell "$1"; }
+first_msg() { suite_first_msg "$@"; }
 
 # --- Main -------------------------------------------------------------------------------------
 
@@ -882,25 +697,12 @@ LIVE=0 confirm "$vdir/stock" "$vdir/dropin"
 
 read -r n0 p0 f0 s0 t0 <<<"$(counts "$vdir/stock/results.tsv")"
 read -r n1 p1 f1 s1 t1 <<<"$(counts "$vdir/dropin/results.tsv")"
-ndiff=0
-nexpl=0
-nflaky=0
-rows=""
-flaky_rows=""
-while IFS=$'\t' read -r name s d status smsg dmsg; do
-  [ -n "$name" ] || continue
-  if [ "$status" = flaky ]; then
-    nflaky=$((nflaky + 1))
-    flaky_rows+="| \`$name\` | $s | $d | $(md_cell "$(first_msg "$dmsg" "$smsg")") |"$'\n'
-    continue
-  fi
-  ndiff=$((ndiff + 1))
-  reason=$(explain "$name")
-  [ -n "$reason" ] && nexpl=$((nexpl + 1))
-  msg=$dmsg
-  [ "${s%%,*}" = pass ] || msg="stock: $smsg; drop-in: $dmsg"
-  rows+="| \`$name\` | ${s%%,*} | ${d%%,*} | $(md_cell "$msg") | $(md_cell "${reason:-**unexplained**}") |"$'\n'
-done <"$vdir/dropin/confirmed.tsv"
+suite_tally "$vdir/dropin/confirmed.tsv" stock drop-in "$explained"
+ndiff=$SUITE_NDIFF
+nexpl=$SUITE_NEXPL
+nflaky=$SUITE_NFLAKY
+rows=$SUITE_ROWS
+flaky_rows=$SUITE_FLAKY_ROWS
 
 line="libmongoc-suite $version: run $n0, stock passed $p0, drop-in passed $p1, differences $ndiff, explained $nexpl, active $active"
 
@@ -984,9 +786,7 @@ fi
 say "differences: $vdir/differences.md"
 [ "$nflaky" -eq 0 ] || say "flaky (not counted): $nflaky, listed in differences.md"
 if [ "$ndiff" -gt "$nexpl" ]; then
-  awk -F'\t' '$4 == "difference" {print $1}' "$vdir/dropin/confirmed.tsv" | while IFS= read -r name; do
-    [ -n "$(explain "$name")" ] || echo "$prog: unexplained: $name" >&2
-  done
+  suite_unexplained "$vdir/dropin/confirmed.tsv" "$explained" | sed "s|^|$prog: unexplained: |" >&2
 fi
 echo "$line" >"$vdir/summary.txt"
 echo "$line"
