@@ -27,6 +27,11 @@
 #
 # Environment: OPMSG_ENC_TRACE=0 turns off the gdb trace (informational: which
 # function built the merged commands handed to libmongocrypt).
+# OPMSG_ENC_LIBDIR=DIR: the second run loads another libmongoc instead of
+# the drop-in, with LD_LIBRARY_PATH=DIR (the patched mongo-c-driver of
+# scripts/fork-check-encryption.sh): it must report another libmongoc
+# version than the stock run, pass the same checks and print the same
+# output; the line then says "equal patched" and names that version.
 set -u
 
 client=${1:?usage: run-encryption.sh CLIENT [DROPIN]}
@@ -127,6 +132,33 @@ if [ -n "$dropin" ]; then
   fi
 fi
 
+libdir=${OPMSG_ENC_LIBDIR:-}
+patched_version=""
+if [ -n "$libdir" ]; then
+  echo "== with LD_LIBRARY_PATH=$libdir"
+  LD_LIBRARY_PATH=$libdir "$client" "$OPMSG_FERRETDB_URI" "p$run_id" \
+    >"$work/patched.out" 2>"$work/patched.err"
+  rc_patched=$?
+  grep -v '^DOC ' "$work/patched.out"
+  patched_version=$(sed -n 's/^enc-client: libmongoc \([^,]*\),.*/\1/p' "$work/patched.err" | head -n 1)
+  cipher_dropin=$(result_field "$work/patched.out" ciphertext)
+  equal_dropin=yes
+  if [ -z "$patched_version" ] || [ "$patched_version" = "$version" ]; then
+    echo "FAIL: with LD_LIBRARY_PATH=$libdir the program still ran libmongoc ${patched_version:-?}"
+    equal_dropin=no
+  fi
+  if [ "$(result_field "$work/patched.out" equal)" != yes ] ||
+     [ "$(result_field "$work/patched.out" path)" != automatic ]; then
+    echo "FAIL: run with libmongoc $patched_version (exit $rc_patched)"
+    grep -v endSessions "$work/patched.err"
+    equal_dropin=no
+  fi
+  if ! diff -u "$work/stock.out" "$work/patched.out" >"$work/diff"; then
+    echo "FAIL: output differs with libmongoc $patched_version:"; head -n 40 "$work/diff"
+    equal_dropin=no
+  fi
+fi
+
 ciphertext=no
 [ "$cipher_stock" = yes ] && [ "$cipher_dropin" = yes ] && ciphertext=yes
 
@@ -152,15 +184,20 @@ trace() { # LABEL [LD_PRELOAD]
 if [ "${OPMSG_ENC_TRACE:-1}" != 0 ] && command -v gdb >/dev/null 2>&1; then
   echo "== merged commands handed to libmongocrypt (gdb)"
   trace stock
-  [ "$equal_dropin" = skipped ] || trace drop-in "$dropin"
+  [ -z "$dropin" ] || trace drop-in "$dropin"
 fi
 
 ops=$(result_field "$work/stock.out" operations)
 docs=$(result_field "$work/stock.out" documents)
 echo "   run time: $(( $(date +%s) - start )) s"
-echo "encryption $version: operations ${ops:-0}, documents ${docs:-0}," \
-     "equal with drop-in $equal_dropin, equal stock $equal_stock," \
-     "ciphertext on server $ciphertext"
+if [ -n "$libdir" ]; then
+  echo "encryption $version and patched ${patched_version:-?}: operations ${ops:-0}, documents ${docs:-0}," \
+       "equal patched $equal_dropin, equal stock $equal_stock, ciphertext on server $ciphertext"
+else
+  echo "encryption $version: operations ${ops:-0}, documents ${docs:-0}," \
+       "equal with drop-in $equal_dropin, equal stock $equal_stock," \
+       "ciphertext on server $ciphertext"
+fi
 case "$equal_dropin $equal_stock $ciphertext" in
   *no*) exit 1 ;;
 esac
