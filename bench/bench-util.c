@@ -17,12 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *bench_prog = "opmsg-bench";
+
 _Noreturn void
 bench_fatal(const char *fmt, ...)
 {
    va_list ap;
    fflush(stdout);
-   fputs("opmsg-bench: ", stderr);
+   fprintf(stderr, "%s: ", bench_prog);
    va_start(ap, fmt);
    vfprintf(stderr, fmt, ap);
    va_end(ap);

@@ -282,7 +282,10 @@ void bench_alloc_get(bench_alloc_stats_t *stats);
  * Helpers (bench-util.c)
  * ------------------------------------------------------------------------- */
 
-/* Prints "opmsg-bench: <message>" on stderr and exits with status 3. */
+/* Prints "<bench_prog>: <message>" on stderr and exits with status 3. */
+/* The program's name in bench_fatal()'s messages ("opmsg-bench" unless a
+ * program of bench/ says otherwise). */
+extern const char *bench_prog;
 _Noreturn void bench_fatal(const char *fmt, ...) BSON_GNUC_PRINTF(1, 2);
 /* Allocates with malloc (not counted: set-up, not measured). */
 void *bench_xmalloc(size_t n);

@@ -23,8 +23,6 @@
 set -euo pipefail
 
 prog=fork-check-encryption
-say() { echo "$prog: $*"; }
-die() { echo "$prog: error: $*" >&2; exit 2; }
 skip() { echo "SKIP: $*"; exit 77; }
 
 # --- Inside the root ----------------------------------------------------------------------------
@@ -66,13 +64,14 @@ fi
 # --- Outside: the root, the copies --------------------------------------------------------------
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/suite-runs.sh"   # say, die, suite_find_ferretdb
 tree=""
 suite=sid
 while [ $# -gt 0 ]; do
   case $1 in
     --tree) tree=$(realpath -m -- "${2:?}"); shift 2 ;;
     --suite) suite=${2:?}; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -80,7 +79,6 @@ done
 [ "$(id -u)" -eq 0 ] || skip "building in the $suite root needs root (chroot)"
 root=$("$top/scripts/debian-root.sh" --path "$suite")
 [ -e "$(dirname "$root")/READY-$(basename "$root")" ] || skip "no usable $suite root ($root; make distro-roots makes it)"
-. "$top/scripts/suite-runs.sh"
 ferretdb=$(suite_find_ferretdb) || skip "FerretDB is not installed (scripts/install-deps.d/peers.sh)"
 
 # The root's /tmp/opmsg-fork: the tree (without its git data), the test's

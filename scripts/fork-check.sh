@@ -56,9 +56,6 @@ set -euo pipefail
 export LC_ALL=C
 
 prog=fork-check
-say() { echo "$prog: $*"; }
-die() { echo "$prog: error: $*" >&2; exit 2; }
-usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/suite-runs.sh"

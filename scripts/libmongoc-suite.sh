@@ -50,9 +50,6 @@ set -euo pipefail
 export LC_ALL=C
 
 prog=libmongoc-suite
-say() { echo "$prog: $*"; }
-die() { echo "$prog: error: $*" >&2; exit 2; }
-usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 # Running test-libmongoc test by test and comparing two runs (shared with

@@ -4,7 +4,9 @@
 # scripts/fork-check.sh (mongo-c-driver unpatched against the patch series,
 # docs/fork.md).
 #
-# The caller defines say MESSAGE and die MESSAGE, and sets before a run:
+# The caller sets prog (its name in messages) before sourcing this file,
+# which gives it say, die and usage (its "# Usage:" comment), and sets
+# before a run:
 #   SUITE_SRC    the source tree test-libmongoc runs from (its JSON spec
 #                tests are read relative to it)
 #   SUITE_BIN    the test-libmongoc program
@@ -17,6 +19,10 @@
 #   active (the drop-in's "opmsg-mongoc: active" line seen: yes no -), message
 # and a comparison writes, per test whose results differ, the line
 #   name, A's tries, B's tries, difference|flaky, A's message, B's message
+
+say() { echo "$prog: $*"; }
+die() { echo "$prog: error: $*" >&2; exit 2; }
+usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 # --- Packages -------------------------------------------------------------------------------
 

@@ -19,13 +19,10 @@
  * 3: a module or a case fails).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <opmsg/opmsg.h>
-
+#include "../bench.h" /* bench_fatal, bench_in_list, bench_xmalloc */
 #include "fork-bench.h"
 
 #include <dlfcn.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,19 +34,6 @@ static clockid_t clock_id = CLOCK_MONOTONIC;
 static int reps = 101;
 static double batch_ms = 2.0;
 static const char *only_cases;
-
-static _Noreturn void
-fatal(const char *fmt, ...)
-{
-   va_list ap;
-   fflush(stdout);
-   fputs("fork-bench: ", stderr);
-   va_start(ap, fmt);
-   vfprintf(stderr, fmt, ap);
-   va_end(ap);
-   fputc('\n', stderr);
-   exit(3);
-}
 
 static double
 now_ns(void)
@@ -73,21 +57,6 @@ median(double *v, int n)
    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static bool
-in_list(const char *list, const char *name)
-{
-   size_t n = strlen(name);
-   for (const char *p = list; *p;) {
-      const char *comma = strchr(p, ',');
-      size_t len = comma ? (size_t) (comma - p) : strlen(p);
-      if (len == n && memcmp(p, name, n) == 0) {
-         return true;
-      }
-      p += len + (comma ? 1 : 0);
-   }
-   return false;
-}
-
 /* --- The two builds -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -103,16 +72,16 @@ load(const char *path)
    /* RTLD_LOCAL: each module keeps its libmongoc and libbson to itself. */
    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
    if (!h) {
-      fatal("cannot load %s: %s", path, dlerror());
+      bench_fatal("cannot load %s: %s", path, dlerror());
    }
    fork_bench_module_fn fn;
    *(void **) &fn = dlsym(h, FORK_BENCH_MODULE_SYMBOL);
    if (!fn) {
-      fatal("%s has no %s()", path, FORK_BENCH_MODULE_SYMBOL);
+      bench_fatal("%s has no %s()", path, FORK_BENCH_MODULE_SYMBOL);
    }
    const fork_bench_module_t *m = fn();
    if (!m || m->abi != FORK_BENCH_ABI) {
-      fatal("%s was built for another fork-bench", path);
+      bench_fatal("%s was built for another fork-bench", path);
    }
    return m;
 }
@@ -137,10 +106,8 @@ wire_msg(const bson_t *body, const char *identifier, const uint8_t *docs, size_t
    size_t id_len = identifier ? strlen(identifier) + 1 : 0;
    size_t seq_len = identifier ? 1 + 4 + id_len + docs_len : 0;
    size_t n = 16 + 4 + 1 + body->len + seq_len;
-   uint8_t *m = calloc(1, n);
-   if (!m) {
-      fatal("out of memory");
-   }
+   uint8_t *m = bench_xmalloc(n);
+   memset(m, 0, n);
    put_i32(m, (int32_t) n);
    put_i32(m + 4, 7);     /* requestID */
    put_i32(m + 8, 1);     /* responseTo */
@@ -166,10 +133,7 @@ static uint8_t *
 make_docs(int n, size_t *len)
 {
    size_t cap = 128 * (size_t) n, used = 0;
-   uint8_t *out = malloc(cap);
-   if (!out) {
-      fatal("out of memory");
-   }
+   uint8_t *out = bench_xmalloc(cap);
    for (int i = 0; i < n; i++) {
       char name[32];
       snprintf(name, sizeof name, "doc-%06d", i);
@@ -177,7 +141,7 @@ make_docs(int n, size_t *len)
                            "[", BCON_UTF8("red"), BCON_INT32(i % 7), "]", "sub", "{", "x", BCON_DOUBLE(i * 0.5), "y",
                            BCON_UTF8("yyyyyyyy"), "}");
       if (used + d->len > cap) {
-         fatal("documents larger than planned");
+         bench_fatal("documents larger than planned");
       }
       memcpy(out + used, bson_get_data(d), d->len);
       used += d->len;
@@ -196,12 +160,12 @@ opmsg_merged(const uint8_t *msg, size_t len, size_t *out_len)
    bson_error_t error;
    opmsg_options_init(&opts);
    if (!opmsg_parse(msg, len, &opts, &parsed, &error)) {
-      fatal("a case's message does not parse: %s", error.message);
+      bench_fatal("a case's message does not parse: %s", error.message);
    }
    size_t n = opmsg_merged_size(&parsed);
-   uint8_t *out = malloc(n);
-   if (!out || !opmsg_merge_into(&parsed, out, n, out_len, &error)) {
-      fatal("merging a case's message: %s", error.message);
+   uint8_t *out = bench_xmalloc(n);
+   if (!opmsg_merge_into(&parsed, out, n, out_len, &error)) {
+      bench_fatal("merging a case's message: %s", error.message);
    }
    return out;
 }
@@ -311,7 +275,7 @@ case_make(case_t *c)
                      ? m->reply_new(c->msg, c->msg_len)
                      : m->event_new(bson_get_data(c->command), c->command->len, "documents", c->docs, c->docs_len);
       if (!c->ctx[s]) {
-         fatal("%s: the %s build cannot set the case up", c->name, sides[s].label);
+         bench_fatal("%s: the %s build cannot set the case up", c->name, sides[s].label);
       }
    }
 }
@@ -334,7 +298,7 @@ case_check(case_t *c)
       size_t len = 0;
       uint8_t *out = c->kind == CASE_REPLY ? m->reply_result(c->ctx[s], &len) : m->event_result(c->ctx[s], &len);
       if (!out) {
-         fatal("%s: the %s build refuses the message", c->name, sides[s].label);
+         bench_fatal("%s: the %s build refuses the message", c->name, sides[s].label);
       }
       const uint8_t *body = c->msg + 21;
       int32_t body_len;
@@ -354,7 +318,7 @@ case_check(case_t *c)
       c->doc_allocs[s] = c->kind == CASE_REPLY ? (double) m->doc_allocs() : c->allocs[s];
       m->count_allocs(false);
       if (!ok) {
-         fatal("%s: the %s build fails", c->name, sides[s].label);
+         bench_fatal("%s: the %s build fails", c->name, sides[s].label);
       }
    }
 }
@@ -365,7 +329,7 @@ batch(const case_t *c, int s, long n)
    double t0 = now_ns();
    for (long i = 0; i < n; i++) {
       if (!op(c, s)) {
-         fatal("%s: the %s build fails", c->name, sides[s].label);
+         bench_fatal("%s: the %s build fails", c->name, sides[s].label);
       }
    }
    return now_ns() - t0;
@@ -384,12 +348,9 @@ case_time(case_t *c)
       n *= 2;
    }
    double *v[2], *d;
-   v[0] = calloc((size_t) reps, sizeof(double));
-   v[1] = calloc((size_t) reps, sizeof(double));
-   d = calloc((size_t) reps, sizeof(double));
-   if (!v[0] || !v[1] || !d) {
-      fatal("out of memory");
-   }
+   v[0] = bench_xmalloc((size_t) reps * sizeof(double));
+   v[1] = bench_xmalloc((size_t) reps * sizeof(double));
+   d = bench_xmalloc((size_t) reps * sizeof(double));
    for (int r = 0; r < reps; r++) {
       int first = r % 2;
       v[first][r] = batch(c, first, n) / (double) n;
@@ -423,6 +384,7 @@ int
 main(int argc, char **argv)
 {
    const char *paths[2] = {NULL, NULL};
+   bench_prog = "fork-bench";
    for (int i = 1; i < argc; i++) {
       const char *a = argv[i];
       const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -471,7 +433,7 @@ main(int argc, char **argv)
           "allocations patched | unpatched gives | patched gives |\n|---|---|---|---|---|---|---|---|---|---|\n");
    for (size_t i = 0; i < n_cases; i++) {
       case_t *c = &cases[i];
-      if (only_cases && !in_list(only_cases, c->name)) {
+      if (only_cases && !bench_in_list(only_cases, c->name)) {
          c->name = NULL;
          continue;
       }

@@ -61,6 +61,17 @@ start=$(date +%s)
 result_field() { # FILE KEY -> value of KEY=value on the RESULT line
   sed -n "s/^RESULT .*\<$2=\([^ ]*\).*/\1/p" "$1" | tail -n 1
 }
+# A run's own checks held: the documents read back equal what was written,
+# and the commands went through libmongocrypt.
+run_passed() { # OUT
+  [ "$(result_field "$1" equal)" = yes ] && [ "$(result_field "$1" path)" = automatic ]
+}
+# A second run printed what the stock run printed.
+same_output() { # OUT WITH-WHAT
+  diff -u "$work/stock.out" "$1" >"$work/diff" && return 0
+  echo "FAIL: output differs with $2:"; head -n 40 "$work/diff"
+  return 1
+}
 
 echo "== stock libmongoc"
 "$client" "$OPMSG_FERRETDB_URI" "s$run_id" >"$work/stock.out" 2>"$work/stock.err"
@@ -76,8 +87,7 @@ version=$(sed -n 's/^enc-client: libmongoc \([^,]*\),.*/\1/p' "$work/stock.err" 
 equal_stock=no
 # (A failed server check alone also makes the exit status 1: that is the
 # ciphertext column's business.)
-if [ "$(result_field "$work/stock.out" equal)" = yes ] &&
-   [ "$(result_field "$work/stock.out" path)" = automatic ]; then
+if run_passed "$work/stock.out"; then
   equal_stock=yes
 else
   echo "FAIL: stock run (exit $rc_stock)"; grep -v endSessions "$work/stock.err"
@@ -100,8 +110,7 @@ if [ -n "$dropin" ]; then
     cipher_dropin=$(result_field "$work/dropin.out" ciphertext)
     if grep -q '^opmsg-mongoc: active' "$work/dropin.err"; then
       equal_dropin=yes
-      if [ "$(result_field "$work/dropin.out" equal)" != yes ] ||
-         [ "$(result_field "$work/dropin.out" path)" != automatic ]; then
+      if ! run_passed "$work/dropin.out"; then
         echo "FAIL: run with the drop-in (exit $rc_dropin)"
         grep -v endSessions "$work/dropin.err"
         equal_dropin=no
@@ -110,10 +119,7 @@ if [ -n "$dropin" ]; then
         echo "FAIL: the drop-in rejected a FerretDB reply"
         equal_dropin=no
       fi
-      if ! diff -u "$work/stock.out" "$work/dropin.out" >"$work/diff"; then
-        echo "FAIL: output differs with the drop-in:"; head -n 40 "$work/diff"
-        equal_dropin=no
-      fi
+      same_output "$work/dropin.out" "the drop-in" || equal_dropin=no
     elif [ "${version#1.23.}" != "$version" ] || [ "${version#1.30.}" != "$version" ] ||
          [ "${version#2.5.}" != "$version" ]; then
       echo "FAIL: the drop-in did not say it is active on libmongoc $version"
@@ -122,8 +128,7 @@ if [ -n "$dropin" ]; then
     else
       equal_dropin=inactive
       # It forwards to libmongoc: the run must still pass.
-      if [ "$(result_field "$work/dropin.out" equal)" != yes ] ||
-         [ "$(result_field "$work/dropin.out" path)" != automatic ]; then
+      if ! run_passed "$work/dropin.out"; then
         echo "FAIL: run with the (inactive) drop-in (exit $rc_dropin)"
         grep -v endSessions "$work/dropin.err"
         equal_dropin=no
@@ -147,16 +152,12 @@ if [ -n "$libdir" ]; then
     echo "FAIL: with LD_LIBRARY_PATH=$libdir the program still ran libmongoc ${patched_version:-?}"
     equal_dropin=no
   fi
-  if [ "$(result_field "$work/patched.out" equal)" != yes ] ||
-     [ "$(result_field "$work/patched.out" path)" != automatic ]; then
+  if ! run_passed "$work/patched.out"; then
     echo "FAIL: run with libmongoc $patched_version (exit $rc_patched)"
     grep -v endSessions "$work/patched.err"
     equal_dropin=no
   fi
-  if ! diff -u "$work/stock.out" "$work/patched.out" >"$work/diff"; then
-    echo "FAIL: output differs with libmongoc $patched_version:"; head -n 40 "$work/diff"
-    equal_dropin=no
-  fi
+  same_output "$work/patched.out" "libmongoc $patched_version" || equal_dropin=no
 fi
 
 ciphertext=no
