@@ -11,7 +11,7 @@
 #      it touches, keeps upstream's prelude rule, and passes the series'
 #      tests that exist at that commit;
 #   2. every test of test-libmongoc that needs no server, unpatched and
-#      patched, compared test by test (scripts/suite-runs.sh, shared with
+#      patched, compared test by test (scripts/lib/suite-runs.sh, shared with
 #      scripts/libmongoc-suite.sh): every difference must be explained, by
 #      the series' lists (fork/master/new-tests.txt, changed-tests.txt) or
 #      by scripts/fork-check.explained;
@@ -58,7 +58,7 @@ export LC_ALL=C
 prog=fork-check
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-. "$top/scripts/suite-runs.sh"
+. "$top/scripts/lib/suite-runs.sh"
 
 source_dir=""
 series=$top/fork/master
@@ -452,8 +452,10 @@ patched_bin=$work/patched/bin/test-libmongoc
 newtests_bin=$work/newtests/bin/test-libmongoc
 # The unpatched suite runs from the pristine tree, the others from the
 # tree at the series' last commit (their JSON tests are read from there).
-list_tests "$unpatched_bin" "$pristine" | selected >"$runs/unpatched.list"
-list_tests "$patched_bin" "$tree" | selected >"$runs/patched.list"
+list_tests "$unpatched_bin" "$pristine" >"$runs/unpatched.all"
+list_tests "$patched_bin" "$tree" >"$runs/patched.all"
+selected <"$runs/unpatched.all" >"$runs/unpatched.list"
+selected <"$runs/patched.all" >"$runs/patched.list"
 [ ${#matches[@]} -eq 0 ] || say "suite: only the tests under ${matches[*]} (--match)"
 # Tests on both sides, in the patched order; and those of one side only.
 grep -xF -f "$runs/unpatched.list" "$runs/patched.list" >"$runs/both.list" || true
@@ -534,7 +536,7 @@ if [ "$ntests" -gt 0 ]; then
     else
       verdict="**$ures unpatched: it does not test the change**"
     fi
-    if ! grep -qxF -- "$name" "$runs/patched.list"; then
+    if ! grep -qxF -- "$name" "$runs/patched.all"; then
       pres=absent; verdict="not registered patched"
     elif [ "$pres" = pass ]; then
       pass_patched=$((pass_patched + 1))
@@ -613,8 +615,6 @@ fi
 # --- The hostile-reply harness, no preload ----------------------------------------------------------
 
 harness_right="-" harness_line="harness: not run (--no-harness)"
-nmodes=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import hostile_server; print(len(hostile_server.MODES))' \
-           "$top/tests/dropin")
 if [ "$harness" -eq 1 ]; then
   # tests/dropin's client, an ordinary libmongoc program, built against
   # each build's headers and shared libraries, and run with
@@ -632,21 +632,57 @@ if [ "$harness" -eq 1 ]; then
     [ "$(realpath "$(dirname "$got")")" = "$(realpath "$a/lib")" ] ||
       die "harness: the $1 client loads ${got:-no libmongoc2}, not $a/lib's"
   }
+  # Every mode of the hostile server (run_case.py --all: "PASS|FAIL MODE:
+  # op: result; ...", then "harness RIGHT/MODES, crashes N"), then the
+  # streaming monitor's and the OP_REPLY modes ("PASS|FAIL MODE/op: ...").
+  harness_side() {  # SIDE
+    local out=$work/harness/$1.out m
+    {
+      LD_LIBRARY_PATH=$work/$1/lib python3 "$top/tests/dropin/run_case.py" \
+        --client "$work/harness/client-$1" --all || true
+      for m in $monitor_modes; do
+        LD_LIBRARY_PATH=$work/$1/lib python3 "$top/tests/dropin/run_case.py" \
+          --client "$work/harness/client-$1" --mode "$m" | grep -E '^(PASS|FAIL) ' || true
+      done
+    } >"$out" 2>&1
+  }
+  monitor_modes=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import hostile_server as h
+print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dropin")
   harness_client unpatched
   harness_client patched
-  hout=$(python3 "$top/tests/dropin/run_case.py" --jobs "$jobs" --table "$work/harness.md" --require-right \
-           --side "unpatched master=$work/harness/client-unpatched:$work/unpatched/lib" \
-           --side "patched master=$work/harness/client-patched:$work/patched/lib" 2>&1 | tee "$work/logs/harness.log") ||
-    true
-  hline=$(grep '^harness-table:' <<<"$hout" || true)
-  [ -n "$hline" ] || { tail -n 20 "$work/logs/harness.log" >&2; die "harness: run_case.py gave no result"; }
-  read -r hu_right hu_crash hu_wrong hp_right hp_crash hp_wrong < <(sed -n \
-    's/.*unpatched master right \([0-9]*\) crashed \([0-9]*\) wrong \([0-9]*\), patched master right \([0-9]*\) crashed \([0-9]*\) wrong \([0-9]*\).*/\1 \2 \3 \4 \5 \6/p' <<<"$hline")
+  # The two sides at once: every operation has a server of its own.
+  harness_side unpatched &
+  hpid=$!
+  harness_side patched
+  wait "$hpid"
+  for side in unpatched patched; do
+    read -r r m c < <(sed -n 's|^harness \([0-9]*\)/\([0-9]*\), crashes \([0-9]*\)$|\1 \2 \3|p' \
+                       "$work/harness/$side.out")
+    [ -n "${r:-}" ] || { tail -n 20 "$work/harness/$side.out" >&2; die "harness: run_case.py gave no result ($side)"; }
+    # Monitor and OP_REPLY modes: each failed operation, and each crash.
+    mfail=$( (grep -E '^FAIL [a-z_]+/' "$work/harness/$side.out" || true) | cut -d/ -f1 | sort -u | wc -l)
+    mcrash=$(grep -E '^FAIL [a-z_]+/' "$work/harness/$side.out" | grep -cE ': (CRASH|HANG)' || true)
+    printf -v "h_$side" '%s %s %s %s %s' "$r" "$m" "$c" "$mfail" "$mcrash"
+  done
+  read -r hu_right nmodes hu_crash hu_mfail hu_mcrash <<<"$h_unpatched"
+  read -r hp_right _ hp_crash hp_mfail hp_mcrash <<<"$h_patched"
+  nmon=$(wc -w <<<"$monitor_modes")
   harness_right="$hp_right/$nmodes"
-  patched_crashes=$((patched_crashes + hp_crash))
-  [ "$hp_right" -eq "$nmodes" ] || fail "harness: patched master right in $hp_right of $nmodes modes ($work/harness.md)"
-  [ "$hp_crash" -eq 0 ] || fail "harness: patched master crashed or hung in $hp_crash modes ($work/harness.md)"
-  harness_line="harness ($nmodes modes, no preload): patched right $hp_right, crashed or hung $hp_crash, wrong $hp_wrong; unpatched right $hu_right, crashed or hung $hu_crash, wrong $hu_wrong"
+  patched_crashes=$((patched_crashes + hp_crash + hp_mcrash))
+  [ "$hp_right" -eq "$nmodes" ] || fail "harness: patched master right in $hp_right of $nmodes modes ($work/harness/patched.out)"
+  [ "$hp_crash" -eq 0 ] || fail "harness: patched master crashed or hung in $hp_crash modes"
+  [ "$hp_mfail" -eq 0 ] || fail "harness: patched master wrong in $hp_mfail of the $nmon monitor and OP_REPLY modes"
+  harness_line="harness (no preload): patched right in $hp_right of $nmodes modes, crashed or hung in $hp_crash, and right in $((nmon - hp_mfail)) of the $nmon monitor and OP_REPLY modes; unpatched right in $hu_right, crashed or hung in $hu_crash, and right in $((nmon - hu_mfail)) of the $nmon"
+  # The two sides by mode, for the report.
+  harness_rows=$(awk '
+    FNR == 1 { side++ }
+    /^(PASS|FAIL) [a-z_0-9]+: / { m = $2; sub(/:$/, "", m); r = $0; sub(/^[A-Z]+ [^ ]+ /, "", r)
+                                  if (!(m in seen)) { seen[m] = 1; order[++n] = m }; cell[m, side] = r }
+    /^(PASS|FAIL) [a-z_0-9]+\// { split($2, a, "/"); m = a[1]; r = $0; sub(/^[A-Z]+ [^ ]+ /, "", r)
+                                  if (!(m in seen)) { seen[m] = 1; order[++n] = m }
+                                  cell[m, side] = cell[m, side] (cell[m, side] == "" ? "" : "; ") a[2] " " r }
+    END { for (i = 1; i <= n; i++) printf "| %s | %s | %s |\n", order[i], cell[order[i], 1], cell[order[i], 2] }' \
+    "$work/harness/unpatched.out" "$work/harness/patched.out")
   say "$harness_line"
   phase harness
 fi
@@ -661,7 +697,7 @@ if [ "$encryption" -eq 1 ]; then
   enc_line=$(grep '^encryption ' <<<"$enc_out" | tail -n 1 || true)
   case $rc in
     0) ;;
-    77) enc_line="encryption: skipped: $(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //')" ;;
+    77) enc_line="encryption: skipped: $(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true)" ;;
     *) fail "encryption: ${enc_line:-failed (log: $work/logs/encryption.log)}" ;;
   esac
   say "$enc_line"
@@ -753,7 +789,17 @@ line="fork master ${short}: patches $npatches, suite run $nrun, unpatched passed
   echo "## The hostile-reply harness"
   echo
   echo "$harness_line"
-  [ ! -f "$work/harness.md" ] || [ "$harness" -eq 0 ] || { echo; sed '1,2d' "$work/harness.md"; }
+  if [ "$harness" -eq 1 ]; then
+    echo
+    echo "\"right\": a legal reply gave the right result (merged fields visible, find returned its"
+    echo "documents, insert_many counted 3); an illegal one gave a clean error. Each client runs with"
+    echo "LD_LIBRARY_PATH set to its build's libraries (tests/dropin/run_case.py --all, then the"
+    echo "streaming monitor's and the OP_REPLY modes)."
+    echo
+    echo "| mode | unpatched master | patched master |"
+    echo "|---|---|---|"
+    echo "$harness_rows"
+  fi
   echo
   echo "## Client-side encryption (sid root)"
   echo

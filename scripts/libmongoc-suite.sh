@@ -54,7 +54,7 @@ prog=libmongoc-suite
 top=$(cd "$(dirname "$0")/.." && pwd)
 # Running test-libmongoc test by test and comparing two runs (shared with
 # scripts/fork-check.sh).
-. "$top/scripts/suite-runs.sh"
+. "$top/scripts/lib/suite-runs.sh"
 
 # --- Options -----------------------------------------------------------------
 
