@@ -31,6 +31,6 @@ FORK_SOURCE_ARG = $(if $(FORK_SOURCE),--source $(abspath $(FORK_SOURCE)))
 check-fork:
 	scripts/fork-check.sh $(FORK_SOURCE_ARG) $(FORK_ARGS)
 
-bench-fork:
+bench-fork: all
 	scripts/fork-check.sh --build-only $(FORK_SOURCE_ARG) $(FORK_ARGS)
 	bench/fork/run.sh $(FORK_BENCH_ARGS)

@@ -15,7 +15,7 @@
 # Usage: scripts/fork-check-encryption.sh --tree DIR [--suite SUITE]
 #   --tree DIR    the patched mongo-c-driver tree (fork-check's build/fork/master/tree)
 #   --suite S     the Debian root (default sid); the build is kept in the
-#                 root's /tmp/opmsg-fork/ and reused while the tree's commit
+#                 root's /tmp/opmsg-fork/ and reused while the tree's content
 #                 is the same
 # Exit status 0, 1 when the test fails, 2 when it cannot run, 77 (with a
 # "SKIP: ..." line) when there is no usable root, no root privileges or no
@@ -85,7 +85,7 @@ ferretdb=$(suite_find_ferretdb) || skip "FerretDB is not installed (scripts/inst
 # files and FerretDB. The build stays there between runs of the same tree.
 w=$root/tmp/opmsg-fork
 mkdir -p "$w/src" "$w/opmsg"
-commit=$(git -C "$tree" rev-parse HEAD 2>/dev/null || echo unknown)
+commit=$(git -C "$tree" rev-parse "HEAD^{tree}" 2>/dev/null || echo unknown)
 if [ "$(cat "$w/src/.commit" 2>/dev/null)" != "$commit" ] || ! git -C "$tree" diff --quiet 2>/dev/null; then
   rm -rf "$w/src"
   mkdir -p "$w/src"

@@ -313,7 +313,7 @@ else
   git -C "$tree" checkout -q -f -B series "$base"
   for i in "${!patches[@]}"; do
     p=${patches[$i]}
-    if ! git -C "$tree" am -q --keep-cr "$p" >"$work/logs/am.log" 2>&1; then
+    if ! git -C "$tree" am -q --keep-cr --committer-date-is-author-date "$p" >"$work/logs/am.log" 2>&1; then
       cat "$work/logs/am.log" >&2
       git -C "$tree" am --abort >/dev/null 2>&1 || true
       die "patch $((i + 1)) of $npatches, $(basename "$p"), does not apply to master ${short} (git am, above)"
