@@ -35,6 +35,7 @@ Python 3 standard library only.
 """
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -457,14 +458,75 @@ def enum_constants(sig, where):
     return names
 
 
+def member_tokens(item):
+    """The tokens that name the members a struct or union declares (its
+    fields are not the program's names, whatever they are called)."""
+    cached = getattr(item, "_members", None)
+    if cached is not None:
+        return cached
+    members = set()
+    if item.kind == "type":
+        sig = item.code_tokens()
+        depth = 0
+        decl = []  # tokens of the member declaration being read
+        record = []  # whether each enclosing brace opens a struct or union
+        for k, t in enumerate(sig):
+            if t.text == "{":
+                opener = sig[k - 1].text if k else ""
+                opener2 = sig[k - 2].text if k > 1 else ""
+                record.append(opener in ("struct", "union") or opener2 in ("struct", "union"))
+                depth += 1
+                decl = []
+                continue
+            if t.text == "}":
+                depth -= 1
+                record.pop()
+                decl = []
+                continue
+            if depth == 0 or not record or not record[-1]:
+                continue
+            if t.text in (";", ","):
+                name = declarator_name(decl)
+                if name is not None:
+                    members.add(id(name))
+                decl = [] if t.text == ";" else [x for x in decl if x.kind == "ident"][:0]
+                continue
+            decl.append(t)
+    item._members = members
+    return members
+
+
+def declarator_name(decl):
+    """The name a member declaration declares: the identifier inside
+    (*name) for a function pointer, else the last one before [ or :."""
+    for k in range(len(decl) - 2):
+        if decl[k].text == "(" and decl[k + 1].text == "*" and decl[k + 2].kind == "ident":
+            return decl[k + 2]
+    last = None
+    depth = 0
+    for t in decl:
+        if t.text in ("[", "("):
+            depth += 1
+        elif t.text in ("]", ")"):
+            depth -= 1
+        elif t.text == ":" and depth == 0:
+            break
+        elif t.kind == "ident" and depth == 0:
+            last = t
+    return last
+
+
 def references(item):
-    """Identifiers the item uses (not member names after . or ->), with the
-    identifiers inside its directives."""
+    """Identifiers the item uses (not member names after . or ->, nor the
+    members a struct declares), with the identifiers inside its directives."""
     refs = set()
     prev = None
+    members = member_tokens(item)
     for t in item.toks:
         if t.kind == "ident":
-            if not (prev is not None and prev.kind == "punct" and prev.text in (".", "->")):
+            if id(t) in members:
+                pass
+            elif not (prev is not None and prev.kind == "punct" and prev.text in (".", "->")):
                 refs.add(t.text)
         elif t.kind == "pp":
             for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*", strip_comments(t.text)):
@@ -491,12 +553,28 @@ def strip_comments(text):
 # ---------------------------------------------------------------------------
 
 
+def expand_sources(patterns, root):
+    """The manifest's source list: paths or globs relative to the root, in
+    order; "!pattern" removes what an earlier pattern added."""
+    out = []
+    for pat in patterns:
+        if pat.startswith("!"):
+            drop = set(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, pat[1:])))
+            out = [p for p in out if p not in drop]
+            continue
+        found = sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, pat)))
+        if not found:
+            fail("source %s matches no file" % pat)
+        out.extend(p for p in found if p not in out)
+    return out
+
+
 class Program:
-    def __init__(self, sources):
+    def __init__(self, sources, root):
         self.items = []
         self.by_file = {}
-        for rel in sources:
-            with open(os.path.join(TOP, rel), encoding="utf-8") as f:
+        for rel in expand_sources(sources, root):
+            with open(os.path.join(root, rel), encoding="utf-8") as f:
                 src = f.read()
             its = split_items(src, rel)
             for it in its:
@@ -568,8 +646,8 @@ class Unit:
         self.entries = entries  # our name -> target name, in manifest order
 
 
-def generate(manifest, stage, clang_format=None, style=None):
-    program = Program(manifest["sources"])
+def generate(manifest, stage, clang_format=None, style=None, root=TOP):
+    program = Program(manifest["sources"], root)
     target = manifest["target"]
     SUBST_NAMES.clear()
     SUBST_NAMES.update(target.get("substitute", {}))
@@ -647,13 +725,17 @@ def emit_unit(program, target, unit, provided):
 
     # Header: the entry points' prototypes and what their signatures need.
     entry_items = [program.defs[n][0] for n in unit.entries]
+    wanted = list(unit.spec.get("header", []))
+    for it in entry_items:
+        wanted.extend(ref for ref in sorted(signature_refs(it)) if ref in names and names[ref].kind != "function")
     header_ids = set()
-    stack = list(unit.spec.get("header", []))
     header_items = []
+    stack = wanted[::-1]
     while stack:
         nm = stack.pop()
         it = names.get(nm)
         if it is None:
+            # A type the manifest puts in the header that no entry point reached.
             d = program.defs.get(nm)
             if not d:
                 fail("%s: header name %s is defined nowhere" % (unit.name, nm))
@@ -669,20 +751,6 @@ def emit_unit(program, target, unit, provided):
         for ref in sorted(references(it)):
             if ref in names and ref not in it.names and names[ref].kind != "function":
                 stack.append(ref)
-    for it in entry_items:
-        for ref in signature_refs(it):
-            if ref in names and names[ref].kind != "function" and id(names[ref]) not in header_ids:
-                stack2 = [ref]
-                while stack2:
-                    nm = stack2.pop()
-                    h = names[nm]
-                    if id(h) in header_ids:
-                        continue
-                    header_ids.add(id(h))
-                    header_items.append(h)
-                    for r in sorted(references(h)):
-                        if r in names and r not in h.names and names[r].kind != "function":
-                            stack2.append(r)
     rename = make_renames(target, unit, names, provided)
 
     order = topo_order(items, deps)
@@ -738,6 +806,9 @@ def emit_unit(program, target, unit, provided):
     c = [target["license"], note, ""]
     c += ["#include %s" % inc for inc in spec.get("includes", [])]
     c.append("")
+    for block in spec.get("includes_conditional", []):
+        c.append(block)
+        c.append("")
     if fwd_text:
         c += fwd_text
         c.append("")
@@ -904,11 +975,12 @@ def render_tokens(it, rename, subst, undefined):
     pieces = []
     last = it.start
     prev = None
+    members = member_tokens(it)
     for t in toks:
         pieces.append(src[last:t.pos])
         text = t.text
         if t.kind == "ident":
-            member = prev is not None and prev.kind == "punct" and prev.text in (".", "->")
+            member = (prev is not None and prev.kind == "punct" and prev.text in (".", "->")) or id(t) in members
             if text in subst and not member:
                 text = subst[text]
             elif text in rename and not member:
@@ -1006,6 +1078,7 @@ def main(argv):
     ap.add_argument("--clang-format")
     ap.add_argument("--style")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--root", default=TOP, help="read src/ and include/ from this checkout (default: this one)")
     ap.add_argument("--count", action="store_true", help="print how many commits the series has")
     ap.add_argument("--paths", action="store_true", help="print every path any stage generates")
     ap.add_argument("--subject", type=int, help="print the subject of commit N")
@@ -1029,7 +1102,7 @@ def main(argv):
             return 0
         if not args.stage or not args.out:
             ap.error("--stage and --out are needed")
-        outputs = generate(manifest, args.stage, args.clang_format, args.style)
+        outputs = generate(manifest, args.stage, args.clang_format, args.style, args.root)
         for path in sorted(outputs):
             dest = os.path.join(args.out, path)
             os.makedirs(os.path.dirname(dest), exist_ok=True)
