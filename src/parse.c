@@ -185,7 +185,9 @@ scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p,
          opmsg_prefetch_ahead(q, opmsg_read_u32(q) & 0xffffu);
       }
       if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size, top, deep, &flen))) {
-         uint32_t dlen;
+         /* Set when the call returns true; initialised for gcc, which cannot
+          * see that once everything is inlined into one file (the fork). */
+         uint32_t dlen = 0;
          if (!sequence_doc_fault(r, limits, &seq, count, q, sec_end, &dlen)) {
             return false;
          }
