@@ -651,6 +651,7 @@ def generate(manifest, stage, clang_format=None, style=None, root=TOP):
     target = manifest["target"]
     SUBST_NAMES.clear()
     SUBST_NAMES.update(target.get("substitute", {}))
+    COMMENT_EDITS[:] = [(re.compile(p), r) for p, r in target.get("comment_edits", [])]
     units = []
     groups = stage_groups(manifest, stage)
     for uname in manifest["units"]:
@@ -914,12 +915,19 @@ def rename_one(name, it, pre, unit):
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+COMMENT_EDITS = []
+
+
 def rename_comment(text, rename):
+    """A comment with our names renamed, and the target's edits made (words
+    that only mean something in our tree, such as "Core entry point")."""
     def sub(m):
         w = m.group(0)
         if w in rename and ("_" in w or w.startswith("opmsg")):
             return rename[w]
         return w
+    for pattern, replacement in COMMENT_EDITS:
+        text = re.sub(pattern, replacement, text)
     return IDENT_RE.sub(sub, text)
 
 
