@@ -6,12 +6,23 @@
 # clang-format is left alone: 14 (Debian 12) cannot read upstream's
 # .clang-format, and formatting must not depend on the release.
 #
-# Usage: scripts/clang-format.sh [--print-version]
+# Usage: scripts/clang-format.sh [--pin VERSION] [--print-version]
+# --pin 17.0.6 gives the series mongo-c-driver's older branches pinned
+# (1.30's poetry "^17"; 1.23 pins none and its tree is clean under 17 too),
+# for the fork's Debian ports; the default is 20.1.8, master's and ours.
 # CLANG_FORMAT=/path/to/clang-format uses that one if it is of the series.
 set -eu
 
-series=20.1
 pin=20.1.8
+if [ "${1:-}" = --pin ]; then
+  pin=${2:?--pin needs a version}
+  shift 2
+fi
+case $pin in
+  20.1.8|17.0.6) ;;
+  *) echo "clang-format.sh: no pin $pin (20.1.8 or 17.0.6)" >&2; exit 2 ;;
+esac
+series=${pin%.*}
 top=$(cd "$(dirname "$0")/.." && pwd)
 venv=$top/build/tools/clang-format-$pin
 
