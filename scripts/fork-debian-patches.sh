@@ -94,21 +94,15 @@ git_fixed() {
     git -c core.autocrlf=false -c commit.gpgsign=false "$@"
 }
 
-# A clone of REF's pristine tree in DEST with Debian's own patches (if it is
-# a packaging tree) applied the way dpkg-source applies them and committed.
+# A clone of REF's tree in DEST with Debian's own patches (if it is a
+# packaging tree) applied the way dpkg-source applies them
+# (scripts/fork-source.sh's opmsg-series-base), tagged opmsg-debian.
 prepared_tree() {
-  local ref=$1 dest=$2 base p args=()
+  local ref=$1 dest=$2 base args=()
   mapfile -t args < <(source_args "$ref")
   base=$(scripts/fork-source.sh "$ref" "${args[@]}") || die "no $ref tree (scripts/fork-source.sh $ref)"
   git clone -q "$base" "$dest"
-  if [ -f "$dest/debian/patches/series" ]; then
-    while read -r p; do
-      patch -d "$dest" -s -t -F 0 -N -p1 --no-backup-if-mismatch <"$dest/debian/patches/$p" >/dev/null ||
-        die "Debian's own patch $p does not apply to the $ref tree"
-    done < <(sed 's/#.*//' "$dest/debian/patches/series" | awk 'NF {print $1}')
-    git_fixed -C "$dest" add -A -f .
-    git_fixed -C "$dest" commit -q --allow-empty -m "Debian's patches applied"
-  fi
+  git -C "$dest" checkout -q --detach opmsg-series-base
   git -C "$dest" tag opmsg-debian
 }
 

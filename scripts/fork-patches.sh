@@ -52,13 +52,16 @@ export GIT_AUTHOR_DATE="2026-12-01T00:00:00Z" GIT_COMMITTER_DATE="2026-12-01T00:
 export TZ=UTC LC_ALL=C
 
 pristine=$("$top/scripts/fork-source.sh" "$target" "${source_args[@]}")
-clang_format=$("$top/scripts/clang-format.sh")
+# The target's clang-format series (its manifest's "clang_format"; master's
+# 20.1.8 when it names none), run with the target tree's own .clang-format.
+pin=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["target"].get("clang_format", "20.1.8"))' "$manifest")
+clang_format=$("$top/scripts/clang-format.sh" --pin "$pin")
 
 # A clone of the pristine tree at its base, with the committed series applied.
 applied_clone() {
   local dir=$1
   git clone -q "$pristine" "$dir"
-  git -C "$dir" checkout -q -b series opmsg-base
+  git -C "$dir" checkout -q -b series opmsg-series-base
   local patches=("$series_dir"/*.patch)
   if [ -e "${patches[0]}" ]; then
     git -C "$dir" am -q --keep-cr "${patches[@]}" || die "the committed series does not apply to the pristine tree"
@@ -71,8 +74,8 @@ if [ $mode = edit ]; then
   applied_clone "$edit_dir"
   git -C "$edit_dir" config user.name "$GIT_AUTHOR_NAME"
   git -C "$edit_dir" config user.email "$GIT_AUTHOR_EMAIL"
-  say "the series is branch 'series' of $edit_dir ($(git -C "$edit_dir" rev-list --count opmsg-base..HEAD) commits on opmsg-base)"
-  say "edit, commit (git rebase -i opmsg-base to change a commit), then run 'make fork-patches'"
+  say "the series is branch 'series' of $edit_dir ($(git -C "$edit_dir" rev-list --count opmsg-series-base..HEAD) commits on opmsg-series-base)"
+  say "edit, commit (git rebase -i opmsg-series-base to change a commit), then run 'make fork-patches'"
   exit 0
 fi
 
@@ -86,11 +89,11 @@ if [ $mode = write ] && [ -d "$edit_dir/.git" ]; then
   git clone -q "$pristine" "$src"
   git -C "$src" fetch -q "$edit_dir" HEAD
   git -C "$src" checkout -q -B series FETCH_HEAD
-  git -C "$src" merge-base --is-ancestor opmsg-base HEAD || die "the edit branch is not based on the pristine tree"
+  git -C "$src" merge-base --is-ancestor opmsg-series-base HEAD || die "the edit branch is not based on the pristine tree"
 else
   applied_clone "$src"
 fi
-commits=($(git -C "$src" rev-list --reverse opmsg-base..HEAD))
+commits=($(git -C "$src" rev-list --reverse opmsg-series-base..HEAD))
 stages=$(python3 "$top/fork/generate.py" "$target" --count)
 [ "${#commits[@]}" -eq "$stages" ] ||
   die "the series has ${#commits[@]} commits, the manifest $stages: update fork/$target/generate.json"
@@ -98,7 +101,7 @@ stages=$(python3 "$top/fork/generate.py" "$target" --count)
 # Rebuild it commit by commit on a fresh branch.
 out=$work/tree
 git clone -q "$pristine" "$out"
-git -C "$out" checkout -q -b series opmsg-base
+git -C "$out" checkout -q -b series opmsg-series-base
 git -C "$out" fetch -q "$src" HEAD
 generated=$(python3 "$top/fork/generate.py" "$target" --paths)
 i=0
@@ -126,7 +129,7 @@ done
 export_dir=$work/export
 git -C "$out" -c core.abbrev=12 -c diff.algorithm=myers -c diff.renames=false -c diff.noprefix=false \
   format-patch -q --zero-commit --no-signature --no-binary --stat=80 --no-color \
-  -o "$export_dir" opmsg-base..HEAD >/dev/null
+  -o "$export_dir" opmsg-series-base..HEAD >/dev/null
 
 if [ $mode = check ]; then
   if ! diff -r -q <(cd "$export_dir" && ls) <(cd "$series_dir" && ls *.patch) >/dev/null; then

@@ -20,8 +20,12 @@
 #   otherwise the script stops and prints the git commands that fetch it.
 #
 # The tree is committed as one commit with a fixed author and date, so the
-# same tree always gives the same base commit. Prints the tree's path.
-# --fresh makes it again even when it exists.
+# same tree always gives the same base commit, tagged opmsg-base. A Debian
+# packaging tree (bookworm, trixie, unstable) keeps its own patches
+# unapplied there, as dpkg-source wants it; a second commit applies them
+# the way dpkg-source does, and the tag opmsg-series-base names where a
+# fork series applies (opmsg-base itself for master). Prints the tree's
+# path. --fresh makes it again even when it exists.
 set -euo pipefail
 
 say() { echo "fork-source: $*" >&2; }
@@ -50,7 +54,7 @@ case $ref in
 esac
 
 dest=$top/build/fork/src/$ref
-if [ -d "$dest/.git" ] && [ $fresh -eq 0 ] && git -C "$dest" rev-parse -q --verify refs/tags/opmsg-base >/dev/null; then
+if [ -d "$dest/.git" ] && [ $fresh -eq 0 ] && git -C "$dest" rev-parse -q --verify refs/tags/opmsg-series-base >/dev/null; then
   echo "$dest"
   exit 0
 fi
@@ -108,9 +112,20 @@ mv "$work/tree" "$dest"
   git config user.email "fork@opmsg.invalid"
   git config core.autocrlf false
   git add -A -f .
-  GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" \
-    git commit -q -m "mongo-c-driver $branch ($commit)"
+  export GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z"
+  git commit -q -m "mongo-c-driver $branch ($commit)"
   git tag opmsg-base
+  if [ -f debian/patches/series ]; then
+    # In series order, each with no fuzz: a patch that needs fuzz, or does
+    # not apply, is a tree this script does not know.
+    sed 's/#.*//' debian/patches/series | awk 'NF {print $1}' | while read -r p; do
+      patch -s -t -F 0 -N -p1 --no-backup-if-mismatch <"debian/patches/$p" >/dev/null ||
+        { echo "fork-source: error: Debian's patch $p does not apply to the $ref tree" >&2; exit 1; }
+    done
+    git add -A -f .
+    git commit -q --allow-empty -m "Debian's patches applied (debian/patches/series)"
+  fi
+  git tag opmsg-series-base
 )
-say "$ref: $(git -C "$dest" rev-parse --short HEAD) (pristine $branch) in build/fork/src/$ref"
+say "$ref: $(git -C "$dest" rev-parse --short opmsg-base) (pristine $branch; a series applies to $(git -C "$dest" rev-parse --short opmsg-series-base)) in build/fork/src/$ref"
 echo "$dest"
