@@ -5,6 +5,12 @@
 BUILD      ?= build
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
+# OPMSG_WERROR=ON (from the environment or the command line) makes warnings
+# errors in build/ and build-asan/: CI sets it (.ci/run). Unset, the trees
+# keep what they were configured with (a new tree: off). The packages never
+# use it (mk/package.mk).
+OPMSG_WERROR ?=
+WERROR_ARG = $(if $(OPMSG_WERROR),-DOPMSG_WERROR=$(OPMSG_WERROR))
 
 .PHONY: all deps configure check check-asan demo bench clean
 
@@ -17,16 +23,19 @@ deps:
 # Ninja when it is there; otherwise (or if that fails) plain Makefiles, in a
 # fresh directory so no half-written cache of the first attempt remains.
 configure:
-	@test -f $(BUILD)/CMakeCache.txt || \
-	  { command -v ninja >/dev/null && cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS) >/dev/null 2>&1; } || \
-	  { rm -rf $(BUILD) && cmake -S . -B $(BUILD) $(CMAKE_ARGS); }
+	@if test -f $(BUILD)/CMakeCache.txt; then \
+	  test -z "$(WERROR_ARG)" || cmake $(WERROR_ARG) $(BUILD) >/dev/null; \
+	else \
+	  { command -v ninja >/dev/null && cmake -S . -B $(BUILD) -G Ninja $(WERROR_ARG) $(CMAKE_ARGS) >/dev/null 2>&1; } || \
+	  { rm -rf $(BUILD) && cmake -S . -B $(BUILD) $(WERROR_ARG) $(CMAKE_ARGS); }; \
+	fi
 
 check: deps all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The whole test suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
 check-asan: deps
-	cmake --preset asan >/dev/null
+	cmake --preset asan $(WERROR_ARG) >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan -j $(JOBS)
 
