@@ -121,7 +121,8 @@ opmsg_compressor_available(int compressor_id)
  * ------------------------------------------------------------------------- */
 
 /* zlib's working memory goes through libbson's allocator, so an
- * application's bson_mem_set_vtable() sees it. */
+ * application's bson_mem_set_vtable() sees it, and running out of it
+ * aborts as every bson_malloc() does: zlib never reports Z_MEM_ERROR. */
 static voidpf
 zlib_alloc(voidpf opaque, uInt items, uInt size)
 {
@@ -208,8 +209,10 @@ zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bs
    int rc;
 
    zlib_stream_init(&zs);
-   if (inflateInit(&zs) != Z_OK) {
-      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zlib: cannot initialise the inflater");
+   /* Its memory cannot fail (zlib_alloc); a zlib of another version can. */
+   rc = inflateInit(&zs);
+   if (rc != Z_OK) {
+      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "zlib: cannot initialise the inflater (%d)", rc);
    }
    /* Both sizes are below 2 GiB: they come from int32 fields. */
    zs.next_in = src;
@@ -231,8 +234,6 @@ zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bs
                  (unsigned) zs.avail_in, OPMSG_COMPRESSED_OVERHEAD + src_len - zs.avail_in);
    } else if (rc == Z_STREAM_END) {
       ok = true;
-   } else if (rc == Z_MEM_ERROR) {
-      opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zlib: out of memory");
    } else if (rc == Z_BUF_ERROR) {
       opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
                  "zlib payload at offset %d is truncated: it ends after "
@@ -260,6 +261,7 @@ zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bs
       if (code == ZSTD_error_dstSize_tooSmall) {
          return fail_size(error, "zstd", "more bytes", dst_len);
       }
+      /* zstd's own malloc(), which can fail without aborting. */
       if (code == ZSTD_error_memory_allocation) {
          return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zstd: out of memory");
       }
@@ -321,8 +323,9 @@ codec_encode(int id, int level, const uint8_t *src, size_t src_len, uint8_t *dst
       int rc;
 
       zlib_stream_init(&zs);
-      if (deflateInit(&zs, level) != Z_OK) {
-         return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zlib: cannot initialise the deflater");
+      rc = deflateInit(&zs, level);
+      if (rc != Z_OK) {
+         return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib: cannot initialise the deflater (%d)", rc);
       }
       zs.next_in = src;
       zs.avail_in = (uInt) src_len;
@@ -347,6 +350,9 @@ codec_encode(int id, int level, const uint8_t *src, size_t src_len, uint8_t *dst
       }
       if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall) {
          break;
+      }
+      if (ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation) {
+         return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zstd: out of memory");
       }
       return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zstd failed: %s", ZSTD_getErrorName(n));
    }
@@ -506,10 +512,6 @@ opmsg_decompress(const opmsg_msg_t *msg, size_t *len, bson_error_t *error)
    }
    total = opmsg_decompressed_size(msg);
    buf = bson_malloc(total);
-   if (!buf) {
-      opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "cannot allocate %zu bytes for the decompressed message", total);
-      return NULL;
-   }
    if (!opmsg_decompress_into(msg, buf, total, len, error)) {
       bson_free(buf);
       return NULL;
@@ -810,10 +812,6 @@ opmsg_compress(const uint8_t *msg, size_t msg_len, int compressor_id, int level,
    }
    cap = opmsg_compress_bound(msg_len, compressor_id);
    out = bson_malloc(cap);
-   if (!out) {
-      opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "cannot allocate %zu bytes", cap);
-      return NULL;
-   }
    if (!opmsg_compress_into(msg, msg_len, compressor_id, level, out, cap, out_len, error)) {
       bson_free(out);
       return NULL;

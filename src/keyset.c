@@ -4,20 +4,15 @@
  */
 #include "opmsg-keyset.h"
 
-bool
-opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, opmsg_report_t *r)
+void
+opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n)
 {
    /* Three quarters full on the heap, where the size matters more than
     * the probes: about 11 bytes a name, each of which takes at least 2
     * bytes of the buffer (3 but for one empty key), so the table stays
     * within a few times the message. A slot stays empty, which ends every
-    * probe. */
+    * probe. bson_malloc() aborts when memory runs out, as everywhere in
+    * opmsg (docs/design.md). */
    s->nslots = n + n / 3 + 1;
    s->slots = bson_malloc(s->nslots * sizeof(opmsg_keyslot_t));
-   if (!s->slots) {
-      s->slots = s->local;
-      s->nslots = 0;
-      return opmsg_report(r, OPMSG_ERR_NO_MEMORY, 0, "no memory for the name table of %zu names", n);
-   }
-   return true;
 }

@@ -127,11 +127,13 @@ opmsg_merge_init(const opmsg_msg_t *msg, bson_t *out, bson_error_t *error)
       return false;
    }
    /* Public API only: reserve_buffer sets the length and leaves the bytes to
-    * us, so the document is written once, in place. */
-   uint8_t *data = bson_reserve_buffer(out, (uint32_t) size);
+    * us, so the document is written once, in place. Its allocation aborts
+    * when memory runs out (bson_realloc()); it refuses only a size past
+    * libbson's largest document, which the parse already bounds. */
+   uint8_t *data = size <= (size_t) INT32_MAX ? bson_reserve_buffer(out, (uint32_t) size) : NULL;
    if (!data) {
       bson_reinit(out);
-      return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "no memory for a %zu-byte document", size);
+      return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE, "libbson refuses a %zu-byte document", size);
    }
    write_merged(msg, data);
    return true;

@@ -36,16 +36,17 @@ typedef struct {
 /* Slots of a local table that holds n names without allocating. */
 #define OPMSG_KEYSET_LOCAL(n) (2 * (size_t) (n) + 1)
 
-/* The table of a set too large for its local one, from the heap. */
-bool opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n, opmsg_report_t *r);
+/* The table of a set too large for its local one, from the heap (a few
+ * times the size of the message the names are in). */
+void opmsg_keyset_alloc(opmsg_keyset_t *s, size_t n);
 
 /* An empty set for n names stored in [base, limit), in local (n_local
- * slots) when they fit, half full so that probes are short.
- * OPMSG_ERR_NO_MEMORY if the heap fails; the set may be destroyed either
- * way, and so may a zeroed one. Inline: every parse makes one. */
-static inline bool
+ * slots) when they fit, half full so that probes are short. Destroy it
+ * with opmsg_keyset_destroy(), as a zeroed one may be. Inline: every parse
+ * makes one. */
+static inline void
 opmsg_keyset_init(opmsg_keyset_t *s, const uint8_t *base, const uint8_t *limit, size_t n, opmsg_keyslot_t *local,
-                  size_t n_local, opmsg_report_t *r)
+                  size_t n_local)
 {
    s->base = base;
    s->limit = limit;
@@ -53,11 +54,10 @@ opmsg_keyset_init(opmsg_keyset_t *s, const uint8_t *base, const uint8_t *limit, 
    s->slots = local;
    s->unique = true;
    s->nslots = OPMSG_KEYSET_LOCAL(n);
-   if (OPMSG_UNLIKELY(s->nslots > n_local) && !opmsg_keyset_alloc(s, n, r)) {
-      return false;
+   if (OPMSG_UNLIKELY(s->nslots > n_local)) {
+      opmsg_keyset_alloc(s, n);
    }
    memset(s->slots, 0, s->nslots * sizeof(opmsg_keyslot_t));
-   return true;
 }
 
 static inline void

@@ -348,9 +348,7 @@ check_body_keys(const opmsg_op_msg_t *m, const scan_t *scan, bool unique, opmsg_
       }
       return true;
    }
-   if (!opmsg_keyset_init(keys, m->data, m->data + m->len, nkeys, local, LOCAL_SLOTS, r)) {
-      return false;
-   }
+   opmsg_keyset_init(keys, m->data, m->data + m->len, nkeys, local, LOCAL_SLOTS);
    keys->unique = unique;
    if (nkeys > SCAN_KEYS && unique) {
       return opmsg_rule_unique_keys(r, keys, m->body, m->body_len);
@@ -389,10 +387,10 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
 
    /* One sequence (the common case) has no other to repeat. */
    uint32_t n_ids = scan->n_seq > 1 ? scan->n_seq : 0;
-   if (!opmsg_rule_dotted_count(r, scan->n_seq, scan->n_dotted, scan->over_off) ||
-       !opmsg_keyset_init(&ids, m->data, m->data + m->len, n_ids, local, LOCAL_SLOTS, r)) {
+   if (!opmsg_rule_dotted_count(r, scan->n_seq, scan->n_dotted, scan->over_off)) {
       return false;
    }
+   opmsg_keyset_init(&ids, m->data, m->data + m->len, n_ids, local, LOCAL_SLOTS);
    p = opmsg_op_msg_sections(m);
    while (opmsg_op_msg_next_seq(m, &p, &seq)) {
       uint32_t id_off = (uint32_t) (seq.identifier - (const char *) m->data);

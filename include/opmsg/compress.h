@@ -28,7 +28,9 @@
  * opmsg_compression_allowed()).
  *
  * Codec working memory: zlib's (about 40 KB) is allocated through
- * bson_malloc(); zstd's and snappy's come from malloc(). When decompressing
+ * bson_malloc(), which aborts when memory runs out as libbson does; zstd's
+ * comes from malloc() (OPMSG_ERR_NO_MEMORY when that fails), snappy's from
+ * C++'s new (which ends the process when memory runs out). When decompressing
  * it does not depend on the message (zstd: about 100 KB); when compressing,
  * zstd's grows with the level and the input, as ZSTD_compress()'s does.
  */
@@ -88,7 +90,7 @@ OPMSG_EXPORT bool opmsg_compressor_available(int compressor_id);
  *    or a snappy/zstd stream declares another size;
  *  - OPMSG_ERR_DECOMPRESS: the stream is corrupt or truncated, or has bytes
  *    after its end;
- *  - OPMSG_ERR_NO_MEMORY: the codec could not get its working memory.
+ *  - OPMSG_ERR_NO_MEMORY: zstd could not get its working memory.
  * ------------------------------------------------------------------------- */
 
 /* The size of the rebuilt message, 16 + uncompressedSize; 0 when msg is not
@@ -195,7 +197,8 @@ OPMSG_EXPORT size_t opmsg_compress_bound(size_t msg_len, int compressor_id);
  *    and zlib need only the size of the result; snappy and zstd may refuse
  *    anything below opmsg_compress_bound(), which always suffices;
  *  - OPMSG_ERR_OUTPUT_TOO_LARGE: the result would exceed 2 GiB - 1;
- *  - OPMSG_ERR_COMPRESS: the codec failed.
+ *  - OPMSG_ERR_COMPRESS: the codec failed;
+ *  - OPMSG_ERR_NO_MEMORY: zstd could not get its working memory.
  * On success *out_len (if not NULL) is the size written.
  */
 OPMSG_EXPORT bool opmsg_compress_into(const uint8_t *msg, size_t msg_len, int compressor_id, int level, uint8_t *out,

@@ -17,9 +17,14 @@
  *    is an opmsg_error_code_t naming the violated rule. The message says what
  *    was wrong and at which byte offset of the message;
  *    opmsg_parse_with_offset() also gives that offset as a number.
- *  - No global state. Nothing allocates unless its documentation says so;
- *    allocations go through libbson's bson_malloc() so an application's
- *    bson_mem_set_vtable() applies.
+ *  - No global state. Nothing allocates unless its documentation says so,
+ *    and never more than the message's limits allow, checked first.
+ *    Allocations go through libbson's bson_malloc() family, so an
+ *    application's bson_mem_set_vtable() applies, and follow libbson's
+ *    policy: running out of memory aborts the process, so no function
+ *    reports a failed allocation of its own. Only zstd's working memory
+ *    (opmsg/compress.h) comes from its own malloc(): OPMSG_ERR_NO_MEMORY
+ *    when that fails.
  */
 #ifndef OPMSG_H
 #define OPMSG_H
@@ -161,7 +166,7 @@ typedef enum {
    OPMSG_ERR_INVALID_ARGUMENT = 28, /* NULL where a pointer is needed, bad option */
    OPMSG_ERR_BUFFER_TOO_SMALL = 29, /* the caller's buffer is smaller than the size needed */
    OPMSG_ERR_WRONG_OPCODE = 30,     /* the function does not apply to this opcode */
-   OPMSG_ERR_NO_MEMORY = 31,        /* an allocation failed */
+   OPMSG_ERR_NO_MEMORY = 31,        /* zstd's working memory (opmsg's own allocations abort) */
    OPMSG_ERR_OUTPUT_TOO_LARGE = 32, /* the result would exceed the size limit */
 
    /* OP_COMPRESSED (opmsg/compress.h). */

@@ -72,10 +72,8 @@ tap_feed(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data, size_t le
    if (st->broken) {
       return;
    }
-   if (!st->reader && !(st->reader = opmsg_reader_new(&tap->parse))) {
-      bson_set_error(&error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_NO_MEMORY, "cannot create a stream reader");
-      tap_lost_framing(tap, ses, dir, now, &error);
-      return;
+   if (!st->reader) {
+      st->reader = opmsg_reader_new(&tap->parse);
    }
    while (used < len) {
       size_t took = opmsg_reader_feed(st->reader, data + used, len - used);
@@ -94,9 +92,9 @@ tap_feed(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data, size_t le
          tap_lost_framing(tap, ses, dir, now, &error);
          return;
       }
-      if (!progress) { /* the reader takes nothing and gives nothing */
-         bson_set_error(&error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_NO_MEMORY, "the stream reader is stuck after %zu bytes",
-                        used);
+      if (!progress) { /* the reader takes nothing and gives nothing: never */
+         bson_set_error(&error, OPMSG_ERROR_DOMAIN, OPMSG_ERR_STREAM_TRUNCATED,
+                        "the stream reader is stuck after %zu bytes: the rest of the stream is not read", used);
          tap_lost_framing(tap, ses, dir, now, &error);
          return;
       }
