@@ -1,11 +1,20 @@
 #!/bin/sh
 # libopmsg's ABI check, run after every link of libopmsg.so.
 #
-# check-abi.sh LIB SYMBOLS
+# check-abi.sh LIB SYMBOLS [MAP [OBJECT...]]
 #   Fails when LIB no longer exports a symbol listed in SYMBOLS (name@@version,
 #   one per line, # comments), when a symbol's version changed (that is a
 #   disappearance too), or when LIB exports anything outside the versioned
-#   opmsg_ API. A new symbol is fine and only reported.
+#   opmsg_ API. A new symbol is reported (add it to SYMBOLS with --update).
+#   With MAP (src/libopmsg.map, the version script LIB was linked with) it
+#   also fails when the map lists a pattern instead of names, lists a name
+#   twice, or lists a name LIB does not export (a listed symbol disappeared,
+#   or never existed), and when a new symbol (not in SYMBOLS) is in another
+#   node than the newest, which must be the one of LIB's own version
+#   (OPMSG_0.4 for libopmsg.so.0.4.x). With the OBJECTs LIB was linked
+#   from, it fails when one of them defines a symbol for export (OPMSG_EXPORT:
+#   global, default visibility) that no node lists, which the map's
+#   "local: *" would otherwise hide without a word.
 #   When abidiff (Debian: abigail-tools) is installed, LIB has debugging
 #   information and the baseline libopmsg.abi sits beside SYMBOLS, it also
 #   fails when the types of the public API changed in a way that breaks
@@ -34,6 +43,28 @@ symbols_list() {
   exports "$1"
 }
 
+# MAP's nodes in order ("node NAME") and what each lists ("name NODE
+# SECTION NAME"): comments removed, then one token per line.
+map_entries() {
+  tr '\n' ' ' <"$1" | sed -E 's:/\*([^*]|\*+[^*/])*\*+/: :g; s/([{};:])/ \1 /g' | tr -s ' \t' '\n' |
+    awk 'NF == 0 { next }
+         depth == 0 && $0 == "{" { depth = 1; next }
+         depth == 0 && after { after = ($0 != ";"); next }
+         depth == 0 { node = $0; print "node", node; next }
+         $0 == "}" { depth = 0; after = 1; next }
+         $0 == "global" || $0 == "local" { section = $0; next }
+         $0 == ":" || $0 == ";" { next }
+         { print "name", node, section, $0 }'
+}
+
+# What the objects define for export: global, default visibility (the
+# rest of the library is hidden by -fvisibility=hidden).
+object_exports() {
+  for o in "$@"; do
+    LC_ALL=C readelf -sW "$o" | awk '$5 == "GLOBAL" && $6 == "DEFAULT" && $7 != "UND" {print $8}'
+  done | LC_ALL=C sort -u
+}
+
 has_debug_info() {
   LC_ALL=C readelf -S "$1" 2>/dev/null | grep -q '\.debug_info'
 }
@@ -58,6 +89,8 @@ esac
 
 lib=$1
 list=$2
+map=${3:-}
+[ $# -ge 3 ] && shift 3 || shift $#
 exported=$(exports "$lib")
 status=0
 for sym in $(grep -v '^#' "$list"); do
@@ -74,6 +107,54 @@ fi
 new=$(printf '%s\n' "$exported" | grep -vxF -f "$list" || true)
 if [ -n "$new" ] && [ $status -eq 0 ]; then
   echo "abi: new symbols, add them to $(basename "$list") (abi/check-abi.sh --update):" $new >&2
+fi
+
+# The map: each release's symbols by name, new ones in the newest node.
+if [ -n "$map" ]; then
+  entries=$(map_entries "$map")
+  mapname=$(basename "$map")
+  newest=$(printf '%s\n' "$entries" | awk '$1 == "node" {n = $2} END {print n}')
+  listed=$(printf '%s\n' "$entries" | awk '$1 == "name" && $3 == "global" {print $4 "@@" $2}')
+  patterns=$(printf '%s\n' "$listed" | grep '[][*?]' || true)
+  if [ -n "$patterns" ]; then
+    echo "abi: $mapname lists patterns, not names:" $patterns "(list each symbol in the node of the release that added it)" >&2
+    status=1
+  fi
+  twice=$(printf '%s\n' "$listed" | sed 's/@@.*//' | LC_ALL=C sort | uniq -d)
+  if [ -n "$twice" ]; then
+    echo "abi: $mapname lists these in more than one node:" $twice >&2
+    status=1
+  fi
+  for sym in $(printf '%s\n' "$listed" | grep -v '[][*?]'); do
+    if ! printf '%s\n' "$exported" | grep -qxF "$sym"; then
+      echo "abi: $mapname lists ${sym%@@*} in ${sym#*@@}, but $(basename "$lib") does not export it" \
+           "(removed or renamed? a released symbol must stay)" >&2
+      status=1
+    fi
+  done
+  # A new symbol belongs in the node of the version being made.
+  own=$(basename "$(readlink -f "$lib")" | sed -n 's/^libopmsg\.so\.\([0-9]*\)\.\([0-9]*\)\..*/OPMSG_\1.\2/p')
+  for sym in $new; do
+    if [ "${sym#*@@}" != "$newest" ]; then
+      echo "abi: ${sym%@@*} is new (not in $(basename "$list")) but listed in ${sym#*@@}:" \
+           "new symbols go into the newest node, $newest" >&2
+      status=1
+    elif [ -n "$own" ] && [ "$newest" != "$own" ]; then
+      echo "abi: ${sym%@@*} is new, and $mapname's newest node $newest is not this version's:" \
+           "open a node $own for it (inheriting $newest)" >&2
+      status=1
+    fi
+  done
+  if [ $# -gt 0 ]; then
+    names=$(printf '%s\n' "$listed" | sed 's/@@.*//')
+    for sym in $(object_exports "$@"); do
+      if ! printf '%s\n' "$names" | grep -qxF "$sym"; then
+        echo "abi: $sym is marked for export (OPMSG_EXPORT) but no node of $mapname lists it," \
+             "so the library hides it: add it to the newest node, $newest" >&2
+        status=1
+      fi
+    done
+  fi
 fi
 
 # The libbson a library links (its DT_NEEDED), and the one the baseline was
