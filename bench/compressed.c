@@ -14,6 +14,11 @@
 bool
 bench_case_make_compressed(bench_case_t *c, const char *name, int compressor_id)
 {
+   if (!opmsg_compressor_available(compressor_id)) {
+      fprintf(stderr, "opmsg-bench: %s skipped: this build has no %s\n", name, opmsg_compressor_name(compressor_id));
+      c->skipped = true;
+      return false;
+   }
    bench_case_t plain;
    memset(&plain, 0, sizeof plain);
    bench_case_make_big(&plain);

@@ -757,6 +757,9 @@ main(int argc, char **argv)
          n_selected++;
          memset(&cs[n_cs], 0, sizeof cs[n_cs]);
          if (!def->make(&cs[n_cs], o.data_dir)) {
+            if (cs[n_cs].skipped) {
+               continue;
+            }
             return 3;
          }
          defs[n_cs++] = def;

@@ -31,9 +31,12 @@ package: deps package-build
 
 # Configured every time, so the tree always has exactly these settings.
 # Never -Werror: a package must build with whatever compiler the release
-# has (CI's OPMSG_WERROR is for the tree's own builds).
+# has (CI's OPMSG_WERROR is for the tree's own builds). Every optional part
+# is required: the packages ship all codecs and ISA-L's CRC-32C (libopmsg-dev
+# depends on their -dev packages).
 package-build:
 	cmake -S . -B $(PKG_BUILD) -G Ninja $(PKG_CMAKE_ARGS) -DOPMSG_WERROR=OFF \
+	  -DOPMSG_WITH_SNAPPY=ON -DOPMSG_WITH_ZLIB=ON -DOPMSG_WITH_ZSTD=ON -DOPMSG_WITH_ISAL=ON \
 	  "-DCMAKE_C_FLAGS=$(strip $(PKG_CFLAGS))" \
 	  "-DCMAKE_EXE_LINKER_FLAGS=$(PKG_LDFLAGS)" \
 	  "-DCMAKE_SHARED_LINKER_FLAGS=$(PKG_LDFLAGS)" >/dev/null

@@ -1,15 +1,23 @@
 /*
  * compress.c - OP_COMPRESSED: framing checks (called by opmsg_parse()),
- * decompression with noop, snappy, zlib and zstd, and compression.
+ * decompression and compression with noop and whichever of snappy, zlib
+ * and zstd the build has (codecs[]).
  */
 #include "opmsg-msg.h"
 #include "opmsg-parse.h"
 
-#define ZLIB_CONST
+/* The codecs this build has (codecs[] below). */
+#ifdef OPMSG_HAVE_SNAPPY
 #include <snappy-c.h>
+#endif
+#ifdef OPMSG_HAVE_ZLIB
+#define ZLIB_CONST
 #include <zlib.h>
+#endif
+#ifdef OPMSG_HAVE_ZSTD
 #include <zstd.h>
 #include <zstd_errors.h>
+#endif
 
 /* The largest value a messageLength can carry. */
 #define OPMSG_INT32_MAX_SIZE ((size_t) INT32_MAX)
@@ -80,45 +88,150 @@ opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_rep
 }
 
 /* ---------------------------------------------------------------------------
- * Names
- * ------------------------------------------------------------------------- */
-
-static const char *const compressor_names[] = {"noop", "snappy", "zlib", "zstd"};
-
-const char *
-opmsg_compressor_name(int compressor_id)
-{
-   if (compressor_id < 0 || compressor_id > OPMSG_COMPRESSOR_ZSTD) {
-      return NULL;
-   }
-   return compressor_names[compressor_id];
-}
-
-int
-opmsg_compressor_from_name(const char *name)
-{
-   int i;
-
-   if (!name) {
-      return -1;
-   }
-   for (i = 0; i <= OPMSG_COMPRESSOR_ZSTD; i++) {
-      if (strcmp(name, compressor_names[i]) == 0) {
-         return i;
-      }
-   }
-   return -1;
-}
-
-bool
-opmsg_compressor_available(int compressor_id)
-{
-   return compressor_id >= 0 && compressor_id <= OPMSG_COMPRESSOR_ZSTD;
-}
-
-/* ---------------------------------------------------------------------------
  * Codecs
+ *
+ * One entry per compressorId in codecs[] below, each codec's functions
+ * built only when its library is (OPMSG_WITH_SNAPPY, _ZLIB, _ZSTD in
+ * CMakeLists.txt, as libmongoc's ENABLE_SNAPPY, ...): an id whose entry is
+ * empty is OPMSG_ERR_COMPRESSOR_UNAVAILABLE to every function here.
  * ------------------------------------------------------------------------- */
+
+/* What compressing did; CODEC_NO_ROOM lets the caller say whose room ran
+ * out (codec_encode()). */
+typedef enum { CODEC_DONE, CODEC_NO_ROOM, CODEC_FAILED } codec_rc_t;
+
+typedef struct {
+   /* Before a byte is allocated for the output: whether the payload's own
+    * account of its size agrees with uncompressedSize (usize), so that a
+    * small message cannot make opmsg allocate up to the size limit for
+    * nothing. */
+   bool (*check_size)(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error);
+   /* Exactly dst_len bytes from src, or an error. */
+   bool (*decode)(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error);
+   /* The most compressing src_len bytes can give. */
+   size_t (*bound)(size_t src_len);
+   /* Whether the codec takes this level; NULL: it ignores the level. */
+   bool (*level_ok)(int level);
+   /* Compresses src into dst[0..*dst_len); *dst_len becomes the size
+    * written. */
+   codec_rc_t (*encode)(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len,
+                        bson_error_t *error);
+} codec_t;
+
+static bool
+fail_size(bson_error_t *error, const char *codec, const char *what, size_t usize)
+{
+   return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                     "%s payload at offset %d decompresses to %s than "
+                     "uncompressedSize %zu",
+                     codec, OPMSG_COMPRESSED_OVERHEAD, what, usize);
+}
+
+/* noop: the bytes as they are; always built. */
+
+static bool
+noop_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error)
+{
+   (void) src;
+   if (src_len != usize) {
+      return fail_size(error, "noop", src_len > usize ? "more bytes" : "fewer bytes", usize);
+   }
+   return true;
+}
+
+static bool
+noop_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
+{
+   if (src_len != dst_len) {
+      return fail_size(error, "noop", src_len > dst_len ? "more bytes" : "fewer bytes", dst_len);
+   }
+   memcpy(dst, src, dst_len);
+   return true;
+}
+
+static size_t
+noop_bound(size_t src_len)
+{
+   return src_len;
+}
+
+static codec_rc_t
+noop_encode(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bson_error_t *error)
+{
+   (void) level;
+   (void) error;
+   if (*dst_len < src_len) {
+      return CODEC_NO_ROOM;
+   }
+   memcpy(dst, src, src_len);
+   *dst_len = src_len;
+   return CODEC_DONE;
+}
+
+#ifdef OPMSG_HAVE_SNAPPY
+
+static bool
+snappy_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error)
+{
+   size_t declared;
+
+   if (snappy_uncompressed_length((const char *) src, src_len, &declared) != SNAPPY_OK) {
+      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "snappy payload at offset %d has no valid length preamble",
+                        OPMSG_COMPRESSED_OVERHEAD);
+   }
+   if (declared != usize) {
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                        "snappy payload at offset %d declares %zu bytes, uncompressedSize says %zu",
+                        OPMSG_COMPRESSED_OVERHEAD, declared, usize);
+   }
+   return true;
+}
+
+/* snappy_uncompress() rejects corrupt input by itself, so the separate
+ * validation pass snappy offers would only read the stream twice. The
+ * declared length was compared with uncompressedSize before the output was
+ * allocated (snappy_check_size). */
+static bool
+snappy_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
+{
+   size_t out = dst_len;
+
+   if (snappy_uncompress((const char *) src, src_len, (char *) dst, &out) != SNAPPY_OK) {
+      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
+                        "snappy payload at offset %d is corrupt or "
+                        "truncated",
+                        OPMSG_COMPRESSED_OVERHEAD);
+   }
+   if (out != dst_len) {
+      return fail_size(error, "snappy", "another number of bytes", dst_len);
+   }
+   return true;
+}
+
+static size_t
+snappy_bound(size_t src_len)
+{
+   return snappy_max_compressed_length(src_len);
+}
+
+static codec_rc_t
+snappy_encode(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bson_error_t *error)
+{
+   (void) level;
+   /* snappy refuses any buffer smaller than its bound. */
+   if (*dst_len < snappy_max_compressed_length(src_len)) {
+      return CODEC_NO_ROOM;
+   }
+   if (snappy_compress((const char *) src, src_len, (char *) dst, dst_len) != SNAPPY_OK) {
+      opmsg_fail(error, OPMSG_ERR_COMPRESS, "snappy failed");
+      return CODEC_FAILED;
+   }
+   return CODEC_DONE;
+}
+
+#endif /* OPMSG_HAVE_SNAPPY */
+
+#ifdef OPMSG_HAVE_ZLIB
 
 /* zlib's working memory goes through libbson's allocator, so an
  * application's bson_mem_set_vtable() sees it, and running out of it
@@ -145,42 +258,20 @@ zlib_stream_init(z_stream *zs)
    zs->zfree = zlib_free;
 }
 
-static bool
-fail_size(bson_error_t *error, const char *codec, const char *what, size_t usize)
-{
-   return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                     "%s payload at offset %d decompresses to %s than "
-                     "uncompressedSize %zu",
-                     codec, OPMSG_COMPRESSED_OVERHEAD, what, usize);
-}
+/* Deflate cannot expand input by more than about 1032:1; anything claiming
+ * more is a lie, whatever the stream holds. zlib's stream does not say its
+ * size, so that ratio is the only bound before decompressing. */
+#define ZLIB_MAX_RATIO 1032u
 
 static bool
-noop_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
+zlib_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error)
 {
-   if (src_len != dst_len) {
-      return fail_size(error, "noop", src_len > dst_len ? "more bytes" : "fewer bytes", dst_len);
-   }
-   memcpy(dst, src, dst_len);
-   return true;
-}
-
-/* snappy_uncompress() rejects corrupt input by itself, so the separate
- * validation pass snappy offers would only read the stream twice. The
- * declared length was compared with uncompressedSize before the output was
- * allocated (check_declared_size). */
-static bool
-snappy_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
-{
-   size_t out = dst_len;
-
-   if (snappy_uncompress((const char *) src, src_len, (char *) dst, &out) != SNAPPY_OK) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                        "snappy payload at offset %d is corrupt or "
-                        "truncated",
-                        OPMSG_COMPRESSED_OVERHEAD);
-   }
-   if (out != dst_len) {
-      return fail_size(error, "snappy", "another number of bytes", dst_len);
+   (void) src;
+   if (usize / ZLIB_MAX_RATIO > src_len) {
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                        "uncompressedSize %zu at offset %d is more than %u times the %zu-byte zlib payload: no "
+                        "deflate stream expands that far",
+                        usize, OPMSG_OFF_UNCOMPRESSED_SIZE, ZLIB_MAX_RATIO, src_len);
    }
    return true;
 }
@@ -199,7 +290,6 @@ zlib_drain(z_stream *zs, bool *longer)
    *longer = zs->avail_out == 0;
    return rc;
 }
-
 static bool
 zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
 {
@@ -247,23 +337,97 @@ zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bs
    return ok;
 }
 
+
+static size_t
+zlib_bound(size_t src_len)
+{
+   /* deflate with the default window and memory level, as used here,
+    * stays within compressBound() at every level. */
+   return (size_t) compressBound((uLong) src_len);
+}
+
+static bool
+zlib_level_ok(int level)
+{
+   return level >= -1 && level <= 9;
+}
+
+static codec_rc_t
+zlib_encode(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bson_error_t *error)
+{
+   z_stream zs;
+   int rc;
+
+   zlib_stream_init(&zs);
+   rc = deflateInit(&zs, level);
+   if (rc != Z_OK) {
+      opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib: cannot initialise the deflater (%d)", rc);
+      return CODEC_FAILED;
+   }
+   zs.next_in = src;
+   zs.avail_in = (uInt) src_len;
+   zs.next_out = dst;
+   zs.avail_out = (uInt) BSON_MIN(*dst_len, (size_t) UINT32_MAX);
+   rc = deflate(&zs, Z_FINISH);
+   *dst_len = zs.total_out;
+   deflateEnd(&zs);
+   if (rc == Z_STREAM_END) {
+      return CODEC_DONE;
+   }
+   if (rc == Z_OK || rc == Z_BUF_ERROR) {
+      return CODEC_NO_ROOM;
+   }
+   opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib deflate failed (%d)", rc);
+   return CODEC_FAILED;
+}
+
+#endif /* OPMSG_HAVE_ZLIB */
+
+#ifdef OPMSG_HAVE_ZSTD
+
+/* zstd's working memory comes from its own malloc(), which can fail
+ * without aborting: the one OPMSG_ERR_NO_MEMORY (docs/design.md). True
+ * when that is what n says. */
+static bool
+zstd_out_of_memory(size_t n, bson_error_t *error)
+{
+   if (ZSTD_getErrorCode(n) != ZSTD_error_memory_allocation) {
+      return false;
+   }
+   opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zstd: out of memory");
+   return true;
+}
+
+/* A frame may leave its size out; then the overrun is found while
+ * decompressing, into exactly usize bytes. */
+static bool
+zstd_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error)
+{
+   unsigned long long frame = ZSTD_getFrameContentSize(src, src_len);
+
+   if (frame == ZSTD_CONTENTSIZE_ERROR) {
+      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "zstd payload at offset %d is not a zstd frame",
+                        OPMSG_COMPRESSED_OVERHEAD);
+   }
+   if (frame != ZSTD_CONTENTSIZE_UNKNOWN && frame != usize) {
+      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                        "zstd payload at offset %d declares %llu bytes, uncompressedSize says %zu",
+                        OPMSG_COMPRESSED_OVERHEAD, frame, usize);
+   }
+   return true;
+}
+
 static bool
 zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
 {
-   /* The frame header was checked against uncompressedSize before the
-    * output was allocated (check_declared_size). */
-   size_t n;
+   size_t n = ZSTD_decompress(dst, dst_len, src, src_len);
 
-   n = ZSTD_decompress(dst, dst_len, src, src_len);
    if (ZSTD_isError(n)) {
-      ZSTD_ErrorCode code = ZSTD_getErrorCode(n);
-
-      if (code == ZSTD_error_dstSize_tooSmall) {
+      if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall) {
          return fail_size(error, "zstd", "more bytes", dst_len);
       }
-      /* zstd's own malloc(), which can fail without aborting. */
-      if (code == ZSTD_error_memory_allocation) {
-         return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zstd: out of memory");
+      if (zstd_out_of_memory(n, error)) {
+         return false;
       }
       return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
                         "zstd payload at offset %d is corrupt or truncated: "
@@ -276,88 +440,109 @@ zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bs
    return true;
 }
 
-static bool
-codec_decode(int id, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
+static size_t
+zstd_bound(size_t src_len)
 {
-   switch (id) {
-   case OPMSG_COMPRESSOR_NOOP:
-      return noop_decode(src, src_len, dst, dst_len, error);
-   case OPMSG_COMPRESSOR_SNAPPY:
-      return snappy_decode(src, src_len, dst, dst_len, error);
-   case OPMSG_COMPRESSOR_ZLIB:
-      return zlib_decode(src, src_len, dst, dst_len, error);
-   case OPMSG_COMPRESSOR_ZSTD:
-      return zstd_decode(src, src_len, dst, dst_len, error);
-   default:
-      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR, "compressorId %d is reserved", id);
+   return ZSTD_compressBound(src_len);
+}
+
+static bool
+zstd_level_ok(int level)
+{
+   return level == OPMSG_COMPRESS_DEFAULT_LEVEL || (level >= ZSTD_minCLevel() && level <= ZSTD_maxCLevel());
+}
+
+static codec_rc_t
+zstd_encode(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bson_error_t *error)
+{
+   size_t n = ZSTD_compress(dst, *dst_len, src, src_len, level == OPMSG_COMPRESS_DEFAULT_LEVEL ? 0 : level);
+
+   if (!ZSTD_isError(n)) {
+      *dst_len = n;
+      return CODEC_DONE;
    }
+   if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall) {
+      return CODEC_NO_ROOM;
+   }
+   if (!zstd_out_of_memory(n, error)) {
+      opmsg_fail(error, OPMSG_ERR_COMPRESS, "zstd failed: %s", ZSTD_getErrorName(n));
+   }
+   return CODEC_FAILED;
+}
+
+#endif /* OPMSG_HAVE_ZSTD */
+
+/* Indexed by compressorId; an id this build has no codec for stays empty. */
+static const codec_t codecs[OPMSG_COMPRESSOR_ZSTD + 1] = {
+   [OPMSG_COMPRESSOR_NOOP] = {noop_check_size, noop_decode, noop_bound, NULL, noop_encode},
+#ifdef OPMSG_HAVE_SNAPPY
+   [OPMSG_COMPRESSOR_SNAPPY] = {snappy_check_size, snappy_decode, snappy_bound, NULL, snappy_encode},
+#endif
+#ifdef OPMSG_HAVE_ZLIB
+   [OPMSG_COMPRESSOR_ZLIB] = {zlib_check_size, zlib_decode, zlib_bound, zlib_level_ok, zlib_encode},
+#endif
+#ifdef OPMSG_HAVE_ZSTD
+   [OPMSG_COMPRESSOR_ZSTD] = {zstd_check_size, zstd_decode, zstd_bound, zstd_level_ok, zstd_encode},
+#endif
+};
+
+/* ---------------------------------------------------------------------------
+ * Names
+ * ------------------------------------------------------------------------- */
+
+static const char *const compressor_names[] = {"noop", "snappy", "zlib", "zstd"};
+
+const char *
+opmsg_compressor_name(int compressor_id)
+{
+   if (compressor_id < 0 || compressor_id > OPMSG_COMPRESSOR_ZSTD) {
+      return NULL;
+   }
+   return compressor_names[compressor_id];
+}
+
+int
+opmsg_compressor_from_name(const char *name)
+{
+   int i;
+
+   if (!name) {
+      return -1;
+   }
+   for (i = 0; i <= OPMSG_COMPRESSOR_ZSTD; i++) {
+      if (strcmp(name, compressor_names[i]) == 0) {
+         return i;
+      }
+   }
+   return -1;
+}
+
+bool
+opmsg_compressor_available(int compressor_id)
+{
+   return compressor_id >= 0 && compressor_id <= OPMSG_COMPRESSOR_ZSTD && codecs[compressor_id].decode;
+}
+
+/* The id is known (0-3) but this build has no codec for it. */
+static bool
+fail_unavailable(bson_error_t *error, int id)
+{
+   return opmsg_fail(error, OPMSG_ERR_COMPRESSOR_UNAVAILABLE,
+                     "compressorId %d is %s, which this libopmsg was built without", id, compressor_names[id]);
 }
 
 /* Compresses src into dst[0..*dst_len); *dst_len becomes the size written.
  * Running out of room is OPMSG_ERR_BUFFER_TOO_SMALL, or with capped (the
  * room was cut to what messageLength can describe, not the caller's
- * buffer) OPMSG_ERR_OUTPUT_TOO_LARGE. */
+ * buffer) OPMSG_ERR_OUTPUT_TOO_LARGE. id is an available codec's. */
 static bool
 codec_encode(int id, int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bool capped,
              bson_error_t *error)
 {
-   switch (id) {
-   case OPMSG_COMPRESSOR_NOOP:
-      if (*dst_len < src_len) {
-         break;
-      }
-      memcpy(dst, src, src_len);
-      *dst_len = src_len;
-      return true;
-   case OPMSG_COMPRESSOR_SNAPPY:
-      /* snappy refuses any buffer smaller than its bound. */
-      if (*dst_len < snappy_max_compressed_length(src_len)) {
-         break;
-      }
-      if (snappy_compress((const char *) src, src_len, (char *) dst, dst_len) != SNAPPY_OK) {
-         return opmsg_fail(error, OPMSG_ERR_COMPRESS, "snappy failed");
-      }
-      return true;
-   case OPMSG_COMPRESSOR_ZLIB: {
-      z_stream zs;
-      int rc;
+   codec_rc_t rc = codecs[id].encode(level, src, src_len, dst, dst_len, error);
 
-      zlib_stream_init(&zs);
-      rc = deflateInit(&zs, level);
-      if (rc != Z_OK) {
-         return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib: cannot initialise the deflater (%d)", rc);
-      }
-      zs.next_in = src;
-      zs.avail_in = (uInt) src_len;
-      zs.next_out = dst;
-      zs.avail_out = (uInt) BSON_MIN(*dst_len, (size_t) UINT32_MAX);
-      rc = deflate(&zs, Z_FINISH);
-      *dst_len = zs.total_out;
-      deflateEnd(&zs);
-      if (rc == Z_STREAM_END) {
-         return true;
-      }
-      if (rc == Z_OK || rc == Z_BUF_ERROR) {
-         break;
-      }
-      return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib deflate failed (%d)", rc);
-   }
-   case OPMSG_COMPRESSOR_ZSTD: {
-      size_t n = ZSTD_compress(dst, *dst_len, src, src_len, level == OPMSG_COMPRESS_DEFAULT_LEVEL ? 0 : level);
-      if (!ZSTD_isError(n)) {
-         *dst_len = n;
-         return true;
-      }
-      if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall) {
-         break;
-      }
-      if (ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation) {
-         return opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zstd: out of memory");
-      }
-      return opmsg_fail(error, OPMSG_ERR_COMPRESS, "zstd failed: %s", ZSTD_getErrorName(n));
-   }
-   default:
-      return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR, "compressorId %d is reserved", id);
+   if (rc != CODEC_NO_ROOM) {
+      return rc == CODEC_DONE;
    }
    if (capped) {
       return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE,
@@ -389,6 +574,9 @@ check_compressed(const opmsg_msg_t *msg, bson_error_t *error)
       return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR, "compressorId %u is reserved",
                         (unsigned) msg->compressor_id);
    }
+   if (!opmsg_compressor_available(msg->compressor_id)) {
+      return fail_unavailable(error, msg->compressor_id);
+   }
    /* opmsg_parse() checked this; a hand-filled msg must not smuggle an
     * OP_COMPRESSED into the rebuilt header. */
    if (msg->original_opcode == OPMSG_OP_COMPRESSED) {
@@ -411,7 +599,16 @@ opmsg_decompressed_size(const opmsg_msg_t *msg)
    return OPMSG_HEADER_SIZE + (size_t) msg->uncompressed_size;
 }
 
-static bool check_declared_size(const opmsg_msg_t *msg, bson_error_t *error);
+/* Before a byte is allocated for it, uncompressedSize against what the
+ * payload itself says it will decompress to: noop, snappy and zstd (when
+ * the frame declares its size) know their output size exactly; zlib's is
+ * bounded by its largest possible ratio. msg passed check_compressed(). */
+static bool
+check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
+{
+   return codecs[msg->compressor_id].check_size(msg->compressed, msg->compressed_len, (size_t) msg->uncompressed_size,
+                                                error);
+}
 
 bool
 opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *written, bson_error_t *error)
@@ -435,70 +632,14 @@ opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size
    opmsg_write_u32(buf + OPMSG_OFF_REQUEST_ID, (uint32_t) msg->request_id);
    opmsg_write_u32(buf + OPMSG_OFF_RESPONSE_TO, (uint32_t) msg->response_to);
    opmsg_write_u32(buf + OPMSG_OFF_OPCODE, (uint32_t) msg->original_opcode);
-   if (!codec_decode(msg->compressor_id, msg->compressed, msg->compressed_len, buf + OPMSG_HEADER_SIZE,
-                     total - OPMSG_HEADER_SIZE, error)) {
+   if (!codecs[msg->compressor_id].decode(msg->compressed, msg->compressed_len, buf + OPMSG_HEADER_SIZE,
+                                          total - OPMSG_HEADER_SIZE, error)) {
       return false;
    }
    if (written) {
       *written = total;
    }
    return true;
-}
-
-/* Deflate cannot expand input by more than about 1032:1; anything claiming
- * more is a lie, whatever the stream holds. */
-#define ZLIB_MAX_RATIO 1032u
-
-/* Before a byte is allocated for it, checks uncompressedSize against what the
- * payload itself says it will decompress to, so that a small message cannot
- * make opmsg allocate up to the size limit for nothing. noop, snappy and
- * zstd (when the frame declares its size) know their output size exactly;
- * zlib's is bounded by its largest possible ratio. */
-static bool
-check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
-{
-   size_t usize = (size_t) msg->uncompressed_size;
-   size_t declared;
-   unsigned long long frame;
-
-   switch (msg->compressor_id) {
-   case OPMSG_COMPRESSOR_NOOP:
-      if (msg->compressed_len != usize) {
-         return fail_size(error, "noop", msg->compressed_len > usize ? "more bytes" : "fewer bytes", usize);
-      }
-      return true;
-   case OPMSG_COMPRESSOR_SNAPPY:
-      if (snappy_uncompressed_length((const char *) msg->compressed, msg->compressed_len, &declared) != SNAPPY_OK) {
-         return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "snappy payload at offset %d has no valid length preamble",
-                           OPMSG_COMPRESSED_OVERHEAD);
-      }
-      if (declared != usize) {
-         return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                           "snappy payload at offset %d declares %zu bytes, uncompressedSize says %zu",
-                           OPMSG_COMPRESSED_OVERHEAD, declared, usize);
-      }
-      return true;
-   case OPMSG_COMPRESSOR_ZSTD:
-      frame = ZSTD_getFrameContentSize(msg->compressed, msg->compressed_len);
-      if (frame == ZSTD_CONTENTSIZE_ERROR) {
-         return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "zstd payload at offset %d is not a zstd frame",
-                           OPMSG_COMPRESSED_OVERHEAD);
-      }
-      if (frame != ZSTD_CONTENTSIZE_UNKNOWN && frame != usize) {
-         return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                           "zstd payload at offset %d declares %llu bytes, uncompressedSize says %zu",
-                           OPMSG_COMPRESSED_OVERHEAD, frame, usize);
-      }
-      return true;
-   default: /* zlib */
-      if (usize / ZLIB_MAX_RATIO > msg->compressed_len) {
-         return opmsg_fail(
-            error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-            "uncompressedSize %zu at offset 20 is more than %u times the %zu-byte zlib payload: no deflate stream expands that far",
-            usize, ZLIB_MAX_RATIO, msg->compressed_len);
-      }
-      return true;
-   }
 }
 
 uint8_t *
@@ -603,30 +744,10 @@ opmsg_compression_allowed(const char *command_name)
 size_t
 opmsg_compress_bound(size_t msg_len, int compressor_id)
 {
-   size_t n;
-
-   if (msg_len < OPMSG_HEADER_SIZE) {
+   if (msg_len < OPMSG_HEADER_SIZE || !opmsg_compressor_available(compressor_id)) {
       return 0;
    }
-   n = msg_len - OPMSG_HEADER_SIZE;
-   switch (compressor_id) {
-   case OPMSG_COMPRESSOR_NOOP:
-      break;
-   case OPMSG_COMPRESSOR_SNAPPY:
-      n = snappy_max_compressed_length(n);
-      break;
-   case OPMSG_COMPRESSOR_ZLIB:
-      /* deflate with the default window and memory level, as used here,
-       * stays within compressBound() at every level. */
-      n = (size_t) compressBound((uLong) n);
-      break;
-   case OPMSG_COMPRESSOR_ZSTD:
-      n = ZSTD_compressBound(n);
-      break;
-   default:
-      return 0;
-   }
-   return OPMSG_COMPRESSED_OVERHEAD + n;
+   return OPMSG_COMPRESSED_OVERHEAD + codecs[compressor_id].bound(msg_len - OPMSG_HEADER_SIZE);
 }
 
 /* The first key of the document at doc (avail bytes there), or NULL when it
@@ -742,14 +863,9 @@ check_compressible(const uint8_t *msg, size_t msg_len, bson_error_t *error)
 static bool
 check_level(int compressor_id, int level, bson_error_t *error)
 {
-   bool ok = true;
+   bool (*level_ok)(int) = codecs[compressor_id].level_ok;
 
-   if (compressor_id == OPMSG_COMPRESSOR_ZLIB) {
-      ok = level >= -1 && level <= 9;
-   } else if (compressor_id == OPMSG_COMPRESSOR_ZSTD) {
-      ok = level == OPMSG_COMPRESS_DEFAULT_LEVEL || (level >= ZSTD_minCLevel() && level <= ZSTD_maxCLevel());
-   }
-   if (!ok) {
+   if (level_ok && !level_ok(level)) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "level %d is out of range for %s", level,
                         compressor_names[compressor_id]);
    }
@@ -763,8 +879,11 @@ check_args(const uint8_t *msg, size_t msg_len, int compressor_id, int level, bso
    if (!msg) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg is NULL");
    }
-   if (!opmsg_compressor_available(compressor_id)) {
+   if (compressor_id < 0 || compressor_id > OPMSG_COMPRESSOR_ZSTD) {
       return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR, "compressorId %d is reserved", compressor_id);
+   }
+   if (!opmsg_compressor_available(compressor_id)) {
+      return fail_unavailable(error, compressor_id);
    }
    return check_level(compressor_id, level, error) && check_compressible(msg, msg_len, error);
 }

@@ -650,12 +650,14 @@ test_exhaust_compressed(void **state)
    put_message(&plain, 9001, 9000, OPMSG_FLAG_MORE_TO_COME, 3000);
    bson_error_t error;
    size_t clen;
-   uint8_t *compressed =
-      opmsg_compress(plain.data, plain.len, OPMSG_COMPRESSOR_ZLIB, OPMSG_COMPRESS_DEFAULT_LEVEL, &clen, &error);
+   /* zlib, or noop in a build without it (test_compress.c holds the
+    * build to its codecs): the reader's path is the same. */
+   int codec = opmsg_compressor_available(OPMSG_COMPRESSOR_ZLIB) ? OPMSG_COMPRESSOR_ZLIB : OPMSG_COMPRESSOR_NOOP;
+   uint8_t *compressed = opmsg_compress(plain.data, plain.len, codec, OPMSG_COMPRESS_DEFAULT_LEVEL, &clen, &error);
    if (!compressed) {
       fail_msg("compress: %s", error.message);
    }
-   assert_true(clen < plain.len);
+   assert_true(codec == OPMSG_COMPRESSOR_NOOP || clen < plain.len);
    tu_put(&b, compressed, clen);
    put_message(&b, 9002, 9001, 0, 30);
 

@@ -96,6 +96,8 @@ cli_build_parse_value(cli_build_opts_t *o, const char *opt, const char *v)
          o->compressor = -1;
       } else if ((o->compressor = opmsg_compressor_from_name(v)) < 0) {
          return cli_build_usage("unknown compressor", v);
+      } else if (!opmsg_compressor_available(o->compressor)) {
+         return cli_build_usage("this opmsg was built without the compressor", v);
       }
    } else if (strcmp(opt, "--request-id") == 0 || strcmp(opt, "--response-to") == 0) {
       if (!cli_parse_int(v, INT32_MIN, INT32_MAX, &n)) {

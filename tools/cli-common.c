@@ -136,6 +136,20 @@ cli_check_text(opmsg_check_t check)
    return name ? name : "?";
 }
 
+const char *
+cli_codecs(bool available, char *buf, size_t size)
+{
+   size_t used = 0;
+
+   buf[0] = '\0';
+   for (int id = OPMSG_COMPRESSOR_NOOP; id <= OPMSG_COMPRESSOR_ZSTD; id++) {
+      if (opmsg_compressor_available(id) == available) {
+         used += (size_t) bson_snprintf(buf + used, size - used, "%s%s", used ? " " : "", opmsg_compressor_name(id));
+      }
+   }
+   return buf;
+}
+
 int
 cli_check_option(const char *cmd, int argc, char **argv, int *i, opmsg_check_t *check)
 {

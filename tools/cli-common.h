@@ -77,6 +77,11 @@ int cli_check_option(const char *cmd, int argc, char **argv, int *i, opmsg_check
 /* opmsg_check_name() of check ("frames", "top-level", "full"). */
 const char *cli_check_text(opmsg_check_t check);
 
+/* The names of the OP_COMPRESSED codecs this build has (available true:
+ * "noop snappy zlib zstd") or lacks (false: "" when none), space-separated,
+ * in buf; as libopmsg's opmsg_compressor_available() says. Returns buf. */
+const char *cli_codecs(bool available, char *buf, size_t size);
+
 /* Parses a decimal number in [min, max]; false on anything else (a minus
  * sign too, when min is not negative: "-0" is no count). */
 bool cli_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);

@@ -15,12 +15,15 @@
 static int
 cli_version(void)
 {
+   char codecs[64];
+
    printf("opmsg %s (libopmsg %s, libbson %s, crc32c %s)\n", OPMSG_VERSION_STRING, opmsg_version_string(),
           bson_get_version(), opmsg_crc32c_implementation());
    /* The optional parts, for the scripts (and the tests) that read this
-    * line: every build has them all now, and the line stays so that those
-    * scripts keep working. */
+    * line: every build has the commands, and the line stays so that those
+    * scripts keep working. The codecs are the build's (OPMSG_WITH_*). */
    printf("features: build compress tap\n");
+   printf("codecs: %s\n", cli_codecs(true, codecs, sizeof codecs));
    return CLI_EXIT_OK;
 }
 

@@ -1,8 +1,13 @@
 /*
  * opmsg/compress.h - included by <opmsg/opmsg.h>; do not include it on its own.
  *
- * OP_COMPRESSED (opcode 2012) in both directions, with the four codecs the
- * wire protocol defines: noop (0), snappy (1), zlib (2) and zstd (3).
+ * OP_COMPRESSED (opcode 2012) in both directions, with the codecs the wire
+ * protocol defines: noop (0), snappy (1), zlib (2) and zstd (3). noop is
+ * always there; snappy, zlib and zstd each only when libopmsg was built with
+ * it (CMake's OPMSG_WITH_SNAPPY, _ZLIB, _ZSTD; Debian's packages have all
+ * three). opmsg_compressor_available() says which this build has; every
+ * function below refuses a codec it lacks with
+ * OPMSG_ERR_COMPRESSOR_UNAVAILABLE, before anything is allocated.
  *
  *   header(16) | int32 originalOpcode | int32 uncompressedSize |
  *   uint8 compressorId | compressed bytes
@@ -67,8 +72,10 @@ OPMSG_EXPORT const char *opmsg_compressor_name(int compressor_id);
  * or -1 for any other name (including "none" and NULL). */
 OPMSG_EXPORT int opmsg_compressor_from_name(const char *name);
 
-/* True when this build can (de)compress with this id. All four are always
- * built in; false for reserved ids. */
+/* True when this build can (de)compress with this id: always for noop (0),
+ * for snappy, zlib and zstd when libopmsg was built with them; false for
+ * reserved ids. A message that uses an id this says false for (0-3) still
+ * parses, and is OPMSG_ERR_COMPRESSOR_UNAVAILABLE to the functions below. */
 OPMSG_EXPORT bool opmsg_compressor_available(int compressor_id);
 
 /* ---------------------------------------------------------------------------
@@ -85,6 +92,7 @@ OPMSG_EXPORT bool opmsg_compressor_available(int compressor_id);
  *  - OPMSG_ERR_NESTED_COMPRESSION / OPMSG_ERR_BAD_ORIGINAL_OPCODE: a
  *    hand-filled msg whose originalOpcode opmsg_parse() would have refused;
  *  - OPMSG_ERR_UNKNOWN_COMPRESSOR: a reserved compressorId;
+ *  - OPMSG_ERR_COMPRESSOR_UNAVAILABLE: a codec this build lacks;
  *  - OPMSG_ERR_UNCOMPRESSED_SIZE: the codec produced more or fewer bytes than
  *    uncompressedSize (for noop: the payload is not uncompressedSize long),
  *    or a snappy/zstd stream declares another size;
@@ -165,8 +173,8 @@ OPMSG_EXPORT bool opmsg_compression_allowed(const char *command_name);
 /*
  * The largest OP_COMPRESSED message that compressing a message of msg_len
  * bytes with compressor_id can give (overhead included): the size of `out`
- * that opmsg_compress_into() never runs short of. 0 for a reserved id or
- * msg_len below 16.
+ * that opmsg_compress_into() never runs short of. 0 for a reserved id, a
+ * codec this build lacks, or msg_len below 16.
  */
 OPMSG_EXPORT size_t opmsg_compress_bound(size_t msg_len, int compressor_id);
 
@@ -185,6 +193,7 @@ OPMSG_EXPORT size_t opmsg_compress_bound(size_t msg_len, int compressor_id);
  * have none. Errors:
  *  - OPMSG_ERR_INVALID_ARGUMENT: NULL pointers, or a level out of range;
  *  - OPMSG_ERR_UNKNOWN_COMPRESSOR: a reserved compressor_id;
+ *  - OPMSG_ERR_COMPRESSOR_UNAVAILABLE: a codec this build lacks;
  *  - OPMSG_ERR_TRUNCATED / OPMSG_ERR_LENGTH_MISMATCH: msg_len below 16 or
  *    not messageLength;
  *  - OPMSG_ERR_NESTED_COMPRESSION: msg is already OP_COMPRESSED;

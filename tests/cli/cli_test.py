@@ -958,6 +958,62 @@ def group_compress():
         check(rc == 0, "merge --stream of compressed messages: %d %r" % (rc, err))
 
 
+def group_codecs():
+    # The codecs of this build (CMake's OPMSG_WITH_*; tests/cli/CMakeLists.txt
+    # passes them): --version lists exactly those, a message compressed with
+    # one of them works, and one compressed with any other is refused with
+    # compressor-unavailable by check, merge and dump, and by build --compress.
+    have = os.environ.get("OPMSG_TEST_CODECS", "").split()
+    check("noop" in have, "OPMSG_TEST_CODECS names the build's codecs: %r" % have)
+    rc, out, err = run(["--version"])
+    listed = [line for line in out.decode().splitlines() if line.startswith("codecs:")]
+    check(rc == 0 and listed == ["codecs: " + " ".join(have)],
+          "--version lists %r, the build has %r" % (listed, have))
+    ping = op_msg([kind0({"ping": 1, "$db": "admin"})])
+    want = enc(expected_merge(ping))
+    tapped = []  # (codec, message) for the tap below
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = write(tmp, "cmd.json", '{"ping": 1, "$db": "admin"}')
+        for cid, codec in enumerate(CODECS):
+            rc, out, err = run(["build", "--command", cmd, "--compress", codec])
+            if codec in have:
+                check(rc == 0 and len(out) > 25 and out[24] == cid, "build --compress %s: %d %r" % (codec, rc, err))
+                rc, merged, err = run(["merge", "--bson", "-"], out)
+                check(rc == 0 and merged == want, "merge of %s: %d %r" % (codec, rc, err))
+                tapped.append((codec, out))
+                continue
+            first = err.splitlines()[:1]
+            check(rc == 2 and out == b"" and first and "'%s'" % codec in first[0] and "built without" in first[0],
+                  "build --compress %s without it: %d %r" % (codec, rc, err))
+            # A message that uses it: valid on the wire, but this build cannot open it.
+            rest = struct.pack("<iiB", 2013, len(ping) - 16, cid) + b"\x5a" * 40
+            msg = struct.pack("<iiii", 16 + len(rest), 1, 0, 2012) + rest
+            for args in (["check", "-"], ["merge", "-"], ["dump", "-"]):
+                rc, out, err = expect_rule(args, "compressor-unavailable", "%s of a %s message" % (args[0], codec), msg)
+                check(codec in err, "%s names %s: %r" % (args[0], codec, err))
+            rc, out, err = run(["dump", "-"], msg)
+            d = json.loads(out) if out else {}
+            check(d.get("compressed", {}).get("compressor") == codec
+                  and d.get("error", {}).get("rule") == "compressor-unavailable",
+                  "dump of a %s message: %r" % (codec, d))
+            tapped.append((codec, msg))
+        # The tap says at the start which codecs it lacks (nothing when it
+        # has them all), and logs each message it cannot open with the rule.
+        pcap = os.path.join(tmp, "codecs.pcap")
+        with open(pcap, "wb") as f:
+            f.write(pcap_of([m for _, m in tapped]))
+        rc, out, err = run(["tap", "--pcap", pcap])
+        msgs = [x for x in (json.loads(l) for l in out.decode().splitlines()) if "dir" in x]
+        got = [(m.get("compressor"), m.get("error")) for m in msgs]
+        check(rc == 0 and got == [(c, None if c in have else "compressor-unavailable") for c, _ in tapped],
+              "tap --pcap of every codec: %d %r %r" % (rc, got, err))
+        lacks = [c for c in CODECS if c not in have]
+        warned = [line for line in err.splitlines() if "compressor-unavailable" in line]
+        check(warned == (["opmsg tap: this build has no %s: OP_COMPRESSED messages that use it are logged with "
+                          '"error":"compressor-unavailable"' % " ".join(lacks)] if lacks else []),
+              "tap's start: %r" % err)
+
+
 def group_mutate():
     """Mutated vectors (a fixed seed, so every run is the same): the tool
     never crashes, dump always prints parseable JSON, and check, dump and
@@ -1221,6 +1277,7 @@ GROUPS = {
     "build": group_build,
     "split": group_split,
     "compress": group_compress,
+    "codecs": group_codecs,
     "mutate": group_mutate,
     "check_levels": group_check_levels,
 }

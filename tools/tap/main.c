@@ -110,6 +110,7 @@ cli_tap_main(int argc, char **argv)
 {
    tap_t tap;
    struct sigaction sa;
+   char missing[64];
    int rc;
 
    memset(&tap, 0, sizeof tap);
@@ -134,6 +135,15 @@ cli_tap_main(int argc, char **argv)
          fprintf(stderr, "opmsg tap: cannot open %s: %s\n", tap.o.out_path, strerror(errno));
          return 2;
       }
+   }
+
+   /* A build without a codec cannot show what messages compressed with it
+    * carry: say so once, before the log starts. */
+   if (cli_codecs(false, missing, sizeof missing)[0]) {
+      fprintf(stderr,
+              "opmsg tap: this build has no %s: OP_COMPRESSED messages that use it are logged with "
+              "\"error\":\"compressor-unavailable\"\n",
+              missing);
    }
 
    /* Whole lines, written in large blocks (see logger.c). */
