@@ -412,6 +412,53 @@ make_reply101(bench_case_t *c, const char *data_dir)
    return true;
 }
 
+/* ok: the reply most commands get, {ok: 1.0} (a 17-byte body, small
+ * enough for the bytes libbson keeps inside a bson_t). */
+static bool
+make_ok(bench_case_t *c, const char *data_dir)
+{
+   (void) data_dir;
+   bson_t body = BSON_INITIALIZER;
+   if (!BSON_APPEND_DOUBLE(&body, "ok", 1.0)) {
+      bench_fatal("cannot build the body of ok");
+   }
+   make_message(c, "ok", &body, NULL, NULL, 0, 0);
+   bson_destroy(&body);
+   return true;
+}
+
+/* hello: a server's answer to the handshake and to every monitoring
+ * check (about 300 bytes, the fields a replica set member sends). */
+static bool
+make_hello(bench_case_t *c, const char *data_dir)
+{
+   (void) data_dir;
+   bson_t body = BSON_INITIALIZER, tv, hosts;
+   bson_oid_t oid;
+   bson_oid_init_from_string(&oid, "65a1b2c3d4e5f60718293a4b");
+   bool ok =
+      BSON_APPEND_BOOL(&body, "isWritablePrimary", true) && BSON_APPEND_DOCUMENT_BEGIN(&body, "topologyVersion", &tv) &&
+      BSON_APPEND_OID(&tv, "processId", &oid) && BSON_APPEND_INT64(&tv, "counter", 6) &&
+      bson_append_document_end(&body, &tv) && opmsg_append_array_begin(&body, "hosts", -1, &hosts) &&
+      BSON_APPEND_UTF8(&hosts, "0", "db0.example:27017") && BSON_APPEND_UTF8(&hosts, "1", "db1.example:27017") &&
+      BSON_APPEND_UTF8(&hosts, "2", "db2.example:27017") && bson_append_array_end(&body, &hosts) &&
+      BSON_APPEND_UTF8(&body, "setName", "rs0") && BSON_APPEND_INT32(&body, "setVersion", 1) &&
+      BSON_APPEND_UTF8(&body, "primary", "db0.example:27017") &&
+      BSON_APPEND_INT32(&body, "maxBsonObjectSize", 16777216) &&
+      BSON_APPEND_INT32(&body, "maxMessageSizeBytes", 48000000) &&
+      BSON_APPEND_INT32(&body, "maxWriteBatchSize", 100000) &&
+      BSON_APPEND_DATE_TIME(&body, "localTime", INT64_C(1767225600000)) &&
+      BSON_APPEND_INT32(&body, "logicalSessionTimeoutMinutes", 30) && BSON_APPEND_INT64(&body, "connectionId", 4711) &&
+      BSON_APPEND_INT32(&body, "minWireVersion", 0) && BSON_APPEND_INT32(&body, "maxWireVersion", 25) &&
+      BSON_APPEND_BOOL(&body, "readOnly", false) && BSON_APPEND_DOUBLE(&body, "ok", 1.0);
+   if (!ok) {
+      bench_fatal("cannot build the body of hello");
+   }
+   make_message(c, "hello", &body, NULL, NULL, 0, 0);
+   bson_destroy(&body);
+   return true;
+}
+
 /* insert1k: an insert as a driver sends it in a session and a transaction
  * (5-key body) with 1,000 documents of 1 KB in a "documents" sequence. */
 static bool
@@ -530,6 +577,8 @@ make_encode(bench_case_t *c, const char *data_dir)
 }
 
 const bench_case_def_t bench_cases[] = {
+   {"ok", "generated: the reply {ok: 1.0}, body only (38 bytes)", make_ok, "memcpy", NULL},
+   {"hello", "generated: a replica set member's hello reply, body only (about 400 bytes)", make_hello, "memcpy", NULL},
    {"flat", "seed: a cursor reply, body only, one document of 145 scalar fields (6 KB)", make_flat, "memcpy", NULL},
    {"deep", "seed: a cursor reply, body only, one binary tree 9 levels deep (2 KB)", make_deep, "memcpy", NULL},
    {"reply101", "generated: a find reply, body only, firstBatch of 101 documents of 500 bytes (50 KB)", make_reply101,

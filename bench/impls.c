@@ -95,6 +95,43 @@ op_merge_bson(bench_case_t *c, bench_out_t *keep)
    return bench_keep_bson(keep, b);
 }
 
+/* libbson's public ways to a new bson_t holding the merge, which
+ * opmsg_merge_bson() would take without its one block (opmsg-bson-compat.h;
+ * docs/benchmarks.md has the comparison that keeps it). The first writes
+ * the document once into the buffer bson_reserve_buffer() makes: two
+ * allocations (one when it fits inside the bson_t), the capacity a power of
+ * two. */
+static size_t
+op_merge_bson_reserve(bench_case_t *c, bench_out_t *keep)
+{
+   opmsg_msg_t msg;
+   bson_error_t error;
+   bench_parse_or_die(c, &msg);
+   size_t size = opmsg_merged_size(&msg);
+   bson_t *b = bson_new();
+   uint8_t *data = bson_reserve_buffer(b, (uint32_t) size);
+   if (!data || !opmsg_merge_into(&msg, data, size, NULL, &error)) {
+      bench_fatal("%s: bson_reserve_buffer + opmsg_merge_into failed", c->name);
+   }
+   return bench_keep_bson(keep, b);
+}
+
+/* The second merges into a buffer the caller keeps and copies it with
+ * bson_new_from_data(): two allocations of the exact size, the document
+ * written twice. */
+static size_t
+op_merge_bson_copy(bench_case_t *c, bench_out_t *keep)
+{
+   opmsg_msg_t msg;
+   bson_error_t error;
+   size_t written = 0;
+   bench_parse_or_die(c, &msg);
+   if (!opmsg_merge_into(&msg, c->out, c->out_cap, &written, &error)) {
+      bench_fatal("%s: opmsg_merge_into: %s", c->name, error.message);
+   }
+   return bench_keep_bson(keep, bson_new_from_data(c->out, written));
+}
+
 static size_t
 op_merge_into(bench_case_t *c, bench_out_t *keep)
 {
@@ -319,6 +356,18 @@ const bench_impl_t bench_impls[] = {
    {.name = "merge_bson",
     .what = "opmsg_parse + opmsg_merge_bson + bson_destroy",
     .op = op_merge_bson,
+    .kinds = KIND_MSG,
+    .per_level = true,
+    .writes_output = true},
+   {.name = "merge_bson_reserve",
+    .what = "opmsg_parse + bson_new + bson_reserve_buffer + opmsg_merge_into + bson_destroy: libbson's public way",
+    .op = op_merge_bson_reserve,
+    .kinds = KIND_MSG,
+    .per_level = true,
+    .writes_output = true},
+   {.name = "merge_bson_copy",
+    .what = "opmsg_parse + opmsg_merge_into a reused buffer + bson_new_from_data + bson_destroy: the other one",
+    .op = op_merge_bson_copy,
     .kinds = KIND_MSG,
     .per_level = true,
     .writes_output = true},

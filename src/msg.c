@@ -95,19 +95,13 @@ opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
    size_t align = BSON_ALIGNOF(bson_t);
    size_t total = (sizeof(bson_t) + size + align - 1) / align * align;
    bson_t *b = bson_aligned_alloc(align, total);
-   uint8_t *data = (uint8_t *) (b + 1);
-   write_merged(msg, data);
-   if (!bson_init_static(b, data, size)) {
-      bson_free(b);
+   write_merged(msg, (uint8_t *) (b + 1));
+   /* The block becomes the bson_t itself where libbson's flags are the
+    * ones opmsg knows (docs/design.md says why it is worth it); elsewhere
+    * libbson's public way, a copy, rather than a guess. */
+   b = opmsg_bson_adopt_block(b, size, opmsg_bson_own_static);
+   if (!b) {
       opmsg_fail(error, OPMSG_ERR_INVALID_VALUE, "internal error: merged document is malformed");
-      return NULL;
-   }
-   if (!opmsg_bson_own_static(b)) {
-      /* A libbson that keeps its flags otherwise: its public way, with a
-       * second allocation, rather than a guess. */
-      bson_t *copy = bson_new_from_data(data, size);
-      bson_free(b);
-      return copy;
    }
    return b;
 }

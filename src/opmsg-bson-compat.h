@@ -154,4 +154,30 @@ opmsg_bson_own_static(bson_t *b)
    return true;
 }
 
+/* The bson_t opmsg_merge_bson() returns, from block: one allocation from
+ * bson_aligned_alloc() holding a bson_t and, right behind it, the size
+ * bytes of a document already written. own is opmsg_bson_own_static(); a
+ * test passes a stand-in for a libbson whose flags differ, to take the
+ * other way. When own() takes the block, it is the result (bson_destroy()
+ * frees it whole); otherwise the document is copied the public way
+ * (bson_new_from_data(): two more allocations) and the block freed. NULL
+ * (block freed) when libbson refuses the bytes as a document. */
+static inline bson_t *
+opmsg_bson_adopt_block(bson_t *block, size_t size, bool (*own)(bson_t *))
+{
+   const uint8_t *data = (const uint8_t *) (block + 1);
+   bson_t *copy;
+
+   if (!bson_init_static(block, data, size)) {
+      bson_free(block);
+      return NULL;
+   }
+   if (own(block)) {
+      return block;
+   }
+   copy = bson_new_from_data(data, size);
+   bson_free(block);
+   return copy;
+}
+
 #endif /* OPMSG_BSON_COMPAT_H */

@@ -471,7 +471,8 @@ OPMSG_EXPORT bool opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t 
 /*
  * Returns the merged document as a new bson_t made with exactly one
  * allocation of exactly the size needed (the bson_t and its bytes in one
- * block); bson_destroy() frees it. The document is read-only: libbson's
+ * block; on a libbson whose private flags are not those of 1.23 to 2.5, a
+ * copy made libbson's public way); bson_destroy() frees it. The document is read-only: libbson's
  * append functions abort on a read-only bson_t, so bson_copy() it (or use
  * opmsg_merge_init()) to extend it. NULL with *error set on failure.
  */
