@@ -380,6 +380,18 @@ make_insert1k_document(bson_t *doc, uint32_t i, uint64_t *state)
    make_sized_document(doc, i, state, 4, 1024);
 }
 
+/* A body-only message of body, built when ok; frees body. */
+static bool
+make_body_only(bench_case_t *c, const char *name, bson_t *body, bool ok)
+{
+   if (!ok) {
+      bench_fatal("cannot build the body of %s", name);
+   }
+   make_message(c, name, body, NULL, NULL, 0, 0);
+   bson_destroy(body);
+   return true;
+}
+
 /* reply101: a find reply with its first batch in the body, the way every
  * server sends it: {cursor: {firstBatch: [101 x 500 bytes], id, ns}, ok}. */
 static bool
@@ -404,12 +416,7 @@ make_reply101(bench_case_t *c, const char *data_dir)
    ok = ok && bson_append_array_end(&cursor, &batch) && BSON_APPEND_INT64(&cursor, "id", INT64_C(7238172654231623)) &&
         BSON_APPEND_UTF8(&cursor, "ns", "db.coll") && bson_append_document_end(&body, &cursor) &&
         BSON_APPEND_DOUBLE(&body, "ok", 1.0);
-   if (!ok) {
-      bench_fatal("cannot build the body of reply101");
-   }
-   make_message(c, "reply101", &body, NULL, NULL, 0, 0);
-   bson_destroy(&body);
-   return true;
+   return make_body_only(c, "reply101", &body, ok);
 }
 
 /* ok: the reply most commands get, {ok: 1.0} (a 17-byte body, small
@@ -419,16 +426,11 @@ make_ok(bench_case_t *c, const char *data_dir)
 {
    (void) data_dir;
    bson_t body = BSON_INITIALIZER;
-   if (!BSON_APPEND_DOUBLE(&body, "ok", 1.0)) {
-      bench_fatal("cannot build the body of ok");
-   }
-   make_message(c, "ok", &body, NULL, NULL, 0, 0);
-   bson_destroy(&body);
-   return true;
+   return make_body_only(c, "ok", &body, BSON_APPEND_DOUBLE(&body, "ok", 1.0));
 }
 
 /* hello: a server's answer to the handshake and to every monitoring
- * check (about 300 bytes, the fields a replica set member sends). */
+ * check (447 bytes, the fields a replica set member sends). */
 static bool
 make_hello(bench_case_t *c, const char *data_dir)
 {
@@ -451,12 +453,7 @@ make_hello(bench_case_t *c, const char *data_dir)
       BSON_APPEND_INT32(&body, "logicalSessionTimeoutMinutes", 30) && BSON_APPEND_INT64(&body, "connectionId", 4711) &&
       BSON_APPEND_INT32(&body, "minWireVersion", 0) && BSON_APPEND_INT32(&body, "maxWireVersion", 25) &&
       BSON_APPEND_BOOL(&body, "readOnly", false) && BSON_APPEND_DOUBLE(&body, "ok", 1.0);
-   if (!ok) {
-      bench_fatal("cannot build the body of hello");
-   }
-   make_message(c, "hello", &body, NULL, NULL, 0, 0);
-   bson_destroy(&body);
-   return true;
+   return make_body_only(c, "hello", &body, ok);
 }
 
 /* insert1k: an insert as a driver sends it in a session and a transaction

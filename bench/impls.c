@@ -116,32 +116,34 @@ op_merge_bson_reserve(bench_case_t *c, bench_out_t *keep)
    return bench_keep_bson(keep, b);
 }
 
+/* opmsg_parse + opmsg_merge_into the case's reused buffer; its size. */
+static size_t
+merge_into_out(bench_case_t *c)
+{
+   opmsg_msg_t msg;
+   bson_error_t error;
+   size_t written = 0;
+   bench_parse_or_die(c, &msg);
+   if (!opmsg_merge_into(&msg, c->out, c->out_cap, &written, &error)) {
+      bench_fatal("%s: opmsg_merge_into: %s", c->name, error.message);
+   }
+   return written;
+}
+
 /* The second merges into a buffer the caller keeps and copies it with
  * bson_new_from_data(): two allocations of the exact size, the document
  * written twice. */
 static size_t
 op_merge_bson_copy(bench_case_t *c, bench_out_t *keep)
 {
-   opmsg_msg_t msg;
-   bson_error_t error;
-   size_t written = 0;
-   bench_parse_or_die(c, &msg);
-   if (!opmsg_merge_into(&msg, c->out, c->out_cap, &written, &error)) {
-      bench_fatal("%s: opmsg_merge_into: %s", c->name, error.message);
-   }
+   size_t written = merge_into_out(c);
    return bench_keep_bson(keep, bson_new_from_data(c->out, written));
 }
 
 static size_t
 op_merge_into(bench_case_t *c, bench_out_t *keep)
 {
-   opmsg_msg_t msg;
-   bson_error_t error;
-   size_t written = 0;
-   bench_parse_or_die(c, &msg);
-   if (!opmsg_merge_into(&msg, c->out, c->out_cap, &written, &error)) {
-      bench_fatal("%s: opmsg_merge_into: %s", c->name, error.message);
-   }
+   size_t written = merge_into_out(c);
    bench_keep_bytes(keep, c->out, written);
    return written;
 }

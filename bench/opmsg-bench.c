@@ -485,7 +485,7 @@ ratio(const char *case_name, const char *num, const char *den, int level)
 static void
 print_table_header(void)
 {
-   printf("%-11s %-9s %-16s %14s %9s %11s %9s %11s\n", "case", "check", "impl", "ns/op", "x limit", "bytes_out",
+   printf("%-11s %-9s %-18s %12s %9s %11s %9s %11s\n", "case", "check", "impl", "ns/op", "x limit", "bytes_out",
           "allocs/op", "peak bytes");
 }
 
@@ -499,7 +499,7 @@ print_table_row(const result_t *r)
    if (!isnan(x)) {
       snprintf(vs, sizeof vs, "%.2f", x);
    }
-   printf("%-11s %-9s %-16s %14.1f %9s %11zu %9s %11zu\n", r->case_name, bench_level_name(r->level), r->impl_name,
+   printf("%-11s %-9s %-18s %12.1f %9s %11zu %9s %11zu\n", r->case_name, bench_level_name(r->level), r->impl_name,
           r->ns_per_op, vs, r->bytes_out, allocs, r->peak_bytes);
    fflush(stdout);
 }

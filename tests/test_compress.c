@@ -1254,6 +1254,9 @@ test_unavailable(void **state)
    bson_error_t error;
    uint8_t out[4096];
    uint8_t payload[64];
+   opmsg_exhaust_t x;
+   const uint8_t *data;
+   size_t len;
 
    make_insert(&m, 3, 0);
    memset(payload, 0x5A, sizeof payload);
@@ -1279,11 +1282,8 @@ test_unavailable(void **state)
 
       /* The same message as a reply in a stream. */
       opmsg_write_u32(c.data + OPMSG_OFF_RESPONSE_TO, 77);
-      opmsg_reader_t *r = opmsg_reader_new(NULL);
-      opmsg_exhaust_t x;
-      const uint8_t *data;
-      size_t len;
       opmsg_exhaust_init(&x, 77);
+      opmsg_reader_t *r = opmsg_reader_new(NULL);
       assert_int_equal(opmsg_reader_feed(r, c.data, c.len), c.len);
       assert_int_equal(opmsg_reader_next_reply(r, &x, &data, &len, &error), OPMSG_READER_ERROR);
       assert_error(&error, OPMSG_ERR_COMPRESSOR_UNAVAILABLE);

@@ -313,15 +313,27 @@ test_allocations(void **state)
    free(data);
 }
 
+/* The test vector rel, parsed into *msg (which points into the bytes
+ * returned: free() them). */
+static uint8_t *
+read_parsed(const char *rel, opmsg_msg_t *msg)
+{
+   size_t len;
+   bson_error_t error;
+   uint8_t *data = tu_read_file(rel, &len);
+   if (!opmsg_parse(data, len, NULL, msg, &error)) {
+      fail_msg("%s: %s", rel, error.message);
+   }
+   return data;
+}
+
 static void
 test_merged_forms(void **state)
 {
    (void) state;
-   size_t len;
-   uint8_t *data = tu_read_file("seed/flat.bin", &len);
    opmsg_msg_t msg;
    bson_error_t error;
-   assert_true(opmsg_parse(data, len, NULL, &msg, &error));
+   uint8_t *data = read_parsed("seed/flat.bin", &msg);
    bson_t *merged = opmsg_merge_bson(&msg, &error);
    bson_t *copy = bson_copy(merged);
    assert_true(BSON_APPEND_INT32(copy, "x", 1));
@@ -460,11 +472,9 @@ static void
 test_merge_bson_fallback(void **state)
 {
    (void) state;
-   size_t len;
-   uint8_t *data = tu_read_file("seed/flat.bin", &len);
    opmsg_msg_t msg;
    bson_error_t error;
-   assert_true(opmsg_parse(data, len, NULL, &msg, &error));
+   uint8_t *data = read_parsed("seed/flat.bin", &msg);
    size_t size = opmsg_merged_size(&msg);
    bson_t *want = opmsg_merge_bson(&msg, &error);
    const uint32_t others[] = {OPMSG_BSON_FLAG_RDONLY, OPMSG_BSON_FLAG_STATIC, 0,
