@@ -194,6 +194,11 @@ def split_items(src, path):
     pending_comment = None  # (text, end line) of comments right above
     header_guard = None
     is_header = path.endswith(".h")
+    # Top-level #ifdef MACRO blocks around code (a codec built only with its
+    # library): the macros in force, innermost last; each item made inside
+    # records them in .requires, and a target that never defines them
+    # ("undefined" in its manifest) never sees those items.
+    cond_stack = []
 
     def comment_for(first_line):
         if pending_comment and pending_comment[1] == first_line - 1:
@@ -226,6 +231,11 @@ def split_items(src, path):
                 i += 1
                 continue
             if name == "endif" and header_guard and i == n - 1:
+                i += 1
+                continue
+            if name == "endif" and cond_stack:
+                cond_stack.pop()
+                pending_comment = None
                 i += 1
                 continue
             if name == "define":
@@ -303,7 +313,16 @@ def split_items(src, path):
                     elif nm not in ("if", "ifdef", "ifndef", "elif", "else", "endif", "include"):
                         fail("%s:%d: #%s inside a top-level conditional" % (path, b.line, nm))
                 if others:
-                    fail("%s:%d: code inside a top-level #%s block: not understood" % (path, t.line, name))
+                    plain = [b for b in block[1:-1] if b.kind == "pp" and
+                             pp_parts(b.text)[0] in ("if", "ifdef", "ifndef", "elif", "else", "endif")]
+                    if name != "ifdef" or any(pp_parts(b.text)[0] in ("elif", "else") for b in plain):
+                        fail("%s:%d: code inside a top-level #%s block: only #ifdef MACRO ... #endif "
+                             "around whole items is understood" % (path, t.line, name))
+                    # Split what lies inside as items that require the macro.
+                    cond_stack.append(rest.strip())
+                    pending_comment = None
+                    i += 1
+                    continue
                 if defines:
                     item = Item(path, "cond", t.pos, block[-1].pos + len(block[-1].text), block,
                                 comment_for(t.line))
@@ -346,10 +365,13 @@ def split_items(src, path):
             end_tok += 1
         item_toks = toks[i:end_tok + 1]
         item = Item(path, "?", t.pos, toks[end_tok].pos + len(toks[end_tok].text), item_toks, comment_for(t.line))
+        item.requires = tuple(cond_stack)
         classify(item, body)
         items.append(item)
         pending_comment = None
         i = end_tok + 1
+    if cond_stack:
+        fail("%s: #ifdef %s without #endif" % (path, cond_stack[-1]))
     for k, it in enumerate(items):
         it.order = k
     return items
@@ -570,13 +592,16 @@ def expand_sources(patterns, root):
 
 
 class Program:
-    def __init__(self, sources, root):
+    def __init__(self, sources, root, undefined=()):
         self.items = []
         self.by_file = {}
         for rel in expand_sources(sources, root):
             with open(os.path.join(root, rel), encoding="utf-8") as f:
                 src = f.read()
-            its = split_items(src, rel)
+            # Code built only with a macro the target never defines does not
+            # exist for it.
+            its = [it for it in split_items(src, rel)
+                   if not set(getattr(it, "requires", ())) & set(undefined)]
             for it in its:
                 it.src = src
                 it.file_rank = len(self.by_file)
@@ -647,8 +672,8 @@ class Unit:
 
 
 def generate(manifest, stage, clang_format=None, style=None, root=TOP):
-    program = Program(manifest["sources"], root)
     target = manifest["target"]
+    program = Program(manifest["sources"], root, target.get("undefined", []))
     SUBST_NAMES.clear()
     SUBST_NAMES.update(target.get("substitute", {}))
     COMMENT_EDITS[:] = [(re.compile(p), r) for p, r in target.get("comment_edits", [])]
@@ -698,6 +723,9 @@ def closure(program, unit, provided, extra_roots):
         it = stack.pop()
         if id(it) in seen:
             continue
+        if getattr(it, "requires", ()):
+            fail("%s: %s is built only with %s, which the target's manifest does not list as undefined" %
+                 (it.where(), it.names[0] if it.names else "an item", " and ".join(it.requires)))
         seen[id(it)] = it
         deps[id(it)] = []
         for ref in sorted(references(it)):
