@@ -238,55 +238,67 @@ def _bad_utf8_doc():
     return bytes(raw)
 
 
-def _find_without_batch(command, n_docs):
-    doc = base_body(command, n_docs)
-    if command == "find":
-        return {"cursor": {"id": Int64(0), "ns": "test.c"}, "ok": 1.0}
-    return doc
+def _batch_to_sequence(b, keep_empty):
+    """A cursor reply with its batch (cursor.firstBatch or cursor.nextBatch)
+    moved into a document sequence at that dotted path: (body, path, docs).
+    keep_empty leaves an empty batch in the body, which then clashes with the
+    sequence. A body without a batch gets FIND_DOCS at cursor.firstBatch
+    (with an empty cursor.firstBatch in the body when keep_empty)."""
+    cursor = b.get("cursor")
+    for name in ("firstBatch", "nextBatch"):
+        if isinstance(cursor, dict) and name in cursor:
+            inner = {k: ([] if k == name else v) for k, v in cursor.items() if keep_empty or k != name}
+            return {k: (inner if k == "cursor" else v) for k, v in b.items()}, "cursor." + name, cursor[name]
+    if keep_empty:
+        b = _with_ok_last(b, cursor={"firstBatch": [], "id": Int64(0), "ns": "test.c"})
+    return b, "cursor.firstBatch", FIND_DOCS
 
 
-def _find_with_empty_batch(command, n_docs):
-    if command == "find":
-        return {"cursor": {"firstBatch": [], "id": Int64(0), "ns": "test.c"}, "ok": 1.0}
-    return _with_ok_last(base_body(command, n_docs),
-                         cursor={"firstBatch": [], "id": Int64(0), "ns": "test.c"})
+def craft(mode, command, n_docs, rid, b=None, flags=0):
+    """The reply for one command in one mode (rid: the request's id). b is the
+    normal reply's body (base_body() when None) and flags are OR-ed into every
+    OP_MSG's flag bits (the soak's streamed hello replies set moreToCome)."""
+    if b is None:
+        b = base_body(command, n_docs)
 
+    def msg(sections, **kw):
+        kw["flags"] = kw.get("flags", 0) | flags
+        return op_msg(sections, rid, **kw)
 
-def craft(mode, command, n_docs, rid):
-    """The reply for one command in one mode (rid: the request's id)."""
-    b = base_body(command, n_docs)
-    plain = op_msg([body(b)], rid)
+    def batch_seq(keep_empty):
+        body_, path, docs = _batch_to_sequence(b, keep_empty)
+        return msg([body(body_), seq(path, docs)])
+
+    plain = msg([body(b)])
     modes = {
         "plain": lambda: plain,
-        "seq_after": lambda: op_msg([body(b), seq("extra", EXTRA)], rid),
-        "seq_before": lambda: op_msg([seq("extra", EXTRA), body(b)], rid),
-        "three_seqs": lambda: op_msg([body(b)] + [seq(n, EXTRA) for n in ("sa", "sb", "sc")], rid),
-        "eight_seqs": lambda: op_msg([body(b)] + [seq("s%d" % i, [{"i": i}]) for i in range(8)], rid),
-        "empty_seq": lambda: op_msg([body(b), seq("extra", [])], rid),
-        "checksum_ok": lambda: op_msg([body(b)], rid, flags=1, checksum=True),
-        "checksum_ok_seq": lambda: op_msg([body(b), seq("extra", EXTRA)], rid, flags=1, checksum=True),
-        "checksum_bad": lambda: op_msg([body(b)], rid, flags=1, checksum=True, bad_checksum=True),
-        "checksum_no_bytes": lambda: op_msg([body(b)], rid, flags=1),
-        "required_flag": lambda: op_msg([body(b)], rid, flags=1 << 5),
-        "optional_flag": lambda: op_msg([body(b)], rid, flags=1 << 20),
-        "unknown_kind": lambda: op_msg([body(b), b"\x02" + encode({"t": 1})], rid),
-        "two_bodies": lambda: op_msg([body(b), body({"z": 1})], rid),
-        "no_body": lambda: op_msg([seq("extra", EXTRA)], rid),
-        "dup_identifier": lambda: op_msg([body(b), seq("extra", EXTRA), seq("extra", EXTRA)], rid),
-        "id_clash": lambda: op_msg([body(b), seq("ok", EXTRA)], rid),
-        "body_past_end": lambda: op_msg([_body_past_end(b)], rid),
-        "body_no_terminator": lambda: op_msg([_body_no_terminator(b)], rid),
-        "seq_doc_overrun": lambda: op_msg([seq("extra", None, _overrunning_doc()), body(b)], rid),
+        "seq_after": lambda: msg([body(b), seq("extra", EXTRA)]),
+        "seq_before": lambda: msg([seq("extra", EXTRA), body(b)]),
+        "three_seqs": lambda: msg([body(b)] + [seq(n, EXTRA) for n in ("sa", "sb", "sc")]),
+        "eight_seqs": lambda: msg([body(b)] + [seq("s%d" % i, [{"i": i}]) for i in range(8)]),
+        "empty_seq": lambda: msg([body(b), seq("extra", [])]),
+        "checksum_ok": lambda: msg([body(b)], flags=1, checksum=True),
+        "checksum_ok_seq": lambda: msg([body(b), seq("extra", EXTRA)], flags=1, checksum=True),
+        "checksum_bad": lambda: msg([body(b)], flags=1, checksum=True, bad_checksum=True),
+        "checksum_no_bytes": lambda: msg([body(b)], flags=1),
+        "required_flag": lambda: msg([body(b)], flags=1 << 5),
+        "optional_flag": lambda: msg([body(b)], flags=1 << 20),
+        "unknown_kind": lambda: msg([body(b), b"\x02" + encode({"t": 1})]),
+        "two_bodies": lambda: msg([body(b), body({"z": 1})]),
+        "no_body": lambda: msg([seq("extra", EXTRA)]),
+        "dup_identifier": lambda: msg([body(b), seq("extra", EXTRA), seq("extra", EXTRA)]),
+        "id_clash": lambda: msg([body(b), seq("ok", EXTRA)]),
+        "body_past_end": lambda: msg([_body_past_end(b)]),
+        "body_no_terminator": lambda: msg([_body_no_terminator(b)]),
+        "seq_doc_overrun": lambda: msg([seq("extra", None, _overrunning_doc()), body(b)]),
         "trailing_bytes": lambda: plain + b"\x00\x00\x00",
         "zlib": lambda: op_compressed(plain, 2),
-        "zlib_seq": lambda: op_compressed(op_msg([body(b), seq("extra", EXTRA)], rid), 2),
+        "zlib_seq": lambda: op_compressed(msg([body(b), seq("extra", EXTRA)]), 2),
         "size_lie_small": lambda: op_compressed(plain, 2, usize_delta=3),
         "size_lie_huge": lambda: op_compressed(plain, 2, usize=0x7FFFFF00),
         "noop_wrong_size": lambda: op_compressed(plain, 0, usize_delta=-12),
-        "find_seq": lambda: op_msg([body(_find_without_batch(command, n_docs)),
-                                    seq("cursor.firstBatch", FIND_DOCS)], rid),
-        "find_seq_clash": lambda: op_msg([body(_find_with_empty_batch(command, n_docs)),
-                                          seq("cursor.firstBatch", FIND_DOCS)], rid),
+        "find_seq": lambda: batch_seq(False),
+        "find_seq_clash": lambda: batch_seq(True),
     }
     # The check-level probes (PROBES): a sequence document of "extra" whose
     # frame is sound but whose top-level element is not (also inside
