@@ -19,15 +19,8 @@ ENC_READY := $(patsubst build/roots/READY-%,%,$(wildcard build/roots/READY-*))
 ENC_ROOTS ?= $(filter trixie,$(ENC_READY)) $(filter sid,$(ENC_READY)) \
 	$(filter-out trixie sid,$(ENC_READY))
 
-ENC_SUITES = $(shell sed -n 's/^OPMSG_TEST_SUITES:STRING=//p' $(BUILD)/CMakeCache.txt 2>/dev/null)
-
 check-encryption: deps configure
-	@case ";$(ENC_SUITES);" in \
-	  *";encryption;"*) ;; \
-	  ";;") ;; \
-	  *) echo "check-encryption: adding encryption to OPMSG_TEST_SUITES in $(BUILD)"; \
-	     cmake -DOPMSG_TEST_SUITES="$(ENC_SUITES);encryption" $(BUILD) >/dev/null ;; \
-	esac
+	@scripts/add-test-suite.sh $(BUILD) encryption
 	cmake --build $(BUILD) -j $(JOBS) --target enc-client
 	@dropin=""; \
 	if cmake --build $(BUILD) -j $(JOBS) --target opmsg_mongoc >/dev/null 2>&1; then \
