@@ -21,6 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "../bench.h" /* bench_fatal, bench_in_list, bench_xmalloc */
 #include "fork-bench.h"
+#include "opmsg-bson-compat.h" /* opmsg_append_array_begin */
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -206,7 +207,7 @@ reply_body_find(bool with_batch, const uint8_t *docs, size_t docs_len)
    bson_t *b = bson_new(), cursor, batch;
    BSON_APPEND_DOCUMENT_BEGIN(b, "cursor", &cursor);
    if (with_batch) {
-      BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &batch);
+      opmsg_append_array_begin(&cursor, "firstBatch", -1, &batch);
       size_t off = 0;
       for (int i = 0; off < docs_len; i++) {
          bson_t d;
