@@ -16,6 +16,8 @@
 #   SOAK_THREADS=8       pooled threads (plus 2 single-threaded clients)
 #   SOAK_FORK_LIBDIR=DIR the fork's libmongoc (DIR/SUITE for a root); unset: fork runs skipped
 #   SOAK_ARGS="..."      more tests/soak/run_soak.py options, e.g. --without app:op_reply
+#
+# make check-soak-fork: the fork kind alone, on the packages of make fork-debs.
 .PHONY: check-soak
 
 ifeq ($(origin SOAK_SEED),undefined)
@@ -34,3 +36,11 @@ check-soak: deps configure
 	@BUILD=$(BUILD) SOAK_SEED=$(SOAK_SEED) SOAK_OPS=$(SOAK_OPS) SOAK_KINDS="$(SOAK_KINDS)" \
 	  SOAK_RELEASES="$(SOAK_RELEASES)" SOAK_THREADS=$(SOAK_THREADS) SOAK_FORK_LIBDIR="$(SOAK_FORK_LIBDIR)" \
 	  SOAK_ARGS="$(SOAK_ARGS)" tests/soak/check-soak.sh
+
+# The soak's fork kind on the packages make fork-debs built (this machine's
+# bookworm packages, and trixie's and sid's in the roots when built there),
+# unpacked, not installed (scripts/fork-debs-libdir.sh).
+.PHONY: check-soak-fork
+check-soak-fork:
+	@scripts/fork-debs-libdir.sh $(BUILD)/soak-fork
+	@$(MAKE) --no-print-directory check-soak SOAK_KINDS=fork SOAK_FORK_LIBDIR=$(abspath $(BUILD))/soak-fork
