@@ -793,8 +793,7 @@ def emit_unit(program, target, unit, provided):
         return render(program, it, rename, subst, undefined, unit.entries, target)
 
     spec = unit.spec
-    c_path = spec["dir"] + "/" + unit.name + ".c"
-    h_path = spec["dir"] + "/" + unit.name + ".h"
+    c_path, h_path = unit_paths(unit.name, spec)
     note = target["generated_note"].format(
         sources=", ".join(sorted({it.path for it in items})))
 
@@ -817,7 +816,12 @@ def emit_unit(program, target, unit, provided):
         fwd_text.append(prototype_text(program, d, rename, subst, undefined, unit.entries, static=True) + ";")
 
     guard = spec["guard"]
-    h = [target["license"], note, "", "#ifndef " + guard, "#define " + guard, ""]
+    h = [target["license"], note, ""]
+    # What the target's headers include before their guard (libmongoc 1.23's
+    # prelude).
+    for inc in spec.get("header_includes_first", []):
+        h += ["#include %s" % inc, ""]
+    h += ["#ifndef " + guard, "#define " + guard, ""]
     h += ["#include %s" % inc for inc in spec.get("header_includes", [])]
     h.append("")
     for it in head_items:
@@ -845,6 +849,13 @@ def emit_unit(program, target, unit, provided):
         c.append(code(it))
         c.append("")
     return {h_path: "\n".join(h).rstrip() + "\n", c_path: "\n".join(c).rstrip() + "\n"}
+
+
+def unit_paths(name, spec):
+    """A unit's .c and header, at their places in the upstream tree: NAME.c
+    and NAME.h, or the header the manifest names ("header_file": libmongoc
+    1.23's NAME-private.h)."""
+    return (spec["dir"] + "/" + name + ".c", spec["dir"] + "/" + spec.get("header_file", name + ".h"))
 
 
 def signature_refs(it):
@@ -1126,8 +1137,8 @@ def main(argv):
             return 0
         if args.paths:
             for name, spec in manifest["units"].items():
-                print(spec["dir"] + "/" + name + ".c")
-                print(spec["dir"] + "/" + name + ".h")
+                for path in unit_paths(name, spec):
+                    print(path)
             return 0
         if args.subject:
             print(manifest["commits"][args.subject - 1]["subject"])
