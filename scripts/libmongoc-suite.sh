@@ -11,12 +11,22 @@
 #
 #   libmongoc-suite 1.23.1: run N, stock passed P0, drop-in passed P1, differences D, explained E, active yes
 #
+# With --libdir DIR the second run loads a patched libmongoc instead of the
+# drop-in: DIR's libmongoc and libbson shared libraries (the fork's, built
+# from Debian's source with its patches), through LD_LIBRARY_PATH; the same
+# test-libmongoc, built against the stock headers, runs on both. The line
+# then reads "patched passed P1, ..., loaded yes" (the patched library was
+# the one loaded).
+#
 # Exit status: 0 when every difference is explained (EXPLAINED file) and the
-# drop-in was active in every drop-in test process; 1 otherwise; 2 for a
-# usage error or when the suite could not be built or run.
+# drop-in was active in every drop-in test process (the patched library
+# loaded, with --libdir); 1 otherwise; 2 for a usage error or when the suite
+# could not be built or run.
 #
 # Usage: scripts/libmongoc-suite.sh [OPTIONS]
 #   --dropin PATH        the drop-in (default build/src/mongoc-dropin/libopmsg-mongoc.so)
+#   --libdir DIR         the second run loads the libmongoc and libbson of DIR
+#                        (LD_LIBRARY_PATH) instead of preloading the drop-in
 #   --source DIR         a libmongoc source tree (an upstream checkout), used
 #                        in place and not modified; default: `apt-get source`
 #                        of the installed Debian version
@@ -59,6 +69,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # --- Options -----------------------------------------------------------------
 
 dropin=$top/build/src/mongoc-dropin/libopmsg-mongoc.so
+patched_libdir=""
 source_dir=""
 upstream_git=""
 root_dir=""
@@ -82,6 +93,7 @@ abspath() { realpath -m -- "$1"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --dropin) dropin=$(abspath "${2:?}"); shift 2 ;;
+    --libdir) patched_libdir=$(abspath "${2:?}"); shift 2 ;;
     --source) source_dir=$(abspath "${2:?}"); shift 2 ;;
     --upstream-git) upstream_git=$(abspath "${2:?}"); shift 2 ;;
     --root) root_dir=$(abspath "${2:?}"); shift 2 ;;
@@ -108,6 +120,13 @@ case $limit in ''|*[!0-9]*|0) die "--timeout needs a positive number of seconds"
 
 find_ferretdb() { suite_find_ferretdb "$ferretdb"; }
 
+# The second run: the drop-in preloaded, or a patched libmongoc (--libdir).
+if [ -n "$patched_libdir" ]; then
+  second=patched second_label=patched
+else
+  second=dropin second_label=drop-in
+fi
+
 # --- Running inside a Debian root ---------------------------------------------
 
 # Re-runs this script inside DIR: a mount namespace of its own with /proc,
@@ -122,7 +141,7 @@ if [ -n "$root_dir" ]; then
   fi
   # What must be visible inside: the tree, the work directory, the paths given.
   binds=("$top")
-  for p in "$work" "$dropin" "$source_dir" "$upstream_git" "$subset" "$explained" "$ferretdb"; do
+  for p in "$work" "$dropin" "$patched_libdir" "$source_dir" "$upstream_git" "$subset" "$explained" "$ferretdb"; do
     [ -n "$p" ] || continue
     case $p/ in "$top"/*) continue ;; esac
     binds+=("$p")
@@ -136,6 +155,7 @@ if [ -n "$root_dir" ]; then
     inner+=("$a")
   done
   inner+=(--work "$work" --dropin "$dropin" --explained "$explained" --inside-root "$(basename "$root_dir")")
+  [ -z "$patched_libdir" ] || inner+=(--libdir "$patched_libdir")
   [ -n "$ferretdb" ] && inner+=(--ferretdb "$ferretdb")
   envs=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
         DEBIAN_FRONTEND=noninteractive TERM="${TERM:-dumb}")
@@ -547,14 +567,23 @@ if [ -n "$(find "$bdir" -name "$mongoc_soname" -o -name 'libmongoc*.a' | head -n
 fi
 say "loader: test-libmongoc loads $got (the system's $mongoc_soname, $(basename "$mongoc_real"))"
 
-[ -f "$dropin" ] || die "no drop-in at $dropin (build it, or pass --dropin PATH)"
-got=$(loaded_mongoc env -i "${base_env[@]}" LD_PRELOAD="$dropin")
-[ "$(realpath "${got:-/nonexistent}")" = "$mongoc_real" ] || die "with the drop-in preloaded, test-libmongoc loads ${got:-no libmongoc}"
-bound=$( (cd "$src" && env -i "${base_env[@]}" LD_PRELOAD="$dropin" LD_DEBUG=bindings "$test_bin" --list-tests 2>&1 >/dev/null) |
-         grep -F "/$mongoc_soname [0] to " | grep -F "$(basename "$dropin") [0]" |
-         sed -n "s/.*symbol \`\([^']*\)'.*/\1/p" | sort -u | tr '\n' ' ' || true)
-say "loader: with LD_PRELOAD, libmongoc binds to the drop-in: ${bound:-nothing}"
-dropin_sum=$(sha256sum "$dropin" | cut -c1-16)
+if [ -n "$patched_libdir" ]; then
+  [ -e "$patched_libdir/$mongoc_soname" ] || die "no $mongoc_soname in $patched_libdir"
+  got=$(loaded_mongoc env -i "${base_env[@]}" LD_LIBRARY_PATH="$patched_libdir:$libdir")
+  [ "$(realpath "${got:-/nonexistent}")" = "$(realpath "$patched_libdir/$mongoc_soname")" ] ||
+    die "with LD_LIBRARY_PATH=$patched_libdir, test-libmongoc loads ${got:-no libmongoc}"
+  say "loader: with LD_LIBRARY_PATH, test-libmongoc loads $got"
+  dropin_sum=$(sha256sum "$patched_libdir/$mongoc_soname" | cut -c1-16)
+else
+  [ -f "$dropin" ] || die "no drop-in at $dropin (build it, or pass --dropin PATH)"
+  got=$(loaded_mongoc env -i "${base_env[@]}" LD_PRELOAD="$dropin")
+  [ "$(realpath "${got:-/nonexistent}")" = "$mongoc_real" ] || die "with the drop-in preloaded, test-libmongoc loads ${got:-no libmongoc}"
+  bound=$( (cd "$src" && env -i "${base_env[@]}" LD_PRELOAD="$dropin" LD_DEBUG=bindings "$test_bin" --list-tests 2>&1 >/dev/null) |
+           grep -F "/$mongoc_soname [0] to " | grep -F "$(basename "$dropin") [0]" |
+           sed -n "s/.*symbol \`\([^']*\)'.*/\1/p" | sort -u | tr '\n' ' ' || true)
+  say "loader: with LD_PRELOAD, libmongoc binds to the drop-in: ${bound:-nothing}"
+  dropin_sum=$(sha256sum "$dropin" | cut -c1-16)
+fi
 
 # --- The tests --------------------------------------------------------------------------
 
@@ -630,13 +659,14 @@ start_ferretdb() { suite_start_ferretdb "$fdb_bin" "$1" 27017; }
 # --- One run -----------------------------------------------------------------------------
 
 
-# run_tests MODE LIST OUTDIR JOBS: MODE is stock or dropin; live when LIVE=1.
+# run_tests MODE LIST OUTDIR JOBS: MODE is stock, dropin or patched; live when LIVE=1.
 run_tests() {
   local mode=$1 list=$2 out=$3 n=$4 env_run
   env_run=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 LD_LIBRARY_PATH="$libdir")
   [ -n "${TMPDIR:-}" ] && env_run+=(TMPDIR="$TMPDIR")
   [ "${LIVE:-0}" -eq 1 ] || env_run+=(MONGOC_TEST_SKIP_LIVE=on)
   [ "$mode" = dropin ] && env_run+=(LD_PRELOAD="$dropin" OPMSG_MONGOC_DEBUG=1)
+  [ "$mode" = patched ] && env_run+=(LD_LIBRARY_PATH="$patched_libdir:$libdir")
   SUITE_SRC=$src SUITE_BIN=$test_bin SUITE_LIMIT=$limit suite_run "$list" "$out" "$n" "$ctest_ok" "${env_run[@]}"
 }
 
@@ -669,9 +699,9 @@ confirm_run() {  # MODE LIST OUT
   stop_ferretdb
 }
 confirm_stock() { confirm_run stock "$@"; }
-confirm_dropin() { confirm_run dropin "$@"; }
-confirm() {  # STOCK-DIR DROPIN-DIR -> writes DROPIN-DIR/confirmed.tsv
-  suite_confirm "$1" "$2" "$vdir" confirm_stock confirm_dropin
+confirm_second() { confirm_run "$second" "$@"; }
+confirm() {  # STOCK-DIR SECOND-DIR -> writes SECOND-DIR/confirmed.tsv
+  suite_confirm "$1" "$2" "$vdir" confirm_stock confirm_second
   rm -rf "$vdir/confirm.ferretdb"
 }
 
@@ -683,32 +713,44 @@ first_msg() { suite_first_msg "$@"; }
 
 if [ "$nolive" -eq 1 ]; then
 run_mode stock "$vdir/stock" stock
-run_mode dropin "$vdir/dropin" drop-in
+run_mode "$second" "$vdir/$second" "$second_label"
 
-inactive=$(awk -F'\t' '$5 != "yes"' "$vdir/dropin/results.tsv" | wc -l)
 active=yes
-[ "$inactive" -eq 0 ] || active=no
-[ "$active" = yes ] || say "the drop-in did not report itself active in $inactive test processes"
+if [ "$second" = dropin ]; then
+  inactive=$(awk -F'\t' '$5 != "yes"' "$vdir/dropin/results.tsv" | wc -l)
+  [ "$inactive" -eq 0 ] || active=no
+  [ "$active" = yes ] || say "the drop-in did not report itself active in $inactive test processes"
+fi
+# (The patched library: the loader check above stops the run unless
+# test-libmongoc loads it.)
 
-LIVE=0 confirm "$vdir/stock" "$vdir/dropin"
+LIVE=0 confirm "$vdir/stock" "$vdir/$second"
 
 read -r n0 p0 f0 s0 t0 <<<"$(counts "$vdir/stock/results.tsv")"
-read -r n1 p1 f1 s1 t1 <<<"$(counts "$vdir/dropin/results.tsv")"
-suite_tally "$vdir/dropin/confirmed.tsv" stock drop-in "$explained"
+read -r n1 p1 f1 s1 t1 <<<"$(counts "$vdir/$second/results.tsv")"
+suite_tally "$vdir/$second/confirmed.tsv" stock "$second_label" "$explained"
 ndiff=$SUITE_NDIFF
 nexpl=$SUITE_NEXPL
 nflaky=$SUITE_NFLAKY
 rows=$SUITE_ROWS
 flaky_rows=$SUITE_FLAKY_ROWS
 
-line="libmongoc-suite $version: run $n0, stock passed $p0, drop-in passed $p1, differences $ndiff, explained $nexpl, active $active"
+if [ "$second" = patched ]; then
+  line="libmongoc-suite $version: run $n0, stock passed $p0, patched passed $p1, differences $ndiff, explained $nexpl, loaded $active"
+else
+  line="libmongoc-suite $version: run $n0, stock passed $p0, drop-in passed $p1, differences $ndiff, explained $nexpl, active $active"
+fi
 
 {
-  echo "# libmongoc $version: test-libmongoc, stock and with the drop-in"
+  echo "# libmongoc $version: test-libmongoc, stock and $([ "$second" = patched ] && echo "patched" || echo "with the drop-in")"
   echo
   echo "- libmongoc: ${deb_pkg:+Debian package $deb_pkg $deb_version, }$mongoc_soname (loaded from the system's library directory: checked with ldd and LD_DEBUG)${inside_root:+, inside the $inside_root root}"
   echo "- source of the suite: $src_origin"
-  echo "- drop-in: $(basename "$dropin") (sha256 $dropin_sum...); libmongoc binds to it: ${bound:-nothing}"
+  if [ "$second" = patched ]; then
+    echo "- patched: $mongoc_soname of $patched_libdir (sha256 $dropin_sum...), loaded through LD_LIBRARY_PATH"
+  else
+    echo "- drop-in: $(basename "$dropin") (sha256 $dropin_sum...); libmongoc binds to it: ${bound:-nothing}"
+  fi
   echo "- tests: $selection; $jobs at a time; ${limit} s per test at most; MONGOC_TEST_SKIP_LIVE=on"
   echo "- FerretDB ${fdb_version:-} on 127.0.0.1:27017 during the runs: $(cat "$vdir/stock/ferretdb") (tests that still try localhost:27017 fail fast instead of waiting for server selection)"
   echo "- build of test-libmongoc: ${build_secs}$([ "$build_secs" = cached ] || echo " s")"
@@ -717,7 +759,7 @@ line="libmongoc-suite $version: run $n0, stock passed $p0, drop-in passed $p1, d
   echo "| run | tests | passed | failed | skipped | timed out | wall time |"
   echo "|---|---|---|---|---|---|---|"
   echo "| stock | $n0 | $p0 | $f0 | $s0 | $t0 | $(cat "$vdir/stock/seconds") s |"
-  echo "| drop-in | $n1 | $p1 | $f1 | $s1 | $t1 | $(cat "$vdir/dropin/seconds") s |"
+  echo "| $second_label | $n1 | $p1 | $f1 | $s1 | $t1 | $(cat "$vdir/$second/seconds") s |"
   echo
   echo "## Differences: $ndiff, explained $nexpl"
   echo
@@ -725,7 +767,7 @@ line="libmongoc-suite $version: run $n0, stock passed $p0, drop-in passed $p1, d
   echo "Explanations: \`scripts/$(basename "$explained")\`."
   echo
   if [ "$ndiff" -gt 0 ]; then
-    echo "| test | stock | drop-in | message | explanation |"
+    echo "| test | stock | $second_label | message | explanation |"
     echo "|---|---|---|---|---|"
     printf '%s' "$rows"
   else
@@ -735,7 +777,7 @@ line="libmongoc-suite $version: run $n0, stock passed $p0, drop-in passed $p1, d
     echo
     echo "## Flaky: $nflaky (results overlap between the modes over three tries; not counted)"
     echo
-    echo "| test | stock tries | drop-in tries | message |"
+    echo "| test | stock tries | $second_label tries | message |"
     echo "|---|---|---|---|"
     printf '%s' "$flaky_rows"
   fi
@@ -746,12 +788,12 @@ fi
 
 if [ "$live" -eq 1 ]; then
   LIVE=1 run_mode stock "$vdir/live-stock" "live stock"
-  LIVE=1 run_mode dropin "$vdir/live-dropin" "live drop-in"
-  LIVE=1 confirm "$vdir/live-stock" "$vdir/live-dropin"
+  LIVE=1 run_mode "$second" "$vdir/live-$second" "live $second_label"
+  LIVE=1 confirm "$vdir/live-stock" "$vdir/live-$second"
   read -r ln0 lp0 lf0 ls0 lt0 <<<"$(counts "$vdir/live-stock/results.tsv")"
-  read -r ln1 lp1 lf1 ls1 lt1 <<<"$(counts "$vdir/live-dropin/results.tsv")"
-  ldiff=$(awk -F'\t' '$4 == "difference"' "$vdir/live-dropin/confirmed.tsv" | wc -l)
-  lflaky=$(awk -F'\t' '$4 == "flaky"' "$vdir/live-dropin/confirmed.tsv" | wc -l)
+  read -r ln1 lp1 lf1 ls1 lt1 <<<"$(counts "$vdir/live-$second/results.tsv")"
+  ldiff=$(awk -F'\t' '$4 == "difference"' "$vdir/live-$second/confirmed.tsv" | wc -l)
+  lflaky=$(awk -F'\t' '$4 == "flaky"' "$vdir/live-$second/confirmed.tsv" | wc -l)
   {
     echo "## libmongoc $version: live tests against FerretDB ${fdb_version} (not gating)"
     echo
@@ -760,30 +802,30 @@ if [ "$live" -eq 1 ]; then
     echo "| run | tests | passed | failed | skipped | timed out | wall time |"
     echo "|---|---|---|---|---|---|---|"
     echo "| live stock | $ln0 | $lp0 | $lf0 | $ls0 | $lt0 | $(cat "$vdir/live-stock/seconds") s |"
-    echo "| live drop-in | $ln1 | $lp1 | $lf1 | $ls1 | $lt1 | $(cat "$vdir/live-dropin/seconds") s |"
+    echo "| live $second_label | $ln1 | $lp1 | $lf1 | $ls1 | $lt1 | $(cat "$vdir/live-$second/seconds") s |"
     echo
     echo "Differences: $ldiff (flaky: $lflaky)"
     if [ "$ldiff" -gt 0 ] || [ "$lflaky" -gt 0 ]; then
       echo
-      echo "| test | stock tries | drop-in tries | status | message | explanation |"
+      echo "| test | stock tries | $second_label tries | status | message | explanation |"
       echo "|---|---|---|---|---|---|"
       while IFS=$'\t' read -r name s d status smsg dmsg; do
         reason=$(explain "$name")
         echo "| \`$name\` | $s | $d | $status | $(md_cell "$(first_msg "$dmsg" "$smsg")") | $(md_cell "${reason:--}") |"
-      done <"$vdir/live-dropin/confirmed.tsv"
+      done <"$vdir/live-$second/confirmed.tsv"
     fi
   } >"$vdir/live.md"
   if [ "$nolive" -eq 1 ]; then
     { echo; sed 's/^## libmongoc [^:]*: l/## L/' "$vdir/live.md"; } >>"$vdir/differences.md"
   fi
-  say "live (FerretDB $fdb_version): run $ln0, stock passed $lp0, drop-in passed $lp1, differences $ldiff, flaky $lflaky ($vdir/live.md)"
+  say "live (FerretDB $fdb_version): run $ln0, stock passed $lp0, $second_label passed $lp1, differences $ldiff, flaky $lflaky ($vdir/live.md)"
 fi
 [ "$nolive" -eq 1 ] || exit 0
 
 say "differences: $vdir/differences.md"
 [ "$nflaky" -eq 0 ] || say "flaky (not counted): $nflaky, listed in differences.md"
 if [ "$ndiff" -gt "$nexpl" ]; then
-  suite_unexplained "$vdir/dropin/confirmed.tsv" "$explained" | sed "s|^|$prog: unexplained: |" >&2
+  suite_unexplained "$vdir/$second/confirmed.tsv" "$explained" | sed "s|^|$prog: unexplained: |" >&2
 fi
 echo "$line" >"$vdir/summary.txt"
 echo "$line"
