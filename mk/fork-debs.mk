@@ -1,5 +1,5 @@
 # Debian's mongo-c-driver packages with the fork's patches
-# (fork/README-debian.md, docs/fork-debian.md). Runs as root.
+# (fork/README.md, docs/fork.md). Runs as root.
 #
 #   make fork-debian-patches        fork/debian/{bookworm,trixie,unstable}/
 #                                   from the fork's series: quilt patches with

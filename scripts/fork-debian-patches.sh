@@ -1,7 +1,7 @@
 #!/bin/bash
 # Debian's side of the fork: from each fork series, the quilt patches that go
 # into the release's source package (debian/patches/), their series lines
-# and the changelog entry, in fork/debian/RELEASE/ (fork/README-debian.md).
+# and the changelog entry, in fork/debian/RELEASE/ (fork/README.md).
 #
 #   scripts/fork-debian-patches.sh [--check] [--series DIR] [--out DIR]
 #                                  [--source RELEASE=DIR]... [RELEASE...]
@@ -128,7 +128,7 @@ Example: a comment in the reply path and its tests
 
 A stand-in for the fork's series while it does not exist yet: it
 changes no code, so the packages built with it behave as stock ones.
-It exercises every step of make fork-debs (fork/README-debian.md).
+It exercises every step of make fork-debs (fork/README.md).
 EOF
     rm -rf "${example:?}/$ref"
     mkdir -p "$example/$ref"

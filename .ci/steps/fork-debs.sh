@@ -1,5 +1,5 @@
 #!/bin/bash
-# CI step: the fork as Debian packages (docs/fork-debian.md).
+# CI step: the fork as Debian packages (docs/fork.md, "Debian packages").
 #  1. fork/debian/ is what the fork's series give
 #     (make fork-debian-patches-check);
 #  2. bookworm: Debian 12's mongo-c-driver (apt-get source of the installed
