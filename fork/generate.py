@@ -677,6 +677,8 @@ def generate(manifest, stage, clang_format=None, style=None, root=TOP):
     SUBST_NAMES.clear()
     SUBST_NAMES.update(target.get("substitute", {}))
     COMMENT_EDITS[:] = [(re.compile(p), r) for p, r in target.get("comment_edits", [])]
+    COMMENT_EDITS.extend((phrase_re(p), r) for p, r in target.get("comment_phrases", []))
+    COMMENT_FORBID[:] = [re.compile(target["comment_forbid"])] if "comment_forbid" in target else []
     units = []
     groups = stage_groups(manifest, stage)
     for uname in manifest["units"]:
@@ -955,11 +957,21 @@ IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 COMMENT_EDITS = []
+COMMENT_FORBID = []
+
+
+def phrase_re(phrase):
+    """A comment phrase of the manifest as a pattern: its words in order,
+    across any line break of the comment (a continuation line's "*" too)."""
+    return re.compile(r"\s+(?:\*\s+)?".join(re.escape(w) for w in phrase.split()))
 
 
 def rename_comment(text, rename):
     """A comment with our names renamed, and the target's edits made (words
-    that only mean something in our tree, such as "Core entry point")."""
+    that only mean something in our tree, such as "Core entry point"). What
+    the target forbids in its comments (our file names, names it does not
+    get) stops the run: the reviewer of the generated file cannot look them
+    up."""
     def sub(m):
         w = m.group(0)
         if w in rename and ("_" in w or w.startswith("opmsg")):
@@ -967,7 +979,13 @@ def rename_comment(text, rename):
         return w
     for pattern, replacement in COMMENT_EDITS:
         text = re.sub(pattern, replacement, text)
-    return IDENT_RE.sub(sub, text)
+    text = IDENT_RE.sub(sub, text)
+    for forbid in COMMENT_FORBID:
+        found = sorted({m.group(0) for m in forbid.finditer(text)})
+        if found:
+            fail("a generated comment names what only means something in our tree (%s): add a comment edit "
+                 "to the manifest or reword the source:\n%s" % (", ".join(found), text))
+    return text
 
 
 def render(program, it, rename, subst, undefined, entries, target):
