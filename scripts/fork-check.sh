@@ -26,8 +26,9 @@
 #      there.
 # Writes WORK/report.md and ends with one line:
 #
-#   fork master a047e0bc: patches N, suite run R, unpatched passed P0, patched passed P1, new tests T (fail unpatched F, pass patched S), differences D, explained E, harness 36/36, crashes 0
+#   fork master a047e0bc: patches N, suite run R, unpatched passed P0, patched passed P1, new tests T (fail unpatched F, guards G, pass patched S), differences D, explained E, harness 36/36, crashes 0
 #
+# (F + G = T when every new test is right: a guard passes on both sides.)
 # Exit status 0 when all of it holds; 1 when something does not (said
 # above the last line); 2 when the check could not run.
 #
@@ -578,24 +579,59 @@ if [ "$live" -eq 1 ]; then
            for (i = 1; i <= m; i++) if (index($0, x[i]) == 1) next
            for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
       "$runs/live.prefixes" "$runs/skipped.names" "$runs/both.list" >"$runs/live.list"
-    live_port=$(suite_free_port)
-    live_env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_OFFLINE=on
-              "MONGOC_TEST_URI=mongodb://127.0.0.1:$live_port/")
-    [ -n "${TMPDIR:-}" ] && live_env+=(TMPDIR="$TMPDIR")
+    # Each side runs its tests one at a time, against a FerretDB of its own,
+    # and the two sides at once: upstream's live tests share databases and
+    # collections (every GridFS test drops and recreates test.fs.files), so
+    # two of them at once against one server disturb each other, and
+    # FerretDB's SQLite backend has died of SIGBUS under two such tests.
+    live_port_u=$(suite_free_port)
+    live_port_p=$(suite_free_port)
+    while [ "$live_port_p" = "$live_port_u" ]; do live_port_p=$(suite_free_port); done
     # Each run, and each run again of a difference, against a fresh FerretDB.
-    live_run() {  # BIN SRC LIST OUT JOBS
-      suite_start_ferretdb "$fdb" "$runs/ferretdb" "$live_port" || die "live: 127.0.0.1:$live_port is taken"
-      run_bin "$@" "${live_env[@]}"
-      suite_stop_ferretdb
+    # Should FerretDB die all the same, the run stops starting tests (each
+    # would wait for a server that is gone) and runs once more against a
+    # fresh one; a second death fails the check.
+    live_run() {  # SIDE LIST OUT
+      local side=$1 list=$2 out=$3 port bin src dir try stop env
+      case $side in
+        unpatched) port=$live_port_u bin=$unpatched_bin src=$pristine ;;
+        *) port=$live_port_p bin=$patched_bin src=$tree ;;
+      esac
+      dir=$runs/ferretdb-$side stop=$runs/ferretdb-$side.stop
+      for try in 1 2; do
+        rm -f "$stop"
+        suite_start_ferretdb "$fdb" "$dir" "$port" || die "live: 127.0.0.1:$port is taken"
+        suite_watch_ferretdb "$port" "$stop" "FerretDB on 127.0.0.1:$port died"
+        env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_OFFLINE=on
+             "MONGOC_TEST_URI=mongodb://127.0.0.1:$port/")
+        [ -z "${TMPDIR:-}" ] || env+=(TMPDIR="$TMPDIR")
+        SUITE_STOP=$stop run_bin "$bin" "$src" "$list" "$out" 1 "${env[@]}"
+        kill "$SUITE_WATCH_PID" 2>/dev/null || true
+        wait "$SUITE_WATCH_PID" 2>/dev/null || true
+        [ -s "$stop" ] || { suite_stop_ferretdb; return 0; }
+        cp "$dir/log" "$work/logs/ferretdb-died-$side-$(basename "$out")-$try.log"
+        suite_stop_ferretdb
+        say "live: FerretDB died during the $side run of $(basename "$out") (log: $work/logs/ferretdb-died-$side-$(basename "$out")-$try.log)"
+      done
+      echo "live: FerretDB died twice during the $side run of $(basename "$out")" >>"$runs/live.failures"
     }
     trap suite_stop_ferretdb EXIT
-    live_unpatched() { live_run "$unpatched_bin" "$pristine" "$1" "$2" "${3:-1}"; }
-    live_patched() { live_run "$patched_bin" "$tree" "$1" "$2" "${3:-1}"; }
-    say "live: $(wc -l <"$runs/live.list") tests ($(basename "$live_subset")) against FerretDB $fdb_version on 127.0.0.1:$live_port"
-    live_unpatched "$runs/live.list" "$runs/live-unpatched" "$jobs"
-    live_patched "$runs/live.list" "$runs/live-patched" "$jobs"
+    live_unpatched() { live_run unpatched "$1" "$2"; }
+    live_patched() { live_run patched "$1" "$2"; }
+    rm -f "$runs/live.failures"
+    say "live: $(wc -l <"$runs/live.list") tests ($(basename "$live_subset")) against FerretDB $fdb_version, on 127.0.0.1:$live_port_u unpatched and :$live_port_p patched, the two at once"
+    (
+      trap suite_stop_ferretdb EXIT
+      live_unpatched "$runs/live.list" "$runs/live-unpatched"
+    ) &
+    live_pid=$!
+    live_patched "$runs/live.list" "$runs/live-patched"
+    wait "$live_pid" || die "live: the unpatched run failed"
     suite_confirm "$runs/live-unpatched" "$runs/live-patched" "$runs" live_unpatched live_patched
-    rm -rf "$runs/ferretdb"
+    if [ -s "$runs/live.failures" ]; then
+      while IFS= read -r f; do fail "$f"; done <"$runs/live.failures"
+    fi
+    rm -rf "$runs"/ferretdb-*
     read -r ln lp0 lf0 ls0 lt0 <<<"$(suite_counts "$runs/live-unpatched/results.tsv")"
     read -r _ lp1 lf1 ls1 lt1 <<<"$(suite_counts "$runs/live-patched/results.tsv")"
     suite_tally "$runs/live-patched/confirmed.tsv" unpatched patched "${explanations[@]}"
@@ -709,7 +745,7 @@ fi
 pristine_dirty=$(git -C "$pristine" status --porcelain | head -n 5)
 [ -z "$pristine_dirty" ] || say "NOTE: the runs left files in the pristine tree: $pristine_dirty"
 total=$(( $(date +%s) - phase_start ))
-line="fork master ${short}: patches $npatches, suite run $nrun, unpatched passed $p0, patched passed $p1, new tests $ntests (fail unpatched $fail_unpatched, pass patched $pass_patched), differences $ndiff, explained $nexpl, harness $harness_right, crashes $patched_crashes"
+line="fork master ${short}: patches $npatches, suite run $nrun, unpatched passed $p0, patched passed $p1, new tests $ntests (fail unpatched $fail_unpatched, guards $guards, pass patched $pass_patched), differences $ndiff, explained $nexpl, harness $harness_right, crashes $patched_crashes"
 {
   echo "# The fork's series on mongo-c-driver master ${short}"
   echo

@@ -13,6 +13,9 @@
 #   SUITE_LIMIT  seconds a test may take
 #   SUITE_STRIP  (optional) another path to take out of the messages: the
 #                tree the program was compiled in, when it runs from another
+#   SUITE_STOP   (optional) a file that, once it exists and is not empty,
+#                stops the run: the tests not started yet are recorded as
+#                failed, "not run: " and its first line
 #
 # Results are TAB-separated lines, one per test, in the order of the list:
 #   name, result (pass fail skip timeout), seconds, exit status,
@@ -55,7 +58,7 @@ suite_each_line() {  # N FUNC ENV...
   local -a run_env=("$@")
   decl=$(declare -p run_env | sed 's/^declare -a run_env=/RUN_ENV=/')
   RUN_DIR=${RUN_DIR:-} SUITE_SRC=$SUITE_SRC SUITE_BIN=$SUITE_BIN SUITE_LIMIT=$SUITE_LIMIT \
-    SUITE_STRIP=${SUITE_STRIP:-$SUITE_SRC} RUN_ENV_DECL=$decl \
+    SUITE_STRIP=${SUITE_STRIP:-$SUITE_SRC} SUITE_STOP=${SUITE_STOP:-} RUN_ENV_DECL=$decl \
     xargs -d '\n' -P "$n" -n 1 bash -c 'eval "declare -a $RUN_ENV_DECL"; '"$fn"' "$1" 2>/dev/null' "$fn"
 }
 
@@ -82,6 +85,12 @@ suite_one_test() {  # "INDEX<TAB>c|l<TAB>NAME" (c: --ctest-run, l: -l)
   how=${line%%$'\t'*}
   name=${line#*$'\t'}
   log=$RUN_DIR/logs/$idx.log
+  # A run told to stop (SUITE_STOP names a file that exists, and says why)
+  # records the tests it has not started as failed, without running them.
+  if [ -n "$SUITE_STOP" ] && [ -s "$SUITE_STOP" ]; then
+    printf '%s\tfail\t0\t-\t-\tnot run: %s\n' "$name" "$(head -n 1 "$SUITE_STOP")" >"$RUN_DIR/res/$idx"
+    return 0
+  fi
   # (-l in the suite's own fork mode: the tests --ctest-run does not
   # register are those it registers only when it may fork.)
   local -a sel=(-l "$name")
@@ -311,6 +320,19 @@ suite_start_ferretdb() {  # FDB DIR PORT
   tail -n 20 "$dir/log" >&2
   suite_stop_ferretdb
   die "FerretDB did not start on 127.0.0.1:$port"
+}
+
+# Watches the FerretDB on 127.0.0.1:PORT in the background (its process id
+# in SUITE_WATCH_PID) and writes "REASON" into STOP-FILE once it no longer
+# listens: a run with SUITE_STOP=STOP-FILE then stops starting tests that
+# would only wait for a server that is gone.
+suite_watch_ferretdb() {  # PORT STOP-FILE REASON
+  local port=$1 stop=$2 reason=$3
+  (
+    while suite_port_open "$port"; do sleep 2; done
+    echo "$reason" >"$stop"
+  ) &
+  SUITE_WATCH_PID=$!
 }
 
 # A port nobody listens on (the kernel's choice).
