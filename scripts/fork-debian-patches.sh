@@ -170,7 +170,7 @@ generate() {
 No patches yet: fork/$series/ holds no series. Once it does,
 make fork-debian-patches writes here the quilt patches for Debian's
 $rel package of mongo-c-driver, their series lines and the changelog
-entry (fork/README-debian.md).
+entry (fork/README.md, "Debian's packages").
 EOF
     say "$rel: placeholder (fork/$series/ has no patches)"
     return 0

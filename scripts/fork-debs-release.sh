@@ -3,7 +3,7 @@
 # machine for bookworm and inside the Debian root for trixie and sid):
 # Debian's mongo-c-driver built twice from the same source, stock and with
 # the fork's quilt patches, checked against each other, installed over the
-# stock packages, tested, and reverted to stock (docs/fork-debian.md).
+# stock packages, tested, and reverted to stock (docs/fork.md, "Debian packages").
 #
 #   scripts/fork-debs-release.sh --release REL --source DIR --debian DIR
 #                                --work DIR [--orig FILE]

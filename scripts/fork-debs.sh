@@ -1,6 +1,6 @@
 #!/bin/bash
 # Debian's mongo-c-driver packages with the fork's patches: `make fork-debs`
-# and `make check-fork-debs` (mk/fork-debs.mk, docs/fork-debian.md).
+# and `make check-fork-debs` (mk/fork-debs.mk, docs/fork.md, "Debian packages").
 #
 #   scripts/fork-debs.sh [--debian DIR] [--source RELEASE=DIR]... [RELEASE...]
 #
