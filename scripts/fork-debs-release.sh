@@ -172,13 +172,25 @@ lint() {
   lintian_tags "${fork_debs[@]}" "$work/fork/"*.dsc >"$work/lintian-fork"
   echo "== stock"; cat "$work/lintian-stock"
   echo "== fork"; cat "$work/lintian-fork"
-  echo "== new in the fork's (package, tag)"
   # By package and tag name: the level and the context (versions, lines) aside.
   awk 'NR == FNR {seen[$2 " " $3] = 1; next} !(($2 " " $3) in seen)' \
-    "$work/lintian-stock" "$work/lintian-fork" | tee "$work/lintian-new"
+    "$work/lintian-stock" "$work/lintian-fork" >"$work/lintian-new-all"
+  # Tags the fork has by design, each with its reason: listed, not counted.
+  sed 's/#.*//' "$top/fork/debian/lintian-expected" | awk -F'\t' 'NF >= 2 {print $1 "\t" $2}' \
+    >"$work/lintian-expected"
+  echo "== new in the fork's (package, tag), expected (fork/debian/lintian-expected)"
+  awk -F'\t' 'NR == FNR {why[$1] = $2; next} {split($0, f, " ")} (f[3] in why) {print $0 " -- " why[f[3]]}' \
+    "$work/lintian-expected" "$work/lintian-new-all" | tee "$work/lintian-new-expected"
+  echo "== new in the fork's (package, tag)"
+  awk -F'\t' 'NR == FNR {why[$1] = 1; next} {split($0, f, " ")} !(f[3] in why)' \
+    "$work/lintian-expected" "$work/lintian-new-all" | tee "$work/lintian-new"
 }
 timed lintian lint
 lintian_new=$(grep -c '^[EWI] ' "$work/lintian-new" || true)
+if grep -q '^[EWI] ' "$work/lintian-new-expected"; then
+  say "lintian: expected, not counted (fork/debian/lintian-expected):"
+  grep '^[EWI] ' "$work/lintian-new-expected" | sed 's/^/  | /'
+fi
 [ "$lintian_new" -eq 0 ] || bad+=("lintian: $lintian_new new tags ($(grep '^[EWI] ' "$work/lintian-new" | cut -d' ' -f2- | tr '\n' ';'))")
 
 # --- Libraries: SONAME and dynamic symbols -----------------------------------------
