@@ -8,6 +8,7 @@ target's conventions, and writes it in the target's style.
 
   fork/generate.py TARGET --stage N --out DIR [--clang-format BIN] [--style FILE]
   fork/generate.py TARGET --list          the stages and what each one generates
+  fork/generate.py TARGET --clang-format-pin   the clang-format version of the target
 
 TARGET names fork/TARGET/generate.json (the manifest). Stage N is the N-th
 commit of the series (1-based); its files are written under DIR at their
@@ -1147,6 +1148,8 @@ def main(argv):
     ap.add_argument("--count", action="store_true", help="print how many commits the series has")
     ap.add_argument("--paths", action="store_true", help="print every path any stage generates")
     ap.add_argument("--subject", type=int, help="print the subject of commit N")
+    ap.add_argument("--clang-format-pin", action="store_true",
+                    help="print the clang-format version the target is formatted with (master's 20.1.8 unless named)")
     args = ap.parse_args(argv)
     try:
         manifest = load_manifest(args.target)
@@ -1157,6 +1160,9 @@ def main(argv):
             for name, spec in manifest["units"].items():
                 for path in unit_paths(name, spec):
                     print(path)
+            return 0
+        if args.clang_format_pin:
+            print(manifest["target"].get("clang_format", "20.1.8"))
             return 0
         if args.subject:
             print(manifest["commits"][args.subject - 1]["subject"])

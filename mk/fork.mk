@@ -16,6 +16,8 @@
 #                          (scripts/fork-source.sh --source DIR); without it
 #                          and without ../shared/upstream/ the check stops
 #                          with the git commands that fetch the tree
+#   FORK_TARGET=trixie     check the port to Debian 13's 1.30.4 (fork/trixie/)
+#                          instead of master; outside CI, which checks master
 #   FORK_ARGS="..."        more options of scripts/fork-check.sh (--no-live,
 #                          --no-encryption, --match PREFIX, --series DIR, ...)
 #   FORK_BENCH_ARGS="..."  options of the benchmark (--quick, --reps N, ...)
@@ -29,7 +31,7 @@ FORK_SOURCE_ARG = $(if $(FORK_SOURCE),--source $(abspath $(FORK_SOURCE)))
 .PHONY: check-fork bench-fork
 
 check-fork:
-	scripts/fork-check.sh $(FORK_SOURCE_ARG) $(FORK_ARGS)
+	scripts/fork-check.sh --target $(or $(FORK_TARGET),master) $(FORK_SOURCE_ARG) $(FORK_ARGS)
 
 bench-fork: all
 	scripts/fork-check.sh --build-only $(FORK_SOURCE_ARG) $(FORK_ARGS)

@@ -1,13 +1,14 @@
 #!/bin/bash
 # Client-side encryption end to end with the patched mongo-c-driver master
 # (part of `make check-fork`, docs/fork.md). Master needs libmongocrypt
-# 1.20 or later, which Debian 12 lacks, so this runs in the sid root that
+# 1.20 or later (1.30.4, the trixie port's tree, 1.12), which Debian 12
+# lacks, so this runs in the sid root (trixie's for the port) that
 # scripts/debian-root.sh makes (`make distro-roots`; OPMSG_ROOTS says where
 # the roots are): the tree is copied into the root, built there with
 # upstream's CMake, ENABLE_MAINTAINER_FLAGS=ON and client-side encryption
 # on, and installed into a prefix; tests/encryption's enc-client is built
 # against it, then tests/encryption/run-encryption.sh runs it against a
-# private FerretDB once with sid's own libmongoc and once with the patched
+# private FerretDB once with the root's own libmongoc and once with the patched
 # one (OPMSG_ENC_LIBDIR: LD_LIBRARY_PATH, no preload). Ends with its line:
 #
 #   encryption 2.5.7 and patched 2.6.0-dev: operations 15, documents 26, equal patched yes, equal stock yes, ciphertext on server yes
@@ -33,9 +34,17 @@ if [ "${1:-}" = --inside ]; then
   t0=$(date +%s)
   if [ ! -f build/.done ] || [ "$(cat build/.done)" != "$(cat src/.commit)" ]; then
     rm -rf build prefix
+    # A release's tree (1.30.4) has the version of the root's own library;
+    # run-encryption.sh tells the two apart by the version they report, so
+    # the patched build gets one of its own. (Master's is 2.6.0-dev already.)
+    version_arg=()
+    case $(cat src/VERSION_CURRENT 2>/dev/null) in
+      *-*|'') ;;
+      *) version_arg=("-DBUILD_VERSION=$(cat src/VERSION_CURRENT)-opmsg") ;;
+    esac
     # Client-side encryption ON: the configure fails without a new enough
     # libmongocrypt rather than building without it.
-    cmake -S src -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_MAINTAINER_FLAGS=ON \
+    cmake -S src -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_MAINTAINER_FLAGS=ON "${version_arg[@]}" \
       -DENABLE_TESTS=OFF -DENABLE_STATIC=OFF -DENABLE_EXAMPLES=OFF -DENABLE_MAN_PAGES=OFF \
       -DENABLE_HTML_DOCS=OFF -DENABLE_CLIENT_SIDE_ENCRYPTION=ON -DENABLE_ZLIB=SYSTEM \
       -DCMAKE_INSTALL_PREFIX="$w/prefix" >configure.log 2>&1 ||
@@ -51,11 +60,15 @@ if [ "${1:-}" = --inside ]; then
   grep -q '^#define MONGOC_ENABLE_CLIENT_SIDE_ENCRYPTION 1' \
     "$(find prefix/include -name mongoc-config.h | head -n 1)" ||
     { echo "the patched build has no client-side encryption"; exit 2; }
-  libdir=$(dirname "$(find "$w/prefix" -name 'libmongoc2.so.2' | head -n 1)")
-  # enc-client against the patched headers; at run time it finds sid's own
-  # libmongoc2.so.2 unless LD_LIBRARY_PATH points at the patched one.
+  # The installed library's pkg-config module: mongoc2 (2.x) or
+  # libmongoc-1.0 (1.30, trixie's).
+  pc=$(find "$w/prefix" -name mongoc2.pc -o -name libmongoc-1.0.pc | head -n 1)
+  [ -n "$pc" ] || { echo "no libmongoc pkg-config file in the patched install"; exit 2; }
+  libdir=$(dirname "$(dirname "$pc")")
+  # enc-client against the patched headers; at run time it finds the root's
+  # own libmongoc unless LD_LIBRARY_PATH points at the patched one.
   cc -std=c11 -O2 opmsg/tests/encryption/enc-client.c -o enc-client \
-    $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs mongoc2) ||
+    $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs "$(basename "$pc" .pc)") ||
     { echo "enc-client does not build against the patched headers"; exit 2; }
   OPMSG_FERRETDB=$w/ferretdb OPMSG_ENC_LIBDIR=$libdir OPMSG_ENC_TRACE=0 \
     exec opmsg/tests/encryption/run-encryption.sh "$w/enc-client"

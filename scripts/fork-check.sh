@@ -1,19 +1,21 @@
 #!/bin/bash
 # The fork's patch series on mongo-c-driver master, checked with upstream's
-# own build and test suite (`make check-fork`, mk/fork.mk, docs/fork.md).
+# own build and test suite (`make check-fork`, mk/fork.mk, docs/fork.md);
+# with --target trixie, its port to Debian 13's 1.30.4 the same way.
 #
-# Takes the pristine master tree (scripts/fork-source.sh), builds libmongoc
+# Takes the pristine tree (scripts/fork-source.sh), builds libmongoc
 # and test-libmongoc with upstream's CMake and ENABLE_MAINTAINER_FLAGS=ON
 # once, then applies the series with `git am` in the same tree and build
 # directory, so that every later build is incremental, and checks:
 #   1. every commit of the series applies, builds alone (no warning), is
 #      formatted with upstream's clang-format and .clang-format on the files
-#      it touches, keeps upstream's prelude rule, and passes the series'
+#      it touches, keeps upstream's prelude rule (adds no header the series
+#      base does not already fail it on), and passes the series'
 #      tests that exist at that commit;
 #   2. every test of test-libmongoc that needs no server, unpatched and
 #      patched, compared test by test (scripts/lib/suite-runs.sh, shared with
 #      scripts/libmongoc-suite.sh): every difference must be explained, by
-#      the series' lists (fork/master/new-tests.txt, changed-tests.txt) or
+#      the series' lists (fork/TARGET/new-tests.txt, changed-tests.txt) or
 #      by scripts/fork-check.explained;
 #   3. each new test of the series fails on the pristine library (built
 #      with the series' test sources) and passes patched;
@@ -21,9 +23,9 @@
 #      unpatched and patched, against a private FerretDB v1.24.2;
 #   5. the hostile-reply harness (tests/dropin, every mode) against the
 #      patched shared libraries with no preload, and the unpatched ones;
-#   6. client-side encryption end to end with the patched master built in
-#      the sid root (scripts/fork-check-encryption.sh), when that root is
-#      there.
+#   6. client-side encryption end to end with the patched tree built in
+#      the sid root (trixie's for trixie; scripts/fork-check-encryption.sh),
+#      when that root is there.
 # Writes WORK/report.md and ends with one line:
 #
 #   fork master a047e0bc: patches N, suite run R, unpatched passed P0, patched passed P1, new tests T (fail unpatched F, guards G, pass patched S), differences D, explained E, harness 36/36, crashes 0
@@ -33,11 +35,15 @@
 # above the last line); 2 when the check could not run.
 #
 # Usage: scripts/fork-check.sh [OPTIONS]
+#   --target NAME       the series to check: master (default), or a Debian
+#                       port (trixie: fork/trixie/ on Debian's 1.30.4 tree
+#                       with Debian's patches applied, scripts/fork-source.sh
+#                       trixie); the defaults below follow it
 #   --source DIR        the pristine tree, passed to scripts/fork-source.sh
 #                       (default: ../shared/upstream/ next to the repository)
 #   --series DIR        the series: *.patch, new-tests.txt, changed-tests.txt
-#                       (default fork/master)
-#   --work DIR          builds and results (default build/fork/master)
+#                       (default fork/TARGET)
+#   --work DIR          builds and results (default build/fork/TARGET)
 #   --jobs N            tests at a time (default 2)
 #   --build-jobs N      compiler jobs (default 2)
 #   --timeout SECONDS   time limit per test (default 60)
@@ -50,6 +56,7 @@
 #   --no-live           leave out the live tests
 #   --no-harness        leave out the hostile-reply harness
 #   --no-encryption     leave out client-side encryption in the sid root
+#                       (the trixie root for trixie)
 #   --build-only        build unpatched, new tests and patched, then stop
 #                       (what `make bench-fork` needs)
 #   --rebuild           build everything again (the build directory is kept)
@@ -62,8 +69,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib/suite-runs.sh"
 
 source_dir=""
-series=$top/fork/master
-work=$top/build/fork/master
+target=master
+series=""
+work=""
 jobs=2
 bjobs=2
 limit=60
@@ -77,6 +85,7 @@ rebuild=0
 matches=()
 while [ $# -gt 0 ]; do
   case $1 in
+    --target) target=${2:?}; shift 2 ;;
     --source) source_dir=$(realpath -m -- "${2:?}"); shift 2 ;;
     --series) series=$(realpath -m -- "${2:?}"); shift 2 ;;
     --work) work=$(realpath -m -- "${2:?}"); shift 2 ;;
@@ -95,6 +104,15 @@ while [ $# -gt 0 ]; do
     *) echo "$prog: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
 done
+series=${series:-$top/fork/$target}
+work=${work:-$top/build/fork/$target}
+# Where the target's client-side encryption can be built: a Debian root whose
+# libmongocrypt is new enough for the tree (master 1.20, 1.30.4 1.12).
+case $target in
+  master) enc_suite=sid ;;
+  trixie) enc_suite=trixie ;;
+  *) echo "$prog: unknown target $target (master, trixie)" >&2; exit 2 ;;
+esac
 for n in "$jobs" "$bjobs" "$limit"; do
   case $n in ''|*[!0-9]*|0) die "--jobs, --build-jobs and --timeout need a positive number" ;; esac
 done
@@ -145,12 +163,18 @@ fi
 
 # --- The pristine tree and the series -------------------------------------------------------------
 
-pristine=$("$top/scripts/fork-source.sh" master ${source_dir:+--source "$source_dir"}) || exit 2
-base=$(git -C "$pristine" rev-parse opmsg-base)
+pristine=$("$top/scripts/fork-source.sh" "$target" ${source_dir:+--source "$source_dir"}) || exit 2
+# Where the series applies: the pristine tree, or a Debian packaging tree
+# with Debian's own patches applied (the same commit as opmsg-base for master).
+base=$(git -C "$pristine" rev-parse opmsg-series-base)
 upstream_commit=$(git -C "$pristine" log -1 --format=%s opmsg-base | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p')
 short=${upstream_commit:0:8}
+# How the last line names the tree: master's commit, a Debian port's upstream
+# version (its packaging branch's commit says nothing to a reader).
+label=$short
+[ "$target" = master ] || label=$(git -C "$pristine" show opmsg-base:VERSION_CURRENT)
 
-[ -d "$series" ] || die "no series in ${series#"$top"/} (the patches of fork/master/ come with the fork's patch series)"
+[ -d "$series" ] || die "no series in ${series#"$top"/} (the patches of fork/$target/ come with the fork's patch series)"
 mapfile -t patches < <(find "$series" -maxdepth 1 -name '*.patch' | sort)
 npatches=${#patches[@]}
 [ "$npatches" -gt 0 ] || die "no *.patch in ${series#"$top"/}"
@@ -196,7 +220,8 @@ cmake_args=(
   -DENABLE_MAN_PAGES=OFF -DENABLE_HTML_DOCS=OFF -DENABLE_ZLIB=SYSTEM -DENABLE_SNAPPY=ON
   -DENABLE_ZSTD=ON -DENABLE_SSL=OPENSSL -DENABLE_SASL=CYRUS
   # Debian 12's libmongocrypt (1.7.2) is older than master's minimum
-  # (1.20): encryption is checked in the sid root instead.
+  # (1.20) and 1.30.4's (1.12): encryption is checked in a Debian root
+  # instead.
   -DENABLE_CLIENT_SIDE_ENCRYPTION=OFF
 )
 targets=(test-libmongoc mongoc_shared)
@@ -236,8 +261,10 @@ save() {  # DEST KEY
   rm -rf "$dest.new"
   mkdir -p "$dest.new/bin" "$dest.new/lib" "$dest.new/headers/tree" "$dest.new/headers/build"
   cp "$bdir/src/libmongoc/test-libmongoc" "$dest.new/bin/"
-  cp -P "$bdir"/src/libmongoc/libmongoc2.so* "$bdir"/src/libbson/libbson2.so* "$dest.new/lib/" 2>/dev/null || true
-  cp "$bdir"/src/libmongoc/libmongoc2.a "$bdir"/src/libbson/libbson2.a "$dest.new/lib/" 2>/dev/null || true
+  # (libmongoc2 and libbson2 on master; libmongoc-1.0, libbson-1.0 and
+  # their -static-1.0 archives on 1.30.)
+  cp -P "$bdir"/src/libmongoc/libmongoc*.so* "$bdir"/src/libbson/libbson*.so* "$dest.new/lib/" 2>/dev/null || true
+  cp "$bdir"/src/libmongoc/libmongoc*.a "$bdir"/src/libbson/libbson*.a "$dest.new/lib/" 2>/dev/null || true
   (cd "$tree" && find src -name '*.h' -o -name '*.th' -o -name '*.def' | grep -v '/tests/' |
      tar -cf - -T -) | tar -xf - -C "$dest.new/headers/tree"
   (cd "$bdir" && find src -name '*.h' -not -path '*/CMakeFiles/*' | tar -cf - -T -) |
@@ -286,7 +313,8 @@ else
   git -C "$tree" config user.name "opmsg fork-check"
   git -C "$tree" config user.email "fork-check@opmsg.invalid"
   git -C "$tree" am --abort >/dev/null 2>&1 || true
-  git -C "$tree" fetch -q "$pristine" "+refs/tags/opmsg-base:refs/tags/opmsg-base"
+  git -C "$tree" fetch -q "$pristine" "+refs/tags/opmsg-base:refs/tags/opmsg-base" \
+    "+refs/tags/opmsg-series-base:refs/tags/opmsg-series-base"
   git -C "$tree" checkout -q -f --detach "$base"
   git -C "$tree" clean -q -fdx
   if [ ! -f "$bdir/CMakeCache.txt" ] || [ "$(cat "$bdir/.fork-key" 2>/dev/null)" != "$key_cfg" ]; then
@@ -300,7 +328,7 @@ else
   phase configure
 
   if ! have "$work/unpatched" "$key_base"; then
-    say "build: unpatched master ${short} (${targets[*]})"
+    say "build: unpatched $target ${short} (${targets[*]})"
     build unpatched "${targets[@]}" || die "the pristine tree does not build"
     say "build: unpatched: $BUILD_STEPS files compiled, $BUILD_WARNINGS warnings"
     save "$work/unpatched" "$key_base"
@@ -317,7 +345,7 @@ else
     if ! git -C "$tree" am -q --keep-cr --committer-date-is-author-date "$p" >"$work/logs/am.log" 2>&1; then
       cat "$work/logs/am.log" >&2
       git -C "$tree" am --abort >/dev/null 2>&1 || true
-      die "patch $((i + 1)) of $npatches, $(basename "$p"), does not apply to master ${short} (git am, above)"
+      die "patch $((i + 1)) of $npatches, $(basename "$p"), does not apply to $target ${short} (git am, above)"
     fi
   done
   head=$(git -C "$tree" rev-parse HEAD)
@@ -371,8 +399,57 @@ format_scope() {  # FILE... -> those upstream's format.py covers
   done
 }
 
+# Formatted with the clang-format series of the target (its manifest) and
+# the tree's own .clang-format: by upstream's tools/format.py where the tree
+# has it (master); else (1.30, whose own check is clang-format --dry-run over
+# every file, and whose pristine mongoc-cluster.c is already off in one place)
+# on the lines each commit changes.
+cf_pin=$(python3 "$top/fork/generate.py" "$target" --clang-format-pin)
+format_check() {  # FILE...: in $tree, the files a commit touches
+  if [ -f "$tree/tools/format.py" ]; then
+    (cd "$tree" && python3 tools/format.py --mode check -j 2 --clang-format-bin "$clang_format" "$@")
+    return
+  fi
+  local f lines status=0
+  for f in "$@"; do
+    mapfile -t lines < <(git -C "$tree" diff -U0 HEAD~1 HEAD -- "$f" |
+      sed -n 's/^@@ -[0-9,]* +\([0-9]*\),\{0,1\}\([0-9]*\) @@.*/\1 \2/p' |
+      awk '$2 != "0" {n = ($2 == "" ? 1 : $2); printf "--lines=%d:%d\n", $1, $1 + n - 1}')
+    [ ${#lines[@]} -gt 0 ] || continue
+    (cd "$tree" && "$clang_format" --dry-run -Werror --style=file:.clang-format "${lines[@]}" "$f") || status=1
+  done
+  return $status
+}
+
+# Upstream's check-preludes.py on a commit's public headers. It stops at the
+# first header without its prelude, and a Debian tree can fail it before the
+# series (trixie's validate-private.h, from Debian's own security patch), so
+# the headers the series base already fails on are found once and left out:
+# what is checked is that the series adds no such header.
+prelude_headers=(src/libmongoc/src/mongoc src/libbson/src/bson src/common/src)
+preludes_run() {  # COMMIT DIR: check-preludes.py on COMMIT's headers, minus $work/preludes-base.txt
+  rm -rf "$2" && mkdir -p "$2/.evergreen/scripts"
+  git -C "$tree" archive "$1" -- "${prelude_headers[@]}" | tar -xf - -C "$2"
+  git -C "$tree" show "$1:.evergreen/scripts/check-preludes.py" >"$2/.evergreen/scripts/check-preludes.py"
+  (cd "$2" && xargs -r rm -f <"$work/preludes-base.txt" && python3 .evergreen/scripts/check-preludes.py .)
+}
+preludes_base() {  # -> $work/preludes-base.txt, the base's headers that fail, one at a time
+  local out i
+  : >"$work/preludes-base.txt"
+  for i in $(seq 1 50); do
+    out=$(preludes_run "$base" "$work/preludes-scratch" 2>&1) && return 0
+    out=$(sed -n 's/ did not include prelude$//p' <<<"$out")
+    [ -n "$out" ] || die "check-preludes.py fails on the series base for another reason (run it there)"
+    echo "$out" >>"$work/preludes-base.txt"
+  done
+  die "check-preludes.py: more than 50 headers of the series base fail it"
+}
+
 if [ "$built_any" -eq 1 ]; then
-  clang_format=$("$top/scripts/clang-format.sh") || die "no clang-format 20.1 (scripts/clang-format.sh)"
+  preludes_base
+  [ ! -s "$work/preludes-base.txt" ] ||
+    say "preludes: the series base already fails check-preludes.py on $(tr '\n' ' ' <"$work/preludes-base.txt")(left out)"
+  clang_format=$("$top/scripts/clang-format.sh" --pin "$cf_pin") || die "no clang-format $cf_pin (scripts/clang-format.sh)"
   mapfile -t commits < <(git -C "$tree" rev-list --reverse "$base..series")
   cat "$work/new-tests.names" "$work/changed-tests.names" | sort -u >"$work/series-tests.names"
   echo "# $key_commits" >"$work/commits.tsv.new"
@@ -384,14 +461,12 @@ if [ "$built_any" -eq 1 ]; then
     mapfile -t touched < <(git -C "$tree" diff --name-only --diff-filter=d "$c~1" "$c")
     mapfile -t scoped < <(format_scope "${touched[@]}")
     fmt=ok
-    if [ ${#scoped[@]} -gt 0 ] &&
-       ! (cd "$tree" && python3 tools/format.py --mode check -j 2 --clang-format-bin "$clang_format" \
-            "${scoped[@]}") >"$work/logs/format-$n.log" 2>&1; then
+    if [ ${#scoped[@]} -gt 0 ] && ! format_check "${scoped[@]}" >"$work/logs/format-$n.log" 2>&1; then
       fmt=FAIL
       fail "commit $n ($subject): not formatted with upstream's clang-format $("$clang_format" --version | sed 's/.*version //') (log: $work/logs/format-$n.log)"
     fi
     prel=ok
-    if ! (cd "$tree" && python3 .evergreen/scripts/check-preludes.py .) >"$work/logs/preludes-$n.log" 2>&1; then
+    if ! preludes_run "$c" "$work/preludes-scratch" >"$work/logs/preludes-$n.log" 2>&1; then
       prel=FAIL
       fail "commit $n ($subject): upstream's check-preludes.py: $(tail -n 1 "$work/logs/preludes-$n.log")"
     fi
@@ -656,17 +731,22 @@ if [ "$harness" -eq 1 ]; then
   # each build's headers and shared libraries, and run with
   # LD_LIBRARY_PATH set to them.
   harness_client() {  # SIDE
-    local a=$work/$1 out=$work/harness/client-$1
+    local a=$work/$1 out=$work/harness/client-$1 mongoc bson
     mkdir -p "$work/harness"
+    # The libraries' names: mongoc2 and bson2 on master, mongoc-1.0 and
+    # bson-1.0 on 1.30.
+    mongoc=$(cd "$a/lib" && ls libmongoc*.so | head -n 1)
+    bson=$(cd "$a/lib" && ls libbson*.so | head -n 1)
+    mongoc=${mongoc#lib} bson=${bson#lib}
     cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L \
       -I"$a/headers/build/src/libmongoc/src" -I"$a/headers/build/src/libbson/src" \
       -I"$a/headers/tree/src/libmongoc/src" -I"$a/headers/tree/src/libbson/src" \
-      "$top/tests/dropin/dropin-client.c" -o "$out" -L"$a/lib" -lmongoc2 -lbson2 -pthread ||
+      "$top/tests/dropin/dropin-client.c" -o "$out" -L"$a/lib" -l"${mongoc%.so}" -l"${bson%.so}" -pthread ||
       die "harness: dropin-client does not build against the $1 headers"
     local got
-    got=$(LD_LIBRARY_PATH=$a/lib ldd "$out" | awk '$1 ~ /^libmongoc2\.so/ {print $3}')
+    got=$(LD_LIBRARY_PATH=$a/lib ldd "$out" | awk -v m="lib$mongoc" 'index($1, m) == 1 {print $3}')
     [ "$(realpath "$(dirname "$got")")" = "$(realpath "$a/lib")" ] ||
-      die "harness: the $1 client loads ${got:-no libmongoc2}, not $a/lib's"
+      die "harness: the $1 client loads ${got:-no lib$mongoc}, not $a/lib's"
   }
   # Every mode of the hostile server (run_case.py --all: "PASS|FAIL MODE:
   # op: result; ...", then "harness RIGHT/MODES, crashes N"), then the
@@ -705,9 +785,9 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   nmon=$(wc -w <<<"$monitor_modes")
   harness_right="$hp_right/$nmodes"
   patched_crashes=$((patched_crashes + hp_crash + hp_mcrash))
-  [ "$hp_right" -eq "$nmodes" ] || fail "harness: patched master right in $hp_right of $nmodes modes ($work/harness/patched.out)"
-  [ "$hp_crash" -eq 0 ] || fail "harness: patched master crashed or hung in $hp_crash modes"
-  [ "$hp_mfail" -eq 0 ] || fail "harness: patched master wrong in $hp_mfail of the $nmon monitor and OP_REPLY modes"
+  [ "$hp_right" -eq "$nmodes" ] || fail "harness: patched $target right in $hp_right of $nmodes modes ($work/harness/patched.out)"
+  [ "$hp_crash" -eq 0 ] || fail "harness: patched $target crashed or hung in $hp_crash modes"
+  [ "$hp_mfail" -eq 0 ] || fail "harness: patched $target wrong in $hp_mfail of the $nmon monitor and OP_REPLY modes"
   harness_line="harness (no preload): patched right in $hp_right of $nmodes modes, crashed or hung in $hp_crash, and right in $((nmon - hp_mfail)) of the $nmon monitor and OP_REPLY modes; unpatched right in $hu_right, crashed or hung in $hu_crash, and right in $((nmon - hu_mfail)) of the $nmon"
   # The two sides by mode, for the report.
   harness_rows=$(awk '
@@ -723,12 +803,12 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   phase harness
 fi
 
-# --- Client-side encryption in the sid root ------------------------------------------------------
+# --- Client-side encryption in a Debian root ------------------------------------------------------
 
 enc_line="encryption: not run (--no-encryption)"
 if [ "$encryption" -eq 1 ]; then
   rc=0
-  enc_out=$("$top/scripts/fork-check-encryption.sh" --tree "$tree" 2>&1 |
+  enc_out=$("$top/scripts/fork-check-encryption.sh" --tree "$tree" --suite "$enc_suite" 2>&1 |
             tee "$work/logs/encryption.log") || rc=$?
   enc_line=$(grep '^encryption ' <<<"$enc_out" | tail -n 1 || true)
   case $rc in
@@ -745,9 +825,9 @@ fi
 pristine_dirty=$(git -C "$pristine" status --porcelain | head -n 5)
 [ -z "$pristine_dirty" ] || say "NOTE: the runs left files in the pristine tree: $pristine_dirty"
 total=$(( $(date +%s) - phase_start ))
-line="fork master ${short}: patches $npatches, suite run $nrun, unpatched passed $p0, patched passed $p1, new tests $ntests (fail unpatched $fail_unpatched, guards $guards, pass patched $pass_patched), differences $ndiff, explained $nexpl, harness $harness_right, crashes $patched_crashes"
+line="fork $target ${label}: patches $npatches, suite run $nrun, unpatched passed $p0, patched passed $p1, new tests $ntests (fail unpatched $fail_unpatched, guards $guards, pass patched $pass_patched), differences $ndiff, explained $nexpl, harness $harness_right, crashes $patched_crashes"
 {
-  echo "# The fork's series on mongo-c-driver master ${short}"
+  echo "# The fork's series on mongo-c-driver $target ${short}"
   echo
   echo "- series: ${series#"$top"/}, $npatches patches; built with upstream's CMake, ENABLE_MAINTAINER_FLAGS=ON, $(gcc --version | head -n 1)"
   echo "- compiler warnings: $total_warnings"
@@ -760,7 +840,7 @@ line="fork master ${short}: patches $npatches, suite run $nrun, unpatched passed
   echo "## Each commit alone"
   echo
   echo "Applied with \`git am\`, built incrementally (test-libmongoc and the shared libraries), the"
-  echo "touched files checked with upstream's tools/format.py and clang-format $("$top/scripts/clang-format.sh" --print-version | sed 's/.*version //'), upstream's"
+  echo "touched files checked with upstream's tools/format.py and clang-format $("$top/scripts/clang-format.sh" --pin "$cf_pin" --print-version | sed 's/.*version //'), upstream's"
   echo "check-preludes.py, and the series' tests registered at that commit run."
   echo
   echo "| # | commit | subject | files | format | preludes | build | series' tests |"
@@ -832,12 +912,12 @@ line="fork master ${short}: patches $npatches, suite run $nrun, unpatched passed
     echo "LD_LIBRARY_PATH set to its build's libraries (tests/dropin/run_case.py --all, then the"
     echo "streaming monitor's and the OP_REPLY modes)."
     echo
-    echo "| mode | unpatched master | patched master |"
+    echo "| mode | unpatched $target | patched $target |"
     echo "|---|---|---|"
     echo "$harness_rows"
   fi
   echo
-  echo "## Client-side encryption (sid root)"
+  echo "## Client-side encryption ($enc_suite root)"
   echo
   echo "$enc_line"
   if [ ${#failures[@]} -gt 0 ]; then

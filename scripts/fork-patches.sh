@@ -54,7 +54,7 @@ export TZ=UTC LC_ALL=C
 pristine=$("$top/scripts/fork-source.sh" "$target" "${source_args[@]}")
 # The target's clang-format series (its manifest's "clang_format"; master's
 # 20.1.8 when it names none), run with the target tree's own .clang-format.
-pin=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["target"].get("clang_format", "20.1.8"))' "$manifest")
+pin=$(python3 "$top/fork/generate.py" "$target" --clang-format-pin)
 clang_format=$("$top/scripts/clang-format.sh" --pin "$pin")
 
 # A clone of the pristine tree at its base, with the committed series applied.

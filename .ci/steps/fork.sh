@@ -23,5 +23,5 @@ if [ -z "${FORK_SOURCE:-}" ] && ! ls ../shared/upstream/mongo-c-driver-master-*.
   exit 0
 fi
 start=$(date +%s)
-make --no-print-directory check-fork FORK_SOURCE="${FORK_SOURCE:-}" FORK_ARGS="${FORK_CI_ARGS:-}"
+make --no-print-directory check-fork FORK_TARGET=master FORK_SOURCE="${FORK_SOURCE:-}" FORK_ARGS="${FORK_CI_ARGS:-}"
 echo "fork: CI step done in $(( $(date +%s) - start )) s"
