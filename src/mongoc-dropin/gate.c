@@ -356,6 +356,25 @@ path_for_version(const char *version)
    return DROPIN_FORWARD;
 }
 
+/* The fork's patched libmongoc (fork/: Debian's packages rebuilt with the
+ * patch series) already merges replies, checks the section rules and turns a
+ * peer's surprises into errors, on the very functions the drop-in replaces;
+ * its reply path also differs from stock (1.23's _mongoc_rpc_scatter keeps
+ * what the copy-out needs), so the drop-in must not stand in front of it.
+ * Each series adds one function stock never had: finding it is the test. */
+static const char *
+fork_function(void *mongoc_handle)
+{
+   static const char *const names[] = {"mcd_rpc_message_copy_reply", "_mongoc_rpc_copy_reply"};
+
+   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+      if (find_original(names[i], mongoc_handle)) {
+         return names[i];
+      }
+   }
+   return NULL;
+}
+
 static void
 decide(void)
 {
@@ -365,6 +384,8 @@ decide(void)
    version_fn get_version;
    dropin_path_t path = DROPIN_FORWARD;
    const char *why = NULL;
+   const char *fork_fn;
+   static char fork_why[160];
 
    opmsg_options_init(&parse_options);
    opmsg_options_init(&reply_options);
@@ -393,6 +414,10 @@ decide(void)
       why = "built for an ABI whose libmongoc layout is not described";
    } else if (!version) {
       why = "mongoc_get_version() not found";
+   } else if ((fork_fn = fork_function(handle)) != NULL) {
+      snprintf(fork_why, sizeof fork_why, "libmongoc %s already carries the fix (the fork's patch series: %s)", version,
+               fork_fn);
+      why = fork_why;
    } else if ((path = path_for_version(version)) == DROPIN_FORWARD) {
       if (dropin_debug_level()) {
          dropin_log("inactive: libmongoc %s is not one this drop-in is tested "

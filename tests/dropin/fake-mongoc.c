@@ -3,6 +3,9 @@
  * four functions the drop-in replaces, each leaving a recognisable mark, and
  * mongoc_get_version() answering $FAKE_MONGOC_VERSION. The fake_mongoc_*
  * entry points call them through the PLT, as libmongoc's own callers do.
+ * Built a second time with FAKE_FORK, it also exports the function the
+ * fork's 1.23 series adds (_mongoc_rpc_copy_reply), as the fork's patched
+ * libmongoc does: the drop-in must then stand aside.
  */
 #include <bson/bson.h>
 
@@ -97,3 +100,15 @@ fake_mongoc_append_payload(const void *cmd, bson_t *out)
 {
    _mongoc_cmd_append_payload_as_array(cmd, out);
 }
+
+#ifdef FAKE_FORK
+FAKE_EXPORT bool _mongoc_rpc_copy_reply(void *rpc, bson_t *reply);
+
+bool
+_mongoc_rpc_copy_reply(void *rpc, bson_t *reply)
+{
+   (void) rpc;
+   bson_init(reply);
+   return true;
+}
+#endif

@@ -176,7 +176,9 @@ gate_case(int argc, char **argv)
 {
    bool local = argc > 1 && strcmp(argv[1], "local") == 0;
    bool active = argc > 2 && strcmp(argv[2], "active") == 0;
-   void *h = dlopen(FAKE_MONGOC_PATH, RTLD_NOW | (local ? RTLD_LOCAL : RTLD_GLOBAL));
+   /* FAKE_MONGOC_PATH in the environment: another build of the fake. */
+   const char *path = getenv("FAKE_MONGOC_PATH") ? getenv("FAKE_MONGOC_PATH") : FAKE_MONGOC_PATH;
+   void *h = dlopen(path, RTLD_NOW | (local ? RTLD_LOCAL : RTLD_GLOBAL));
    uint64_t rpc_storage[12]; /* mongoc_rpc_t: 96 bytes, align 8 */
    uint8_t *rpc = (uint8_t *) rpc_storage;
    uint8_t msg[256], comp[300];

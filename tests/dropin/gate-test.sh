@@ -1,13 +1,16 @@
 #!/bin/sh
-# gate-test.sh GATE_TEST DROPIN: the drop-in is active for the libmongoc
+# gate-test.sh GATE_TEST DROPIN FORK_FAKE: the drop-in is active for the libmongoc
 # series it is tested with (1.23.x on the rpc path; 1.30.x and 2.5.x on the
 # mcd-rpc path, which also needs libmongoc's mcd_rpc_* functions), decided at the first call when libmongoc is dlopen()ed after start-up
 # (globally or privately), says why with OPMSG_MONGOC_DEBUG=1, once, names
 # its OPMSG_MONGOC_CHECK level (warning once about an unknown one), and stays
-# silent in processes without libmongoc.
+# silent in processes without libmongoc. In front of the fork's patched
+# libmongoc (FORK_FAKE: the fake with the function the fork's series adds)
+# it stands aside, saying why.
 set -u
 test_bin=$1
 dropin=$2
+fork_fake=$3
 fail=0
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
@@ -33,6 +36,11 @@ run 2.4.0  global forward "inactive: libmongoc 2.4.0 is not one this drop-in is 
 # is not trusted with either path.
 run 1.30.4 global forward "inactive: libmongoc lacks one of the mcd_rpc_\* functions"
 run 2.5.7  local  forward "inactive: libmongoc lacks one of the mcd_rpc_\* functions"
+
+# The fork's libmongoc already carries the fix: forwarded to, untouched.
+FAKE_MONGOC_PATH=$fork_fake run 1.23.1 global forward \
+  "inactive: libmongoc 1.23.1 already carries the fix (the fork's patch series: _mongoc_rpc_copy_reply)"
+FAKE_MONGOC_PATH=$fork_fake run 1.23.1 local forward "inactive: libmongoc 1.23.1 already carries the fix"
 
 # OPMSG_MONGOC_DISABLE=1 turns it off.
 if ! OPMSG_MONGOC_DISABLE=1 FAKE_MONGOC_VERSION=1.23.1 OPMSG_MONGOC_DEBUG=1 \
