@@ -7,9 +7,10 @@
 #     symbols), installed over the machine's own packages, tested (the
 #     hostile-reply harness with no preload, a program built on stock,
 #     FerretDB, client-side encryption) and put back (make fork-debs).
-# Measured at 4.5 minutes on the 2-core machine unloaded, 5.5 to 8 with other
-# builds running. trixie and sid (Debian 13 and sid, in the roots of make
-# check-distros) add about 7 and 8.5 minutes (loaded) and run in
+# Measured in a whole .ci/run on a clean clone (2-core machine, nothing else
+# running, 2026-12-03): 156 s, of which the bookworm build and checks 148 s
+# (stock and fork builds 42 and 44 s). trixie and sid (Debian 13 and sid, in
+# the roots of make check-distros) took 530 s and 282 s here and run in
 # `make check-fork-debs` outside CI; FORK_DEBS_CI="bookworm trixie unstable"
 # runs them here too (after the distros step has made the roots).
 set -euo pipefail
