@@ -34,17 +34,9 @@ if [ "${1:-}" = --inside ]; then
   t0=$(date +%s)
   if [ ! -f build/.done ] || [ "$(cat build/.done)" != "$(cat src/.commit)" ]; then
     rm -rf build prefix
-    # A release's tree (1.30.4) has the version of the root's own library;
-    # run-encryption.sh tells the two apart by the version they report, so
-    # the patched build gets one of its own. (Master's is 2.6.0-dev already.)
-    version_arg=()
-    case $(cat src/VERSION_CURRENT 2>/dev/null) in
-      *-*|'') ;;
-      *) version_arg=("-DBUILD_VERSION=$(cat src/VERSION_CURRENT)-opmsg") ;;
-    esac
     # Client-side encryption ON: the configure fails without a new enough
     # libmongocrypt rather than building without it.
-    cmake -S src -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_MAINTAINER_FLAGS=ON "${version_arg[@]}" \
+    cmake -S src -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_MAINTAINER_FLAGS=ON \
       -DENABLE_TESTS=OFF -DENABLE_STATIC=OFF -DENABLE_EXAMPLES=OFF -DENABLE_MAN_PAGES=OFF \
       -DENABLE_HTML_DOCS=OFF -DENABLE_CLIENT_SIDE_ENCRYPTION=ON -DENABLE_ZLIB=SYSTEM \
       -DCMAKE_INSTALL_PREFIX="$w/prefix" >configure.log 2>&1 ||

@@ -443,6 +443,30 @@ usage(void)
    exit(2);
 }
 
+/* Which libmongoc file this process runs, from its own memory map: a
+ * patched build may report the same version as the system's library (a
+ * Debian release's tree), so run-encryption.sh tells them apart by path. */
+static void
+print_loaded_mongoc(void)
+{
+   FILE *maps = fopen("/proc/self/maps", "r");
+   char line[4096];
+
+   if (!maps) {
+      return;
+   }
+   while (fgets(line, sizeof line, maps)) {
+      const char *path = strchr(line, '/');
+      const char *base = path ? strrchr(path, '/') + 1 : NULL;
+      /* libmongoc-1.0.so.0 or libmongoc2.so.2; not libmongocrypt. */
+      if (base && (strncmp(base, "libmongoc-", 10) == 0 || strncmp(base, "libmongoc2.", 11) == 0)) {
+         fprintf(stderr, "enc-client: loaded %s", path); /* the line ends with its newline */
+         break;
+      }
+   }
+   fclose(maps);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -491,6 +515,7 @@ main(int argc, char **argv)
    mongoc_init();
    fprintf(stderr, "enc-client: libmongoc %s, bypass %s, collection %s.%s\n", mongoc_get_version(), bypass, DB_NAME,
            coll_name);
+   print_loaded_mongoc();
 
    /* The local KMS provider: a fixed 96-byte master key (a test; a real one
     * comes from a secure random source and is kept secret). */
