@@ -210,7 +210,7 @@ void bench_check_view(const bench_case_t *c, const bench_out_t *out);
  * ------------------------------------------------------------------------- */
 
 /* The levels in the order they run and are reported: the cheapest first. */
-#define BENCH_N_LEVELS 3
+#define BENCH_N_LEVELS 4
 extern const opmsg_check_t bench_levels[BENCH_N_LEVELS];
 #define BENCH_LEVEL_BIT(check) (1u << (unsigned) (check))
 /* The level of a result whose implementation does not parse with opmsg (the
@@ -264,6 +264,13 @@ void bench_json_string(FILE *f, const char *s);
  * json, also one {"target": ...} line per target, level and case on
  * stdout. Informative: nothing fails. */
 void bench_print_targets(const bench_run_t *run, FILE *f, bool json);
+/* The one line of issue 29, from the cells of this run at the default
+ * level (what opmsg_options_init() gives): "default level NAME: seq
+ * reencode A x, mongoc_append B x; body-only merge_into +C ns flat, +D ns
+ * deep; merge_bson +E ns flat, +F ns deep; top-level G ns/element" (G:
+ * parse at top-level minus parse at frames on seq, per top-level element of
+ * its sequence documents). A figure whose cells did not run is "n/a". */
+void bench_print_summary(const bench_run_t *run, FILE *f);
 
 /* ---------------------------------------------------------------------------
  * Allocation counting (alloc.c)

@@ -52,6 +52,7 @@ now_ns(void)
 
 typedef struct {
    bool json;
+   bool brief;     /* a short table for people, and the summary line */
    double seconds; /* per cell */
    int reps;
    const char *data_dir;
@@ -63,12 +64,14 @@ typedef struct {
 static void
 usage(FILE *f)
 {
-   fputs("usage: opmsg-bench [--json] [--quick] [--seconds S] [--reps N] [--cpu-time]\n"
+   fputs("usage: opmsg-bench [--json | --brief] [--quick] [--seconds S] [--reps N] [--cpu-time]\n"
          "                   [--case NAME[,NAME...]] [--impl NAME[,NAME...]]\n"
          "                   [--check LEVEL[,LEVEL...]] [--data DIR] [--list]\n"
          "Times turning OP_MSG messages into one document; see "
          "docs/benchmarks.md.\n"
          "  --json        one JSON object per line instead of the table\n"
+         "  --brief       instead of the table, ratios and targets: a short\n"
+         "                table of opmsg against the other ways, and the summary\n"
          "  --quick       about 0.05 s per cell instead of 0.3 s\n"
          "  --seconds S   time spent measuring each cell (default 0.3)\n"
          "  --reps N      at least N repetitions per cell (default 5); the\n"
@@ -77,8 +80,8 @@ usage(FILE *f)
          "                CLOCK_MONOTONIC (steadier on a shared machine)\n"
          "  --case, --impl  only these (see --list); case crc32c is the "
          "checksum\n"
-         "  --check LEVEL  parse at this level only: frames, top-level or full\n"
-         "                (default: each of the three, every case)\n"
+         "  --check LEVEL  parse at these levels only: frames, spec (the\n"
+         "                default), top-level, full (default: each of them)\n"
          "  --data DIR    where flat.bin, deep.bin, seq.bin are (or "
          "DIR/seed/)\n",
          f);
@@ -136,6 +139,7 @@ static int
 parse_options(int argc, char **argv, options_t *o)
 {
    o->json = false;
+   o->brief = false;
    o->seconds = 0.3;
    o->reps = 5;
    o->data_dir = NULL;
@@ -150,6 +154,8 @@ parse_options(int argc, char **argv, options_t *o)
       const char *v = i + 1 < argc ? argv[i + 1] : NULL;
       if (!strcmp(a, "--json")) {
          o->json = true;
+      } else if (!strcmp(a, "--brief")) {
+         o->brief = true;
       } else if (!strcmp(a, "--quick")) {
          o->seconds = 0.05;
          o->reps = 3;
@@ -187,7 +193,7 @@ parse_options(int argc, char **argv, options_t *o)
          i++;
       } else if (v && !strcmp(a, "--check")) {
          if (!parse_levels(v, &o->levels)) {
-            fprintf(stderr, "opmsg-bench: bad --check %s (frames, top-level, full)\n", v);
+            fprintf(stderr, "opmsg-bench: bad --check %s (frames, spec, top-level, full)\n", v);
             return 2;
          }
          i++;
@@ -504,6 +510,51 @@ print_table_row(const result_t *r)
    fflush(stdout);
 }
 
+/* --brief: per case, opmsg's merge to a new bson_t at the default level
+ * against decoding and re-encoding every value with libbson and against
+ * libmongoc 1.23's append, in ns per message, and how many times faster;
+ * then what the top-level level costs on top. */
+static void
+print_brief(FILE *f)
+{
+   opmsg_options_t defaults;
+   opmsg_options_init(&defaults);
+   int d = (int) defaults.check;
+   fprintf(f, "\nns per message (%s), opmsg at its default check level, %s:\n\n",
+           bench_clock == CLOCK_MONOTONIC ? "wall time" : "thread CPU time", opmsg_check_name(defaults.check));
+   fprintf(f, "%-8s %9s %12s %12s %14s %14s %12s\n", "case", "bytes", "memcpy", "opmsg", "libbson", "libmongoc",
+           "opmsg at");
+   fprintf(f, "%-8s %9s %12s %12s %14s %14s %12s\n", "", "", "(the floor)", "merge_bson", "re-encode", "append",
+           "top-level");
+   for (size_t i = 0; i < n_case_infos; i++) {
+      const char *cn = case_infos[i].name;
+      const result_t *m = find_result(cn, "merge_bson", d);
+      const result_t *c = find_result(cn, "memcpy", BENCH_LEVEL_NONE);
+      const result_t *r = find_result(cn, "reencode_libbson", BENCH_LEVEL_NONE);
+      const result_t *a = find_result(cn, "mongoc_append", BENCH_LEVEL_NONE);
+      const result_t *t = find_result(cn, "merge_bson", OPMSG_CHECK_TOP_LEVEL);
+      if (!m) {
+         continue;
+      }
+      char cs[32] = "-", rs[32] = "-", as[32] = "-", ts[32] = "-";
+      if (c) {
+         snprintf(cs, sizeof cs, "%.0f", c->ns_per_op);
+      }
+      if (r) {
+         snprintf(rs, sizeof rs, "%.0f (%.0fx)", r->ns_per_op, r->ns_per_op / m->ns_per_op);
+      }
+      if (a) {
+         snprintf(as, sizeof as, "%.0f (%.1fx)", a->ns_per_op, a->ns_per_op / m->ns_per_op);
+      }
+      if (t) {
+         snprintf(ts, sizeof ts, "%.0f", t->ns_per_op);
+      }
+      fprintf(f, "%-8s %9zu %12s %12.0f %14s %14s %12s\n", cn, m->bytes_out, cs, m->ns_per_op, rs, as, ts);
+   }
+   fprintf(f, "\n(Nx): how many times longer than opmsg. The default level checks every rule of the\n"
+              "OP_MSG spec and every document's frame; top-level also reads each top-level element.\n");
+}
+
 /* The ratios of each case at each level (a level-independent pair once). */
 static void
 print_ratios(FILE *f)
@@ -582,7 +633,7 @@ impl_applies(const bench_impl_t *impl, const bench_case_t *c, const options_t *o
           !(impl->plain_identifiers && c->dotted);
 }
 
-#define MAX_CELLS 128
+#define MAX_CELLS 256
 #define MAX_GROUP 4
 
 /*
@@ -671,7 +722,7 @@ run_cases(const bench_case_def_t *const *defs, bench_case_t *cs, size_t n_cs, co
    for (size_t i = 0; i < n; i++) {
       if (o->json) {
          print_json(&first[i]);
-      } else {
+      } else if (!o->brief) {
          print_table_row(&first[i]);
       }
    }
@@ -750,7 +801,7 @@ main(int argc, char **argv)
          if (n_cs == MAX_GROUP) {
             bench_fatal("group %s has more than %d cases", group, MAX_GROUP);
          }
-         if (!o.json && n_selected == 0) {
+         if (!o.json && !o.brief && n_selected == 0) {
             printf("\n");
             print_table_header();
          }
@@ -795,11 +846,16 @@ main(int argc, char **argv)
       fprintf(stderr, "CRC-32C over 1 MiB in cache: %s %.2f GB/s, portable %.2f GB/s\n", crc.implementation, crc.gbps,
               crc.portable_gbps);
    }
-   print_ratios(summary);
    run.n_results = n_results;
    run.n_cases = n_case_infos;
    run.levels = o.levels;
-   bench_print_targets(&run, summary, o.json);
+   if (o.brief) {
+      print_brief(summary);
+   } else {
+      print_ratios(summary);
+      bench_print_targets(&run, summary, o.json);
+   }
+   bench_print_summary(&run, summary);
    if (!o.json && strcmp(bench_data_dir_used(), "(none)") != 0) {
       printf("\nseed data: %s\n", bench_data_dir_used());
    }

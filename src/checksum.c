@@ -4,8 +4,7 @@
  * ISA-L's crc32_iscsi uses the SSE4.2 crc32 instruction with three-way
  * interleaving (tens of GB/s): opmsg_crc32c() takes it when the library is
  * built with it. The portable version is a slicing-by-8 table walk, built
- * always so tests can compare the two, and all there is without ISA-L (the
- * fork, which builds on Windows too).
+ * always so tests can compare the two, and all there is without ISA-L.
  *
  * Part of the OP_MSG core: the table is a constant, so nothing is built at
  * run time and no threading primitive guards it. tests/test_checksum.c

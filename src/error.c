@@ -73,6 +73,7 @@ void
 opmsg_options_init(opmsg_options_t *opts)
 {
    memset(opts, 0, sizeof *opts);
+   opts->check = OPMSG_CHECK_SPEC;
 }
 
 const char *

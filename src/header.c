@@ -6,12 +6,17 @@
 #include "opmsg-msg.h"
 #include "opmsg-parse.h"
 
+#include <stddef.h>
+#if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>
+#endif
+
 bool
 opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error)
 {
-   if (opts && (unsigned) opts->check > (unsigned) OPMSG_CHECK_FULL) {
+   if (opts && (unsigned) opts->check > (unsigned) OPMSG_CHECK_SPEC) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "opmsg_options_t.check is %d, not a check level (0 top-level, 1 frames, 2 full)",
+                        "opmsg_options_t.check is %d, not a check level (0 top-level, 1 frames, 2 full, 3 spec)",
                         (int) opts->check);
    }
    return true;
@@ -90,9 +95,125 @@ opmsg_frame_length(const uint8_t *data, size_t len, const opmsg_options_t *opts,
    return check_header(data, &limits, message_length, &r);
 }
 
-/* The parse of opmsg_parse() and opmsg_parse_with_offset(), into r: data
- * and msg are not NULL. Inline into both, so that neither pays a call. */
+/* The fields every opcode's parse sets first: the header's, and 0 in every
+ * other one. */
+static OPMSG_ALWAYS_INLINE void
+start_msg(opmsg_msg_t *msg, const uint8_t *data, size_t len)
+{
+   /* A copy of a static zero struct: a few vector stores (memset of this
+    * size became a `rep stos`, whose start-up alone was a third of parsing
+    * a small message). */
+   static const opmsg_msg_t zero;
+   *msg = zero;
+   msg->data = data;
+   msg->len = len;
+   msg->message_length = (int32_t) len;
+   msg->request_id = opmsg_read_i32(data + OPMSG_OFF_REQUEST_ID);
+   msg->response_to = opmsg_read_i32(data + OPMSG_OFF_RESPONSE_TO);
+   msg->opcode = opmsg_read_i32(data + OPMSG_OFF_OPCODE);
+}
+
+#if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__) && BSON_BYTE_ORDER == BSON_LITTLE_ENDIAN
+/* The stores of fill_alone() follow these layouts. */
+_Static_assert(sizeof(opmsg_msg_t) == 224 && offsetof(opmsg_msg_t, len) == 8 &&
+                  offsetof(opmsg_msg_t, message_length) == 16 && offsetof(opmsg_msg_t, opcode) == 28 &&
+                  offsetof(opmsg_msg_t, flags) == 32 && offsetof(opmsg_msg_t, checksum) == 40 &&
+                  offsetof(opmsg_msg_t, body) == 48 && offsetof(opmsg_msg_t, body_len) == 56 &&
+                  offsetof(opmsg_msg_t, n_sequences) == 60 && offsetof(opmsg_msg_t, priv_) == 160,
+               "opmsg_msg_t's layout");
+_Static_assert(sizeof(opmsg_op_msg_t) == 64 && offsetof(opmsg_op_msg_t, body) == 8 &&
+                  offsetof(opmsg_op_msg_t, len) == 16 && offsetof(opmsg_op_msg_t, body_len) == 20 &&
+                  offsetof(opmsg_op_msg_t, flags) == 24 && offsetof(opmsg_op_msg_t, checksum) == 28 &&
+                  offsetof(opmsg_op_msg_t, sections_end) == 32 && offsetof(opmsg_op_msg_t, n_sequences) == 36 &&
+                  offsetof(opmsg_op_msg_t, merged_size) == 40 && offsetof(opmsg_op_msg_t, splice) == 44,
+               "opmsg_op_msg_t's layout");
+
+/* What start_msg() and opmsg_op_msg_alone() write, for a body alone, in
+ * fourteen 16-byte stores instead of some thirty: the store unit, not the
+ * checks, was what the parse of a body alone waited on. The header's four
+ * fields are its first 16 bytes as they are. */
+static OPMSG_ALWAYS_INLINE void
+fill_alone(opmsg_msg_t *msg, const uint8_t *data, size_t len, uint32_t flags, uint32_t body_len)
+{
+   uint8_t *p = (uint8_t *) msg;
+   const uint8_t *body = data + OPMSG_OFF_SECTIONS + 1;
+   const __m128i zero = _mm_setzero_si128();
+#define OPMSG_STORE(off, v) _mm_storeu_si128((__m128i *) (void *) (p + (off)), (v))
+   OPMSG_STORE(0, _mm_set_epi64x((long long) len, (long long) (uintptr_t) data));
+   OPMSG_STORE(16, _mm_loadu_si128((const __m128i *) (const void *) data));
+   OPMSG_STORE(32, _mm_cvtsi32_si128((int) flags));
+   OPMSG_STORE(48, _mm_set_epi64x((long long) body_len, (long long) (uintptr_t) body));
+   /* Written out: gcc makes a loop of these a `rep stos`. */
+   OPMSG_STORE(64, zero);
+   OPMSG_STORE(80, zero);
+   OPMSG_STORE(96, zero);
+   OPMSG_STORE(112, zero);
+   OPMSG_STORE(128, zero);
+   OPMSG_STORE(144, zero);
+   /* The core (opmsg_msg_core()): data, body; len, body_len, flags;
+    * sections_end, merged_size; the rest 0. */
+   OPMSG_STORE(160, _mm_set_epi64x((long long) (uintptr_t) body, (long long) (uintptr_t) data));
+   OPMSG_STORE(176, _mm_set_epi32(0, (int) flags, (int) body_len, (int) len));
+   OPMSG_STORE(192, _mm_set_epi32(0, (int) body_len, 0, (int) len));
+   OPMSG_STORE(208, zero);
+#undef OPMSG_STORE
+}
+#else
+static OPMSG_ALWAYS_INLINE void
+fill_alone(opmsg_msg_t *msg, const uint8_t *data, size_t len, uint32_t flags, uint32_t body_len)
+{
+   start_msg(msg, data, len);
+   opmsg_op_msg_t *m = opmsg_msg_core(msg);
+   const opmsg_op_msg_t alone = {.data = data,
+                                 .body = data + OPMSG_OFF_SECTIONS + 1,
+                                 .len = (uint32_t) len,
+                                 .body_len = body_len,
+                                 .flags = flags,
+                                 .sections_end = (uint32_t) len,
+                                 .merged_size = body_len};
+   *m = alone;
+   msg->flags = flags;
+   msg->body = m->body;
+   msg->body_len = body_len;
+}
+#endif
+
+/* The reply most messages are, taken before anything else: an OP_MSG whose
+ * body fills it alone (opmsg_op_msg_alone_ok()), at the spec or frames
+ * level (NULL options: spec), not a request (which must name its
+ * database). True when msg is parsed; false for anything else, a fault
+ * included, which the whole way then checks and names. */
 static OPMSG_ALWAYS_INLINE bool
+parse_alone(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg)
+{
+   uint32_t flags, body_len;
+   /* opmsg_limits_from()'s two limits, without the rest of the struct. */
+   size_t max_message = OPMSG_DEFAULT_MAX_MESSAGE_SIZE, max_bson = OPMSG_DEFAULT_MAX_BSON_SIZE;
+   if (opts) {
+      if ((opts->check != OPMSG_CHECK_SPEC && opts->check != OPMSG_CHECK_FRAMES) ||
+          (opts->flags & (OPMSG_PARSE_FULL_VALIDATE | OPMSG_PARSE_REQUEST))) {
+         return false;
+      }
+      if (opts->max_message_size || opts->max_bson_size) {
+         opmsg_limits_t limits;
+         opmsg_limits_from(opts, &limits);
+         max_message = limits.max_message_size;
+         max_bson = limits.max_bson_size;
+      }
+   }
+   if (len < OPMSG_OP_MSG_MIN_LENGTH || opmsg_read_u32(data + OPMSG_OFF_MESSAGE_LENGTH) != len ||
+       opmsg_read_i32(data + OPMSG_OFF_OPCODE) != OPMSG_OP_MSG || len > max_message ||
+       !opmsg_op_msg_alone_ok(data, len, max_bson + OPMSG_BODY_ALLOWANCE, &flags, &body_len)) {
+      return false;
+   }
+   fill_alone(msg, data, len, flags, body_len);
+   return true;
+}
+
+/* The parse of opmsg_parse() and opmsg_parse_with_offset(), into r: data
+ * and msg are not NULL. Out of line, so that the frame of the whole way
+ * (its registers, the limits) is not set up for parse_alone(). */
+static OPMSG_NOINLINE bool
 parse_reported(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, opmsg_report_t *r)
 {
    opmsg_limits_t limits;
@@ -115,18 +236,8 @@ parse_reported(const uint8_t *data, size_t len, const opmsg_options_t *opts, opm
                           "messageLength %zu at offset 0 but %zu bytes given", length, len);
    }
 
-   /* Every field an opcode does not fill is 0. Assigning a zero struct
-    * compiles to a few vector stores; memset of this size became a
-    * `rep stos`, whose start-up alone was a third of parsing a small
-    * message. */
-   static const opmsg_msg_t zero;
-   *msg = zero;
-   msg->data = data;
-   msg->len = len;
-   msg->message_length = (int32_t) length;
-   msg->request_id = opmsg_read_i32(data + OPMSG_OFF_REQUEST_ID);
-   msg->response_to = opmsg_read_i32(data + OPMSG_OFF_RESPONSE_TO);
-   msg->opcode = opmsg_read_i32(data + OPMSG_OFF_OPCODE);
+   /* Every field an opcode does not fill is 0. */
+   start_msg(msg, data, len);
 
    switch (msg->opcode) {
    case OPMSG_OP_MSG:
@@ -142,8 +253,11 @@ parse_reported(const uint8_t *data, size_t len, const opmsg_options_t *opts, opm
    }
 }
 
-bool
-opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, bson_error_t *error)
+/* opmsg_parse() the whole way: out of line, so that opmsg_parse() sets up
+ * no frame (the report context, the registers of the checks) for the short
+ * one. */
+static OPMSG_NOINLINE bool
+parse_whole(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, bson_error_t *error)
 {
    opmsg_report_t r;
    if (!data || !msg) {
@@ -151,6 +265,15 @@ opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_
    }
    opmsg_report_init(&r, error, data, 0, false);
    return parse_reported(data, len, opts, msg, &r);
+}
+
+bool
+opmsg_parse(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_msg_t *msg, bson_error_t *error)
+{
+   if (OPMSG_LIKELY(data && msg && parse_alone(data, len, opts, msg))) {
+      return true;
+   }
+   return parse_whole(data, len, opts, msg, error);
 }
 
 bool
@@ -165,7 +288,7 @@ opmsg_parse_with_offset(const uint8_t *data, size_t len, const opmsg_options_t *
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");
    }
    opmsg_report_init(&r, error, data, 0, false);
-   bool ok = parse_reported(data, len, opts, msg, &r);
+   bool ok = parse_alone(data, len, opts, msg) || parse_reported(data, len, opts, msg, &r);
    if (offset) {
       *offset = ok ? len : r.offset;
    }

@@ -63,6 +63,15 @@ opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *w
    if (!msg || !buf) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg and buf must not be NULL");
    }
+   /* Most replies: an OP_MSG body alone is its own merge. */
+   if (OPMSG_LIKELY(msg->opcode == OPMSG_OP_MSG && opmsg_msg_ccore(msg)->n_sequences == 0 &&
+                    buf_len >= msg->body_len)) {
+      memcpy(buf, msg->body, msg->body_len);
+      if (written) {
+         *written = msg->body_len;
+      }
+      return true;
+   }
    if (!merged_size(msg, &size, error)) {
       return false;
    }
@@ -77,33 +86,70 @@ opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *w
    return true;
 }
 
-bson_t *
-opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
+/* One block: the bson_t, then the document. libbson declares bson_t with
+ * 128-byte alignment, so the block is allocated aligned (and its size
+ * rounded up, as C11's aligned_alloc asks); sizeof(bson_t) is a multiple of
+ * that alignment, so the bytes behind it need nothing more. The block
+ * becomes the bson_t itself where libbson's flags are the ones opmsg knows
+ * (docs/design.md says why it is worth it): its frame (the length and
+ * terminator the merge writes anyway) goes first, for libbson's look at
+ * it, and the caller writes the rest. NULL when this libbson's flags are
+ * not those: *block is then the block, for the general way. */
+static OPMSG_ALWAYS_INLINE bson_t *
+take_block(size_t size, bson_t **block)
 {
-   size_t size = 0;
-   if (!msg) {
-      opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg must not be NULL");
-      return NULL;
-   }
-   if (!merged_size(msg, &size, error)) {
-      return NULL;
-   }
-   /* One block: the bson_t, then the document. libbson declares bson_t
-    * with 128-byte alignment, so the block is allocated aligned (and its
-    * size rounded up, as C11's aligned_alloc asks); sizeof(bson_t) is a
-    * multiple of that alignment, so the bytes behind it need nothing more. */
    size_t align = BSON_ALIGNOF(bson_t);
    size_t total = (sizeof(bson_t) + size + align - 1) / align * align;
    bson_t *b = bson_aligned_alloc(align, total);
-   write_merged(msg, (uint8_t *) (b + 1));
-   /* The block becomes the bson_t itself where libbson's flags are the
-    * ones opmsg knows (docs/design.md says why it is worth it); elsewhere
-    * libbson's public way, a copy, rather than a guess. */
-   b = opmsg_bson_adopt_block(b, size, opmsg_bson_own_static);
+   uint8_t *data = (uint8_t *) (b + 1);
+   opmsg_write_u32(data, (uint32_t) size);
+   data[size - 1] = 0;
+   *block = b;
+   return OPMSG_LIKELY(opmsg_bson_take_block(b, size)) ? b : NULL;
+}
+
+/* opmsg_merge_bson() of every message but an OP_MSG body alone. */
+static OPMSG_NOINLINE bson_t *
+merge_bson_written(const opmsg_msg_t *msg, bson_error_t *error)
+{
+   size_t size = 0;
+   bson_t *block;
+   if (!merged_size(msg, &size, error)) {
+      return NULL;
+   }
+   bson_t *b = take_block(size, &block);
+   write_merged(msg, (uint8_t *) (block + 1));
+   if (b) {
+      return b;
+   }
+   /* Elsewhere libbson's public way, a copy, rather than a guess. */
+   b = opmsg_bson_adopt_block(block, size, opmsg_bson_own_static);
    if (!b) {
       opmsg_fail(error, OPMSG_ERR_INVALID_VALUE, "internal error: merged document is malformed");
    }
    return b;
+}
+
+bson_t *
+opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
+{
+   if (!msg) {
+      opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg must not be NULL");
+      return NULL;
+   }
+   /* Most replies: an OP_MSG body alone is its own merge. */
+   if (OPMSG_LIKELY(msg->opcode == OPMSG_OP_MSG && opmsg_msg_ccore(msg)->n_sequences == 0)) {
+      size_t size = msg->body_len;
+      size_t align = BSON_ALIGNOF(bson_t);
+      bson_t *b = bson_aligned_alloc(align, (sizeof(bson_t) + size + align - 1) / align * align);
+      memcpy(b + 1, msg->body, size);
+      if (OPMSG_LIKELY(opmsg_bson_take_block(b, size))) {
+         return b;
+      }
+      /* Another libbson: the general way below, which copies. */
+      bson_free(b);
+   }
+   return merge_bson_written(msg, error);
 }
 
 bool

@@ -70,6 +70,7 @@ static const char *const check_names[] = {
    [OPMSG_CHECK_TOP_LEVEL] = "top-level",
    [OPMSG_CHECK_FRAMES] = "frames",
    [OPMSG_CHECK_FULL] = "full",
+   [OPMSG_CHECK_SPEC] = "spec",
 };
 
 const char *

@@ -154,6 +154,18 @@ opmsg_bson_own_static(bson_t *b)
    return true;
 }
 
+/* Makes block (from bson_aligned_alloc(), a bson_t and room for size bytes
+ * behind it, whose first 4 bytes and last byte are the document's length
+ * and terminator already) the bson_t of those bytes, which bson_destroy()
+ * frees whole; the rest of the document may be written after. False when
+ * this libbson's flags are not the ones opmsg knows: then the caller takes
+ * opmsg_bson_adopt_block()'s way. */
+static inline bool
+opmsg_bson_take_block(bson_t *block, size_t size)
+{
+   return bson_init_static(block, (const uint8_t *) (block + 1), size) && opmsg_bson_own_static(block);
+}
+
 /* The bson_t opmsg_merge_bson() returns, from block: one allocation from
  * bson_aligned_alloc() holding a bson_t and, right behind it, the size
  * bytes of a document already written. own is opmsg_bson_own_static(); a

@@ -2,9 +2,7 @@
  * opmsg-checksum.h - the portable CRC-32C (checksum.c).
  *
  * Not installed. opmsg_crc32c() (opmsg.h) is the public one: ISA-L when the
- * library is built with it, this one otherwise. Core entry points: the
- * parse checks an OP_MSG's checksum through opmsg_crc32c(), which is this
- * one in a build without ISA-L (the fork).
+ * library is built with it, this one otherwise.
  */
 #ifndef OPMSG_CHECKSUM_H
 #define OPMSG_CHECKSUM_H

@@ -115,8 +115,9 @@ typedef struct {
    size_t max_message_size;
    size_t max_bson_size;
    uint32_t flags; /* OPMSG_PARSE_* bits, as the caller gave them */
-   /* How far inside the documents to look: frames or top-level; full is
-    * top-level with deep set. Ask through opmsg_checks_top() and
+   /* How far inside the documents to look: spec and frames (which check
+    * the same) frame them, top-level reads their top-level elements, full
+    * is top-level with deep set. Ask through opmsg_checks_top() and
     * opmsg_checks_deep(). */
    opmsg_check_t check;
    /* The full level's nested walk, NULL below it: opmsg_limits_full() sets
@@ -127,10 +128,11 @@ typedef struct {
 
 /* 0 means the default; messageLength is an int32, and so is the length of
  * a body, which may be OPMSG_BODY_ALLOWANCE above max_bson_size: both are
- * capped to fit. The check level is top-level: set check to
- * OPMSG_CHECK_FRAMES, or call opmsg_limits_full(), for another. flags are
+ * capped to fit. The check level is top-level (the encoder's, for a
+ * command): set check to OPMSG_CHECK_SPEC or OPMSG_CHECK_FRAMES, or call
+ * opmsg_limits_full(), for another. flags are
  * kept as given (OPMSG_PARSE_FULL_VALIDATE is opmsg_limits_from()'s to
- * read). Core entry point; inline, since every parse sets its limits. */
+ * read). Inline, since every parse sets its limits. */
 static inline void
 opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size, size_t max_bson_size, uint32_t flags)
 {
@@ -150,12 +152,14 @@ opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size, size_t max_bso
 }
 
 /* What the check level asks of a document beyond its frame: its top-level
- * elements (every level but frames), every nested one (full). The one
- * mapping from the level to the checks, for every opcode. */
+ * elements (top-level and full; not spec and frames, which only frame a
+ * document, and read the body's keys when there are sequences to place),
+ * every nested one (full). The one mapping from the level to the checks,
+ * for every opcode. */
 static inline bool
 opmsg_checks_top(const opmsg_limits_t *limits)
 {
-   return limits->check != OPMSG_CHECK_FRAMES;
+   return limits->check == OPMSG_CHECK_TOP_LEVEL || limits->check == OPMSG_CHECK_FULL;
 }
 
 static inline bool

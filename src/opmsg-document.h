@@ -303,8 +303,8 @@ bool opmsg_doc_check_top(opmsg_report_t *r, const uint8_t *doc, uint32_t len, co
  * opmsg_doc_frame(). Reached through limits->deep only (opmsg_checks_deep()). */
 bool opmsg_doc_validate_deep(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what);
 
-/* The full check level: every nested level too (validate.c). Core entry
- * point, for a consumer that offers that level. */
+/* The full check level: every nested level too (validate.c), for a caller
+ * that offers that level. */
 void opmsg_limits_full(opmsg_limits_t *limits);
 
 /* The verdict of deep (a limits' deep walk) on the framed document doc, with

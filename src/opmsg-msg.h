@@ -12,10 +12,6 @@
  * iterators) translate: opmsg_msg_t keeps an opmsg_op_msg_t in its priv_
  * (opmsg-parse.h).
  *
- * The fork generator reaches the core through the entry points marked
- * "Core entry point" below (and opmsg_limits_set(), opmsg_limits_full(),
- * opmsg_report_init(), the array writer of opmsg-array.h and the CRC-32C of
- * opmsg-checksum.h); docs/design.md lists them.
  */
 #ifndef OPMSG_MSG_H
 #define OPMSG_MSG_H
@@ -45,7 +41,7 @@ typedef struct {
    uint32_t splice;
    /* The offset of the body's first "$db" element, 0 when there is none;
     * known only with db_known (a walk of the body's whole top level, or one
-    * that met "$db", went before: not so at the frames level for a body
+    * that met "$db", went before: not so at the spec and frames levels for a body
     * alone). */
    uint32_t db;
    /* The last sequence's document count, which the scan found, so that
@@ -57,14 +53,57 @@ typedef struct {
    bool db_known;
 } opmsg_op_msg_t;
 
-/* Core entry point: parses and checks the OP_MSG data[0..len) into *m, as
+/* The message most replies are: a body alone filling the sections, no
+ * checksum, no required flag bit but moreToCome (optional bits are ignored
+ * on receipt anyway), at a level that only frames a body alone (spec,
+ * frames). When data[0..len) (len >= OPMSG_OP_MSG_MIN_LENGTH, the header
+ * checked) is that, returns true with its flagBits and the body's length:
+ * its frame is all there is to check. Anything else, a fault included,
+ * returns false, for opmsg_op_msg_parse()'s whole way, which says what is
+ * wrong. Inline: opmsg_parse() takes it before anything else (header.c),
+ * and so does opmsg_op_msg_parse(). */
+static OPMSG_ALWAYS_INLINE bool
+opmsg_op_msg_alone_ok(const uint8_t *data, size_t len, size_t body_limit, uint32_t *flags, uint32_t *body_len)
+{
+   size_t flen;
+   *flags = opmsg_read_u32(data + OPMSG_OFF_FLAG_BITS);
+   if ((*flags & OPMSG_FLAG_REQUIRED_MASK & ~OPMSG_FLAG_MORE_TO_COME) != 0 || data[OPMSG_OFF_SECTIONS] != 0 ||
+       !opmsg_doc_frame_ok(data + OPMSG_OFF_SECTIONS + 1, len - OPMSG_OFF_SECTIONS - 1, body_limit, &flen) ||
+       flen != len - OPMSG_OFF_SECTIONS - 1) {
+      return false;
+   }
+   *body_len = (uint32_t) flen;
+   return true;
+}
+
+/* opmsg_op_msg_alone_ok(), and *m filled when it is true. */
+static OPMSG_ALWAYS_INLINE bool
+opmsg_op_msg_alone(opmsg_op_msg_t *m, const uint8_t *data, size_t len, size_t body_limit)
+{
+   uint32_t flags, body_len;
+   if (!opmsg_op_msg_alone_ok(data, len, body_limit, &flags, &body_len)) {
+      return false;
+   }
+   /* Every field not set here is 0, false or NULL. */
+   const opmsg_op_msg_t alone = {.data = data,
+                                 .body = data + OPMSG_OFF_SECTIONS + 1,
+                                 .len = (uint32_t) len,
+                                 .body_len = body_len,
+                                 .flags = flags,
+                                 .sections_end = (uint32_t) len,
+                                 .merged_size = body_len};
+   *m = alone;
+   return true;
+}
+
+/* Parses and checks the OP_MSG data[0..len) into *m, as
  * far as limits ask, reporting a fault into r (whose offsets count from
  * data). The header's length and opcode are the caller's to have checked
  * (opmsg_parse() does, header.c); len must be the whole message. */
 bool opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opmsg_limits_t *limits,
                         opmsg_report_t *r);
 
-/* Core entry point: the exact size of m's merged document (the body's
+/* The exact size of m's merged document (the body's
  * fields, then each sequence as an array, a dotted one at its path). */
 static inline size_t
 opmsg_op_msg_merged_size(const opmsg_op_msg_t *m)
@@ -72,7 +111,7 @@ opmsg_op_msg_merged_size(const opmsg_op_msg_t *m)
    return m->merged_size;
 }
 
-/* Core entry point: writes m's merged document into out, which has
+/* Writes m's merged document into out, which has
  * opmsg_op_msg_merged_size(m) bytes. Allocates nothing; cannot fail. */
 void opmsg_op_msg_merge(const opmsg_op_msg_t *m, uint8_t *out);
 

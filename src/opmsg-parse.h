@@ -40,14 +40,15 @@ opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits)
 {
    if (!opts) {
       opmsg_limits_set(limits, 0, 0, 0);
+      limits->check = OPMSG_CHECK_SPEC;
       return;
    }
    opmsg_limits_set(limits, opts->max_message_size, opts->max_bson_size, opts->flags);
    /* The flag asks for full whatever the level says. */
    if ((opts->flags & OPMSG_PARSE_FULL_VALIDATE) || opts->check == OPMSG_CHECK_FULL) {
       opmsg_limits_full(limits);
-   } else if (opts->check == OPMSG_CHECK_FRAMES) {
-      limits->check = OPMSG_CHECK_FRAMES;
+   } else if (opts->check == OPMSG_CHECK_FRAMES || opts->check == OPMSG_CHECK_SPEC) {
+      limits->check = opts->check;
    }
 }
 /* False with OPMSG_ERR_INVALID_ARGUMENT when opts asks for a check level

@@ -20,7 +20,7 @@
  * body records its first SCAN_KEYS keys so they need no second walk. */
 #define SCAN_KEYS 256
 #define LOCAL_SLOTS OPMSG_KEYSET_LOCAL(SCAN_KEYS)
-/* At the frames level, up to this many identifiers are looked for in the
+/* At the spec and frames levels, up to this many identifiers are looked for in the
  * body one by one, each with a walk of its top level: cheaper than hashing
  * every key for the few a message has, and bounded. */
 #define FRAMES_LINEAR_IDS 4
@@ -89,6 +89,14 @@ typedef struct {
    /* The first sequence past OPMSG_MAX_DOTTED_SEQUENCES, where a message
     * with dotted identifiers breaks that bound. */
    size_t over_off;
+   /* At the spec and frames levels, the walk of the body's keys for the
+    * first sequence's identifier, made while its documents are framed (see
+    * scan_sequence()): clean when it reached the body's end over sound
+    * elements without meeting the identifier, which is then known not to
+    * name a body field; db is the body's first "$db" it passed, or NULL. */
+   const char *walked_id;
+   bool walked_clean;
+   const uint8_t *walked_db;
    /* The body's first SCAN_KEYS keys, recorded by the walk that checks them
     * so the duplicate check needs no second walk. */
    const char *key[SCAN_KEYS];
@@ -116,6 +124,28 @@ sequence_doc_fault(opmsg_report_t *r, const opmsg_limits_t *limits, const opmsg_
                           count, opmsg_printable(name, seq->id, seq->len), doff, opmsg_report_at(r, sec_end));
    }
    return opmsg_rule_seq_doc(r, limits, seq, count, q, left, dlen);
+}
+
+/* One step of scan_sequence()'s walk of the body's keys for the identifier
+ * id: the element at *bp, up to the body's terminator at bend. Past it when
+ * it is sound and not called id (noting the first "$db" in *db); otherwise
+ * the walk ends there (*bp = bend) and is not clean: rules.c walks again
+ * and says what it met. */
+static OPMSG_ALWAYS_INLINE void
+body_key_step(const uint8_t **bp, const uint8_t *bend, const char *id, size_t id_len, bool *clean, const uint8_t **db)
+{
+   const uint8_t *p = *bp;
+   const uint8_t *k;
+   const uint8_t *next = opmsg_skip_element(p, bend, &k);
+   if (OPMSG_UNLIKELY(!next || ((size_t) (k - p - 1) == id_len && memcmp(p + 1, id, id_len) == 0))) {
+      *clean = false;
+      *bp = bend;
+      return;
+   }
+   if (k - p == 4 && !*db && memcmp(p + 1, "$db", 3) == 0) {
+      *db = p;
+   }
+   *bp = next;
 }
 
 /* Checks one kind-1 section starting after its kind byte at p (offset off of
@@ -157,7 +187,27 @@ scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p,
    opmsg_deep_check_fn deep = limits->deep;
    /* See the prefetch below: only a sequence larger than a cache needs it. */
    bool prefetch = !top && docs_len > OPMSG_PREFETCH_ABOVE;
+   /* The spec and frames levels, the first sequence, after the body: its
+    * identifier is looked for among the body's keys here, an element per
+    * document, in the same loop that frames the documents. Both walks are
+    * chains of loads, each step's place known only from the one before;
+    * side by side the processor runs the two at once (seq: 148 body keys
+    * and 100 documents, the framing then costs nothing). The verdict waits
+    * for check_identifiers(), so that the faults are reported in the same
+    * order as without it; anything but a clean walk is walked again there,
+    * by rules.c, which says what is wrong. */
+   const uint8_t *bp = NULL, *bend = NULL, *bdb = NULL;
+   bool bclean = false;
+   size_t id_len = seq.len;
+   if (!top && scan->n_seq == 0 && m->body && !dotted && !prefetch) {
+      bp = m->body + 4;
+      bend = m->body + m->body_len - 1;
+      bclean = true;
+   }
    while (q < sec_end) {
+      if (bp < bend) {
+         body_key_step(&bp, bend, id, id_len, &bclean, &bdb);
+      }
       /* The top-level level, two documents at a time: the walk of one
        * document's elements is a chain of loads, each element's place known
        * only from the one before, so walking two documents side by side
@@ -176,7 +226,7 @@ scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p,
        * Anything else takes sequence_doc_fault(), which says what is wrong. */
       size_t flen;
       if (prefetch) {
-         /* The frames level reads one or two lines of each document, a
+         /* The spec and frames levels read one or two lines of each document, a
           * chain of loads the hardware prefetcher does not run ahead of
           * (the top-level walk reads every line in order, which it does):
           * ask for the lines ahead. Measured: 35 MB of 350-byte documents
@@ -186,7 +236,7 @@ scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p,
       }
       if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size, top, deep, &flen))) {
          /* Set when the call returns true; initialised for gcc, which cannot
-          * see that once everything is inlined into one file (the fork). */
+          * always see that through the inlining. */
          uint32_t dlen = 0;
          if (!sequence_doc_fault(r, limits, &seq, count, q, sec_end, &dlen)) {
             return false;
@@ -197,10 +247,20 @@ scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p,
       count++;
    }
 
+   if (bp) {
+      /* What the documents left of the body. */
+      while (bp < bend) {
+         body_key_step(&bp, bend, id, id_len, &bclean, &bdb);
+      }
+      scan->walked_id = id;
+      scan->walked_clean = bclean;
+      scan->walked_db = bdb;
+   }
+
    /* Merged: type byte, the last path component and NUL, the array's
     * length and terminator, and per document a type byte, key and NUL. */
    const char *last = dotted ? strrchr(id, '.') + 1 : id;
-   scan->seq_out += 1 + strlen(last) + 1 + 4 + 1 + docs_len + count + opmsg_array_keys_size(count);
+   scan->seq_out += 1 + (seq.len - (size_t) (last - id)) + 1 + 4 + 1 + docs_len + count + opmsg_array_keys_size(count);
    if (scan->n_seq == OPMSG_MAX_DOTTED_SEQUENCES) {
       scan->over_off = off;
    }
@@ -248,8 +308,8 @@ walk_body(opmsg_op_msg_t *m, scan_t *scan, opmsg_report_t *r)
    return true;
 }
 
-/* Checks the body's frame and, except at the frames level, its top-level
- * elements (walk_body()); at the frames level the walk waits until the
+/* Checks the body's frame and, except at the spec and frames levels, its top-level
+ * elements (walk_body()); at the spec and frames levels the walk waits until the
  * sections show whether there are sequences to place (parse_sections()). */
 static bool
 scan_body(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
@@ -327,7 +387,7 @@ scan_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, scan_t *scan, opm
  * ------------------------------------------------------------------------- */
 
 /* No body key twice: the body's keys into a key set, refusing a second
- * one (unique), or only noting the first of each (the frames level). The
+ * one (unique), or only noting the first of each (the spec and frames levels). The
  * scan recorded the body's first SCAN_KEYS keys; the rule walks a larger
  * body again itself. */
 static bool
@@ -403,6 +463,11 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
             goto done;
          }
       }
+      if (!keys && seq.identifier == scan->walked_id && scan->walked_clean) {
+         /* Walked while the documents were framed: not a body field. */
+         db = db ? db : scan->walked_db;
+         continue;
+      }
       if (!opmsg_rule_path(r, keys, m->body, m->body_len, &b, place, &db)) {
          goto done;
       }
@@ -421,7 +486,7 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
       }
    }
    if (db) {
-      /* The frames level's walk for an identifier passed "$db": noted, so
+      /* The walk of the spec and frames levels for an identifier passed "$db": noted, so
        * opmsg_op_msg_db() need not walk the body again. */
       m->db = (uint32_t) (db - m->data);
       m->db_known = true;
@@ -446,7 +511,7 @@ check_db(const opmsg_op_msg_t *m, opmsg_report_t *r)
 
 /* The sections in full: the scan, then the rules across sections. Its
  * frame holds the key tables (some 8 KB of stack), which a body alone at
- * the frames level never needs: opmsg_op_msg_parse() calls it otherwise. */
+ * the spec and frames levels never needs: opmsg_op_msg_parse() calls it otherwise. */
 static OPMSG_NOINLINE bool
 parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
@@ -458,6 +523,9 @@ parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
 
    scan.n_seq = scan.n_dotted = scan.body_keys = 0;
    scan.seq_out = scan.over_off = 0;
+   scan.walked_id = NULL;
+   scan.walked_clean = false;
+   scan.walked_db = NULL;
    if (!scan_sections(m, limits, &scan, r)) {
       return false;
    }
@@ -467,7 +535,7 @@ parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
    opmsg_keyset_t *body_keys = &keys;
    keys.slots = keys.local = NULL;
    if (!opmsg_checks_top(limits)) {
-      /* The frames level: a body alone is only framed. With sequences, the
+      /* The spec and frames levels: a body alone is only framed. With sequences, the
        * body's top level is walked, and checked, to find the identifiers'
        * fields; duplicate keys are not looked for. A few identifiers are
        * looked for one by one in the walk (rules.c); many go through a key
@@ -520,6 +588,13 @@ opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opm
       return opmsg_report(r, len < OPMSG_OP_MSG_MIN_LENGTH ? OPMSG_ERR_LENGTH_TOO_SMALL : OPMSG_ERR_LENGTH_TOO_LARGE, 0,
                           "an OP_MSG of %zu bytes: it takes %d to %d", len, OPMSG_OP_MSG_MIN_LENGTH, INT32_MAX);
    }
+   /* A body alone at the spec and frames levels (most replies a driver
+    * reads): its frame, filling the sections, is all there is to check.
+    * Anything else, or a fault, goes the whole way, which says what is
+    * wrong. */
+   if (!opmsg_checks_top(limits) && opmsg_op_msg_alone(m, data, len, opmsg_body_limit(limits))) {
+      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
+   }
    /* Every field not set here is 0, false or NULL until the parse says
     * otherwise. */
    const opmsg_op_msg_t start = {.data = data,
@@ -536,9 +611,8 @@ opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opm
       }
       m->sections_end -= OPMSG_CHECKSUM_SIZE;
    }
-   /* A body alone at the frames level (most replies a driver reads): its
-    * frame, filling the sections, is all there is to check. Anything else,
-    * or a fault, goes the whole way, which says what is wrong. */
+   /* The same with a checksum, now checked: the body's frame, filling the
+    * sections before it. */
    size_t flen;
    const uint8_t *p = opmsg_op_msg_sections(m);
    size_t sections_len = m->sections_end - OPMSG_OFF_SECTIONS;

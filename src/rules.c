@@ -396,14 +396,14 @@ opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, ui
       const uint8_t *p = keys->base + key_off - 1;
       (void) opmsg_next_element(&p, body_end, &e); /* checked */
    } else {
-      /* No key table (the frames level): the body's top level, walked and
+      /* No key table (the spec and frames levels): the body's top level, walked and
        * checked here. */
       int found = find_key_checked(r, body + 4, body_end, id, first, &e, db);
       if (found <= 0) {
          return found == 0;
       }
    }
-   /* Where nothing refused duplicate keys (the frames level), a path's first
+   /* Where nothing refused duplicate keys (the spec and frames levels), a path's first
     * component may be in the body twice: looked for past its first place. */
    if (dot && (!keys || !keys->unique)) {
       opmsg_element_t again;

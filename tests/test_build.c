@@ -580,7 +580,10 @@ hand_made_verdict(const agree_t *c, const uint8_t *raw, size_t raw_len, bson_err
       tu_msg_seq_end(&t, mark);
    }
    tu_msg_end(&t);
+   /* At the level the encoder checks a command at: its top-level elements,
+    * no key twice. */
    opmsg_options_init(&opts);
+   opts.check = OPMSG_CHECK_TOP_LEVEL;
    opts.max_bson_size = c->max_bson;
    memset(error, 0, sizeof *error);
    bool ok = opmsg_parse(t.data, t.len, &opts, &msg, error);

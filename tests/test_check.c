@@ -13,7 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 
-static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL};
+/* In the order of what they check: frames and spec frame the documents
+ * (spec is the default), top-level reads their top-level elements, full
+ * every element. */
+static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_SPEC, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL};
+#define N_LEVELS (sizeof levels / sizeof levels[0])
 
 /* Parses at a level; returns the error code (OPMSG_OK on success). */
 static uint32_t
@@ -30,6 +34,18 @@ parse_at(const tu_buf_t *b, opmsg_check_t check, uint32_t flags, opmsg_msg_t *ms
    }
    assert_int_equal(error.domain, OPMSG_ERROR_DOMAIN);
    return error.code;
+}
+
+/* Parses at the two levels that frame documents, frames and spec, which
+ * check the same: asserts they agree, and returns their code (msg, when not
+ * NULL, from the spec level). */
+static uint32_t
+parse_low(const tu_buf_t *b, uint32_t flags, opmsg_msg_t *msg)
+{
+   uint32_t frames = parse_at(b, OPMSG_CHECK_FRAMES, flags, NULL);
+   uint32_t spec = parse_at(b, OPMSG_CHECK_SPEC, flags, msg);
+   assert_int_equal(frames, spec);
+   return spec;
 }
 
 /* What a level let through still merges to a framed document of the size
@@ -108,15 +124,22 @@ test_names(void **state)
    assert_string_equal(opmsg_check_name(OPMSG_CHECK_FRAMES), "frames");
    assert_string_equal(opmsg_check_name(OPMSG_CHECK_TOP_LEVEL), "top-level");
    assert_string_equal(opmsg_check_name(OPMSG_CHECK_FULL), "full");
-   assert_null(opmsg_check_name((opmsg_check_t) 3));
+   assert_string_equal(opmsg_check_name(OPMSG_CHECK_SPEC), "spec");
+   /* The values are the ABI: the older three keep theirs. */
+   assert_int_equal(OPMSG_CHECK_TOP_LEVEL, 0);
+   assert_int_equal(OPMSG_CHECK_FRAMES, 1);
+   assert_int_equal(OPMSG_CHECK_FULL, 2);
+   assert_int_equal(OPMSG_CHECK_SPEC, 3);
+   assert_null(opmsg_check_name((opmsg_check_t) 4));
    assert_null(opmsg_check_name((opmsg_check_t) -1));
-   for (size_t i = 0; i < 3; i++) {
+   for (size_t i = 0; i < N_LEVELS; i++) {
       assert_true(opmsg_check_from_name(opmsg_check_name(levels[i]), &c));
       assert_int_equal(c, levels[i]);
    }
    c = OPMSG_CHECK_FULL;
    assert_false(opmsg_check_from_name("Frames", &c));
    assert_false(opmsg_check_from_name("top_level", &c));
+   assert_false(opmsg_check_from_name("Spec", &c));
    assert_false(opmsg_check_from_name("", &c));
    assert_false(opmsg_check_from_name(NULL, &c));
    assert_int_equal(c, OPMSG_CHECK_FULL); /* unchanged on failure */
@@ -124,7 +147,7 @@ test_names(void **state)
    opmsg_options_t opts;
    memset(&opts, 0xff, sizeof opts);
    opmsg_options_init(&opts);
-   assert_int_equal(opts.check, OPMSG_CHECK_TOP_LEVEL);
+   assert_int_equal(opts.check, OPMSG_CHECK_SPEC);
 }
 
 static void
@@ -136,9 +159,9 @@ test_unknown_level_refused(void **state)
    tu_msg_begin(&b, 0);
    tu_msg_body(&b, "{\"ping\": 1, \"$db\": \"admin\"}");
    tu_msg_end(&b);
-   assert_int_equal(parse_at(&b, (opmsg_check_t) 3, 0, NULL), OPMSG_ERR_INVALID_ARGUMENT);
+   assert_int_equal(parse_at(&b, (opmsg_check_t) 4, 0, NULL), OPMSG_ERR_INVALID_ARGUMENT);
    assert_int_equal(parse_at(&b, (opmsg_check_t) -1, 0, NULL), OPMSG_ERR_INVALID_ARGUMENT);
-   for (size_t i = 0; i < 3; i++) {
+   for (size_t i = 0; i < N_LEVELS; i++) {
       assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_OK);
    }
    tu_buf_free(&b);
@@ -159,11 +182,11 @@ test_sequence_document_element(void **state)
 
    assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_OK);
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_FULL_VALIDATE, NULL),
+   assert_int_equal(parse_low(&b, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_low(&b, OPMSG_PARSE_FULL_VALIDATE, NULL),
                     OPMSG_ERR_DOCUMENT_ELEMENT); /* the flag means full */
 
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, &msg), OPMSG_OK);
+   assert_int_equal(parse_low(&b, OPMSG_PARSE_REQUEST, &msg), OPMSG_OK);
    assert_int_equal(msg.n_sequences, 1);
    assert_string_equal(opmsg_db(&msg, NULL), "d");
    assert_merges_framed(&msg);
@@ -187,7 +210,7 @@ test_frames_refused_everywhere(void **state)
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
    b.data[mark + 4 + 10] = 200; /* after the size and "documents\0": the length */
-   for (size_t i = 0; i < 3; i++) {
+   for (size_t i = 0; i < N_LEVELS; i++) {
       assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_SEQUENCE_OVERRUN);
    }
    tu_buf_free(&b);
@@ -198,7 +221,7 @@ test_frames_refused_everywhere(void **state)
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
    b.data[b.len - 1] = 7;
-   for (size_t i = 0; i < 3; i++) {
+   for (size_t i = 0; i < N_LEVELS; i++) {
       assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DOCUMENT_TERMINATOR);
    }
    tu_buf_free(&b);
@@ -209,7 +232,7 @@ test_frames_refused_everywhere(void **state)
    tu_msg_body(&b, "{\"ping\": 1}");
    tu_msg_end(&b);
    b.data[21] = 100;
-   for (size_t i = 0; i < 3; i++) {
+   for (size_t i = 0; i < N_LEVELS; i++) {
       assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DOCUMENT_LENGTH);
    }
    tu_buf_free(&b);
@@ -222,7 +245,7 @@ test_frames_refused_everywhere(void **state)
    tu_put_json_doc(&b, "{\"_id\": 1}");
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
-   for (size_t i = 0; i < 3; i++) {
+   for (size_t i = 0; i < N_LEVELS; i++) {
       assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_IDENTIFIER_CLASH);
    }
    tu_buf_free(&b);
@@ -245,12 +268,12 @@ test_body_alone(void **state)
    tu_msg_end(&b);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, &msg), OPMSG_OK);
+   assert_int_equal(parse_low(&b, 0, &msg), OPMSG_OK);
    assert_string_equal(opmsg_command_name(&msg), "a");
    assert_null(opmsg_db(&msg, NULL)); /* the iterator stops at the fault */
    assert_merges_framed(&msg);
    /* A request must name its database: the lookup works at this level. */
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, NULL), OPMSG_ERR_MISSING_DB);
+   assert_int_equal(parse_low(&b, OPMSG_PARSE_REQUEST, NULL), OPMSG_ERR_MISSING_DB);
    tu_buf_free(&b);
 
    tu_buf_init(&b);
@@ -258,7 +281,7 @@ test_body_alone(void **state)
    tu_msg_body(&b, "{\"find\": \"c\", \"find\": \"d\", \"$db\": \"x\"}");
    tu_msg_end(&b);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, &msg), OPMSG_OK);
+   assert_int_equal(parse_low(&b, OPMSG_PARSE_REQUEST, &msg), OPMSG_OK);
    uint32_t len = 0;
    assert_string_equal(opmsg_db(&msg, &len), "x");
    assert_int_equal(len, 1);
@@ -303,7 +326,7 @@ test_body_with_sequences(void **state)
       tu_msg_end(&b);
       assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
       assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
-      assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, OPMSG_PARSE_REQUEST, &msg), OPMSG_OK);
+      assert_int_equal(parse_low(&b, OPMSG_PARSE_REQUEST, &msg), OPMSG_OK);
       assert_string_equal(opmsg_db(&msg, NULL), "x");
       assert_merges_framed(&msg);
       tu_buf_free(&b);
@@ -314,7 +337,7 @@ test_body_with_sequences(void **state)
       tu_msg_body(&b, "{\"a\": 1, \"a\": 2, \"documents\": 0}");
       add_sequences(&b, "documents", n);
       tu_msg_end(&b);
-      assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_ERR_IDENTIFIER_CLASH);
+      assert_int_equal(parse_low(&b, 0, NULL), OPMSG_ERR_IDENTIFIER_CLASH);
       tu_buf_free(&b);
 
       /* A dotted path's first component twice: no single place. */
@@ -324,7 +347,7 @@ test_body_with_sequences(void **state)
       add_sequences(&b, "cursor.firstBatch", n);
       tu_msg_end(&b);
       assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DUPLICATE_KEY);
-      assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_ERR_IDENTIFIER_CLASH);
+      assert_int_equal(parse_low(&b, 0, NULL), OPMSG_ERR_IDENTIFIER_CLASH);
       tu_buf_free(&b);
 
       /* Two faults, a clash on the first key and a bad element after it:
@@ -336,7 +359,7 @@ test_body_with_sequences(void **state)
       put_bad_element_doc(&b);
       add_sequences(&b, "a", n);
       tu_msg_end(&b);
-      uint32_t code = parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL);
+      uint32_t code = parse_low(&b, 0, NULL);
       assert_true(code == OPMSG_ERR_IDENTIFIER_CLASH || code == OPMSG_ERR_DOCUMENT_ELEMENT);
       tu_buf_free(&b);
       /* A bad element with no clash before it is found. */
@@ -346,7 +369,7 @@ test_body_with_sequences(void **state)
       put_bad_element_doc(&b);
       add_sequences(&b, "z.y", n);
       tu_msg_end(&b);
-      for (size_t i = 0; i < 3; i++) {
+      for (size_t i = 0; i < N_LEVELS; i++) {
          assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
       }
       tu_buf_free(&b);
@@ -361,7 +384,7 @@ test_body_with_sequences(void **state)
    tu_put_u8(&b, 0);
    put_bad_element_doc(&b);
    tu_msg_end(&b);
-   for (size_t i = 0; i < 3; i++) {
+   for (size_t i = 0; i < N_LEVELS; i++) {
       assert_int_equal(parse_at(&b, levels[i], 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
    }
    tu_buf_free(&b);
@@ -379,7 +402,7 @@ test_nested(void **state)
    put_nested_bad_utf8_doc(&b);
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_low(&b, 0, NULL), OPMSG_OK);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, &msg), OPMSG_OK);
    assert_merges_framed(&msg);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_INVALID_UTF8);
@@ -392,7 +415,7 @@ test_nested(void **state)
    tu_put_u8(&b, 0);
    put_nested_bad_utf8_doc(&b);
    tu_msg_end(&b);
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_low(&b, 0, NULL), OPMSG_OK);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_OK);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_INVALID_UTF8);
    tu_buf_free(&b);
@@ -419,7 +442,7 @@ test_legacy_levels(void **state)
    put_bad_element_doc(&b);
    opmsg_write_u32(b.data, (uint32_t) b.len);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_ERR_DOCUMENT_ELEMENT);
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, &msg), OPMSG_OK);
+   assert_int_equal(parse_low(&b, 0, &msg), OPMSG_OK);
    assert_merges_framed(&msg);
    tu_buf_free(&b);
 
@@ -437,7 +460,7 @@ test_legacy_levels(void **state)
    tu_put_i32(&b, 1);
    put_nested_bad_utf8_doc(&b);
    opmsg_write_u32(b.data, (uint32_t) b.len);
-   assert_int_equal(parse_at(&b, OPMSG_CHECK_FRAMES, 0, NULL), OPMSG_OK);
+   assert_int_equal(parse_low(&b, 0, NULL), OPMSG_OK);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_TOP_LEVEL, 0, NULL), OPMSG_OK);
    assert_int_equal(parse_at(&b, OPMSG_CHECK_FULL, 0, NULL), OPMSG_ERR_INVALID_UTF8);
    tu_buf_free(&b);
@@ -459,7 +482,7 @@ test_same_result(void **state)
    tu_msg_seq_end(&b, mark);
    tu_msg_end(&b);
    char *want = tu_merge_json(b.data, b.len, 0);
-   for (size_t i = 0; i < 3; i++) {
+   for (size_t i = 0; i < N_LEVELS; i++) {
       opmsg_msg_t msg;
       bson_error_t error;
       assert_int_equal(parse_at(&b, levels[i], 0, &msg), OPMSG_OK);
@@ -472,6 +495,105 @@ test_same_result(void **state)
    }
    bson_free(want);
    tu_buf_free(&b);
+}
+
+/* The default: NULL options and opmsg_options_init() are the spec level; a
+ * zeroed opmsg_options_t asks for 0, top-level, which keeps its meaning. */
+static void
+test_default_is_spec(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+   bson_error_t error;
+   opmsg_options_t zeroed;
+   memset(&zeroed, 0, sizeof zeroed);
+
+   /* A key twice in a body alone: allowed by the spec. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"find\": \"c\", \"find\": \"d\", \"$db\": \"x\"}");
+   tu_msg_end(&b);
+   assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+   assert_int_equal(parse_at(&b, OPMSG_CHECK_SPEC, 0, NULL), OPMSG_OK);
+   assert_false(opmsg_parse(b.data, b.len, &zeroed, &msg, &error));
+   assert_int_equal(error.code, OPMSG_ERR_DUPLICATE_KEY);
+   tu_buf_free(&b);
+
+   /* Beside a sequence, the same; an identifier naming a body field is not. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"insert\": \"d\", \"$db\": \"x\"}");
+   add_sequences(&b, "documents", 1);
+   tu_msg_end(&b);
+   assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+   tu_buf_free(&b);
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"documents\": [], \"$db\": \"x\"}");
+   add_sequences(&b, "documents", 1);
+   tu_msg_end(&b);
+   assert_false(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+   assert_int_equal(error.code, OPMSG_ERR_IDENTIFIER_CLASH);
+   tu_buf_free(&b);
+
+   /* A sequence document's elements are not read by default. */
+   size_t mark = insert_begin(&b);
+   put_bad_element_doc(&b);
+   tu_msg_seq_end(&b, mark);
+   tu_msg_end(&b);
+   assert_true(opmsg_parse(b.data, b.len, NULL, &msg, &error));
+   assert_false(opmsg_parse(b.data, b.len, &zeroed, &msg, &error));
+   assert_int_equal(error.code, OPMSG_ERR_DOCUMENT_ELEMENT);
+   tu_buf_free(&b);
+}
+
+/* A body alone takes a short way at the spec and frames levels (header.c's
+ * parse_alone()); a request (which must name its database) the whole one.
+ * Both leave the same opmsg_msg_t, and the same merge. */
+static void
+test_body_alone_both_ways(void **state)
+{
+   (void) state;
+   static const uint32_t flag_sets[] = {0, OPMSG_FLAG_MORE_TO_COME, OPMSG_FLAG_EXHAUST_ALLOWED, 0x00800000u};
+   for (size_t f = 0; f < sizeof flag_sets / sizeof flag_sets[0]; f++) {
+      tu_buf_t b;
+      opmsg_msg_t fast, whole;
+      tu_buf_init(&b);
+      tu_msg_begin(&b, flag_sets[f]);
+      tu_msg_body(&b, "{\"ping\": 1, \"$db\": \"admin\"}");
+      tu_msg_end(&b);
+      opmsg_write_u32(b.data + 4, 77);  /* requestID */
+      opmsg_write_u32(b.data + 8, 909); /* responseTo */
+      for (size_t l = 0; l < 2; l++) {
+         assert_int_equal(parse_at(&b, levels[l], 0, &fast), OPMSG_OK);
+         assert_int_equal(parse_at(&b, levels[l], OPMSG_PARSE_REQUEST, &whole), OPMSG_OK);
+         assert_ptr_equal(fast.data, whole.data);
+         assert_int_equal(fast.len, whole.len);
+         assert_int_equal(fast.message_length, (int32_t) b.len);
+         assert_int_equal(fast.request_id, 77);
+         assert_int_equal(fast.response_to, 909);
+         assert_int_equal(fast.opcode, OPMSG_OP_MSG);
+         assert_int_equal(fast.flags, flag_sets[f]);
+         assert_int_equal(fast.flags, whole.flags);
+         assert_false(fast.checksum_present);
+         assert_int_equal(fast.checksum, 0);
+         assert_ptr_equal(fast.body, b.data + 21);
+         assert_ptr_equal(fast.body, whole.body);
+         assert_int_equal(fast.body_len, whole.body_len);
+         assert_int_equal(fast.n_sequences, 0);
+         assert_null(fast.full_collection_name);
+         assert_int_equal(fast.cursor_id, 0);
+         assert_null(fast.documents);
+         assert_null(fast.compressed);
+         assert_int_equal(fast.compressed_len, 0);
+         assert_memory_equal(fast.priv_, whole.priv_, sizeof fast.priv_);
+         assert_string_equal(opmsg_db(&fast, NULL), "admin");
+         assert_string_equal(opmsg_command_name(&fast), "ping");
+         assert_merges_framed(&fast);
+      }
+      tu_buf_free(&b);
+   }
 }
 
 int
@@ -487,6 +609,8 @@ main(void)
       cmocka_unit_test(test_nested),
       cmocka_unit_test(test_legacy_levels),
       cmocka_unit_test(test_same_result),
+      cmocka_unit_test(test_default_is_spec),
+      cmocka_unit_test(test_body_alone_both_ways),
    };
    return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -409,7 +409,10 @@ test_reply_trailing_and_truncated(void **state)
           "\x0c\x00\x00\x00\x7f"
           "a\x00\x01\x02\x03\x04\x00",
           12);
-   assert_rejects_code(&b, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   /* An element's rule: from the top-level level up; below it the
+    * documents are only framed. */
+   fix_length(&b);
+   tu_assert_rejects_from(b.data, b.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT, OPMSG_CHECK_TOP_LEVEL);
    tu_buf_free(&b);
 
    /* Full validation reaches nested elements of every document. */

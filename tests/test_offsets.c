@@ -353,6 +353,33 @@ check_case(const offset_case_t *c)
    offset = 12345;
    assert_false(opmsg_parse_with_offset(b.data, b.len, &opts, &msg, &offset, NULL));
    assert_int_equal(offset, at);
+
+   /* A top-level row at the spec level (the default), and the full level:
+    * the same verdict at the same offset, or, at spec, the message let
+    * through when its fault is one of an element's (which spec reads only
+    * in a body beside sequences, for its keys). Every other rule holds at
+    * spec. */
+   if (c->check == TOP && !(c->flags & OPMSG_PARSE_FULL_VALIDATE)) {
+      static const opmsg_check_t others[] = {OPMSG_CHECK_SPEC, OPMSG_CHECK_FULL};
+      for (size_t i = 0; i < 2; i++) {
+         opts.check = others[i];
+         offset = 12345;
+         memset(&error, 0, sizeof error);
+         if (opmsg_parse_with_offset(b.data, b.len, &opts, &msg, &offset, &error)) {
+            bool element = c->code == OPMSG_ERR_DOCUMENT_ELEMENT || c->code == OPMSG_ERR_DUPLICATE_KEY ||
+                           c->code == OPMSG_ERR_INVALID_BOOLEAN || c->code == OPMSG_ERR_DOCUMENT_TERMINATOR;
+            if (others[i] != OPMSG_CHECK_SPEC || !element) {
+               fail_msg("%s: parsed at %s", c->name, opmsg_check_name(others[i]));
+            }
+            continue;
+         }
+         if (error.code != (uint32_t) c->code || offset != at) {
+            fail_msg("%s at %s: %s (%u) at offset %zu, expected %s (%u) at offset %zu: %s", c->name,
+                     opmsg_check_name(others[i]), opmsg_error_name(error.code), error.code, offset,
+                     opmsg_error_name(c->code), (unsigned) c->code, at, error.message);
+         }
+      }
+   }
    tu_buf_free(&b);
 }
 
@@ -487,7 +514,10 @@ test_large_messages(void **state)
    at = b.len + dup;
    tu_put_bson(&b, &body);
    tu_msg_end(&b);
-   expect_at(&b, NULL, OPMSG_ERR_DUPLICATE_KEY, at);
+   /* Looked for from the top-level level up. */
+   opmsg_options_init(&opts);
+   opts.check = OPMSG_CHECK_TOP_LEVEL;
+   expect_at(&b, &opts, OPMSG_ERR_DUPLICATE_KEY, at);
    bson_destroy(&body);
 
    /* A body above maxBsonObjectSize + 16 KiB: the body. */

@@ -20,16 +20,16 @@ build_insert(tu_buf_t *b, uint32_t flags)
    tu_msg_end(b);
 }
 
+/* Accepted at every check level. */
 static void
 assert_accepts(const tu_buf_t *b, uint32_t flags)
 {
-   opmsg_options_t opts;
-   opmsg_msg_t msg;
-   bson_error_t error;
-   opmsg_options_init(&opts);
-   opts.flags = flags;
-   if (!opmsg_parse(b->data, b->len, &opts, &msg, &error)) {
-      fail_msg("rejected a valid message: %s: %s", opmsg_error_name(error.code), error.message);
+   for (size_t i = 0; i < TU_N_LEVELS; i++) {
+      bson_error_t error;
+      if (tu_parse_code(b->data, b->len, flags, tu_levels[i], &error) != OPMSG_OK) {
+         fail_msg("rejected a valid message at %s: %s: %s", opmsg_check_name(tu_levels[i]),
+                  opmsg_error_name(error.code), error.message);
+      }
    }
 }
 
@@ -494,7 +494,21 @@ test_duplicate_keys(void **state)
    tu_msg_begin(&b, 0);
    tu_msg_body(&b, "{\"find\": \"c\", \"filter\": {}, \"find\": \"d\"}");
    tu_msg_end(&b);
-   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DUPLICATE_KEY);
+   /* The OP_MSG spec allows it, and so do libbson and libmongoc: refused
+    * from the top-level level up only. */
+   tu_assert_rejects_from(b.data, b.len, 0, OPMSG_ERR_DUPLICATE_KEY, OPMSG_CHECK_TOP_LEVEL);
+   tu_buf_free(&b);
+
+   /* The same beside a sequence: the spec level reads the body's keys to
+    * look for the identifier, and still lets the repeat through. */
+   tu_buf_init(&b);
+   tu_msg_begin(&b, 0);
+   tu_msg_body(&b, "{\"insert\": \"c\", \"ordered\": true, \"insert\": \"d\"}");
+   size_t m = tu_msg_seq_begin(&b, "documents");
+   tu_put_json_doc(&b, "{\"a\": 1}");
+   tu_msg_seq_end(&b, m);
+   tu_msg_end(&b);
+   tu_assert_rejects_from(b.data, b.len, 0, OPMSG_ERR_DUPLICATE_KEY, OPMSG_CHECK_TOP_LEVEL);
    tu_buf_free(&b);
 
    /* Nested duplicates are the application's business, not the wire's. */
@@ -525,7 +539,7 @@ test_duplicate_keys(void **state)
    tu_put_u8(&b, 0);
    tu_put_bson(&b, big);
    tu_msg_end(&b);
-   tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_DUPLICATE_KEY);
+   tu_assert_rejects_from(b.data, b.len, 0, OPMSG_ERR_DUPLICATE_KEY, OPMSG_CHECK_TOP_LEVEL);
    tu_buf_free(&b);
    bson_destroy(big);
 }
@@ -586,25 +600,60 @@ build_raw_seq(tu_buf_t *b, uint8_t type, const uint8_t *value, size_t value_len)
    tu_msg_end(b);
 }
 
-/* {"k": <raw value>} as a body and as a sequence document: rejected with
- * code under flags, or accepted when code is 0. */
+/* The body {"k": <raw value>} beside a sequence: the identifier is looked
+ * for among the body's keys, at every level. */
 static void
-check_raw(uint8_t type, const uint8_t *value, size_t value_len, uint32_t flags, int code)
+build_raw_body_seq(tu_buf_t *b, uint8_t type, const uint8_t *value, size_t value_len)
+{
+   tu_buf_init(b);
+   tu_msg_begin(b, 0);
+   tu_put_u8(b, 0);
+   tu_put_i32(b, (int32_t) (4 + 1 + 2 + value_len + 1));
+   tu_put_u8(b, type);
+   tu_put_cstr(b, "k");
+   tu_put(b, value, value_len);
+   tu_put_u8(b, 0);
+   size_t m = tu_msg_seq_begin(b, "documents");
+   tu_put_json_doc(b, "{\"a\": 1}");
+   tu_msg_seq_end(b, m);
+   tu_msg_end(b);
+}
+
+/* {"k": <raw value>} as a body alone, as a sequence document and as a body
+ * beside a sequence: rejected with code under flags, or accepted when code
+ * is 0. An element's rule holds from the top-level level up in a body alone
+ * and in a sequence document, which the spec and frames levels only frame;
+ * in a body beside a sequence at every level, since its keys are read. */
+static void
+check_raw_full(uint8_t type, const uint8_t *value, size_t value_len, uint32_t flags, int code, int full_code)
 {
    tu_buf_t b;
-   for (int as_seq = 0; as_seq < 2; as_seq++) {
-      if (as_seq) {
+   for (int kind = 0; kind < 3; kind++) {
+      if (kind == 1) {
          build_raw_seq(&b, type, value, value_len);
+      } else if (kind == 2) {
+         build_raw_body_seq(&b, type, value, value_len);
       } else {
          build_raw_body(&b, type, value, value_len);
       }
+      bool every_level = kind == 2 || (flags & OPMSG_PARSE_FULL_VALIDATE);
       if (code) {
-         tu_assert_rejects(b.data, b.len, flags, code);
+         tu_assert_rejects_from(b.data, b.len, flags, (opmsg_error_code_t) code,
+                                every_level ? OPMSG_CHECK_FRAMES : OPMSG_CHECK_TOP_LEVEL);
+      } else if (full_code) {
+         /* Nested: a rule of the full level alone. */
+         tu_assert_rejects_from(b.data, b.len, flags, (opmsg_error_code_t) full_code, OPMSG_CHECK_FULL);
       } else {
          assert_accepts(&b, flags);
       }
       tu_buf_free(&b);
    }
+}
+
+static void
+check_raw(uint8_t type, const uint8_t *value, size_t value_len, uint32_t flags, int code)
+{
+   check_raw_full(type, value, value_len, flags, code, code);
 }
 
 static void
@@ -645,7 +694,7 @@ test_top_level_elements(void **state)
    uint8_t nested_open[] = {5, 0, 0, 0, 1};
    check_raw(BSON_TYPE_DOCUMENT, nested_open, 5, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    uint8_t nested_garbage[] = {8, 0, 0, 0, 0x99, 'x', 0, 0};
-   check_raw(BSON_TYPE_DOCUMENT, nested_garbage, 8, 0, 0);
+   check_raw_full(BSON_TYPE_DOCUMENT, nested_garbage, 8, 0, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    check_raw(BSON_TYPE_DOCUMENT, nested_garbage, 8, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_DOCUMENT_ELEMENT);
    /* Binary: int32 length, subtype, bytes; the length must fit. */
    uint8_t bin_ok[] = {2, 0, 0, 0, 0, 0xAA, 0xBB};

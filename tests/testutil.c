@@ -175,24 +175,52 @@ tu_msg_end(tu_buf_t *b)
    }
 }
 
-void
-tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags, opmsg_error_code_t code)
+const opmsg_check_t tu_levels[TU_N_LEVELS] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_SPEC, OPMSG_CHECK_TOP_LEVEL,
+                                              OPMSG_CHECK_FULL};
+
+uint32_t
+tu_parse_code(const uint8_t *data, size_t len, uint32_t flags, opmsg_check_t check, bson_error_t *error)
 {
    opmsg_options_t opts;
    opmsg_msg_t msg;
-   bson_error_t error;
    opmsg_options_init(&opts);
    opts.flags = flags;
-   memset(&error, 0, sizeof error);
-   bool ok = opmsg_parse(data, len, &opts, &msg, &error);
-   if (ok) {
-      fail_msg("accepted a message that breaks %s", opmsg_error_name(code));
+   opts.check = check;
+   memset(error, 0, sizeof *error);
+   if (opmsg_parse(data, len, &opts, &msg, error)) {
+      return OPMSG_OK;
    }
-   if (error.domain != OPMSG_ERROR_DOMAIN || error.code != (uint32_t) code) {
-      fail_msg("expected %s, got %s (%u): %s", opmsg_error_name(code), opmsg_error_name(error.code), error.code,
-               error.message);
+   assert_int_equal(error->domain, OPMSG_ERROR_DOMAIN);
+   assert_true(strlen(error->message) > 0);
+   return error->code;
+}
+
+void
+tu_assert_rejects_from(const uint8_t *data, size_t len, uint32_t flags, opmsg_error_code_t code, opmsg_check_t lowest)
+{
+   bool above = false;
+   for (size_t i = 0; i < TU_N_LEVELS; i++) {
+      bson_error_t error;
+      above = above || tu_levels[i] == lowest;
+      uint32_t got = tu_parse_code(data, len, flags, tu_levels[i], &error);
+      if (above && got == OPMSG_OK) {
+         fail_msg("accepted at %s a message that breaks %s", opmsg_check_name(tu_levels[i]), opmsg_error_name(code));
+      }
+      if (above && got != (uint32_t) code) {
+         fail_msg("at %s: expected %s, got %s (%u): %s", opmsg_check_name(tu_levels[i]), opmsg_error_name(code),
+                  opmsg_error_name(got), got, error.message);
+      }
+      if (!above && got != OPMSG_OK) {
+         fail_msg("at %s, below %s: %s should be let through, got %s: %s", opmsg_check_name(tu_levels[i]),
+                  opmsg_check_name(lowest), opmsg_error_name(code), opmsg_error_name(got), error.message);
+      }
    }
-   assert_true(strlen(error.message) > 0);
+}
+
+void
+tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags, opmsg_error_code_t code)
+{
+   tu_assert_rejects_from(data, len, flags, code, OPMSG_CHECK_FRAMES);
 }
 
 char *

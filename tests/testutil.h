@@ -55,8 +55,21 @@ size_t tu_msg_seq_begin(tu_buf_t *b, const char *identifier);
 void tu_msg_seq_end(tu_buf_t *b, size_t mark);
 void tu_msg_end(tu_buf_t *b);
 
-/* Asserts parse fails with this code. */
+/* The check levels in the order of what they check: frames and spec (the
+ * default) frame the documents, top-level also reads their top-level
+ * elements, full every element. */
+#define TU_N_LEVELS 4
+extern const opmsg_check_t tu_levels[TU_N_LEVELS];
+/* opmsg_parse() at check under flags: OPMSG_OK, or the error's code (whose
+ * domain and message are asserted), with the error in *error. */
+uint32_t tu_parse_code(const uint8_t *data, size_t len, uint32_t flags, opmsg_check_t check, bson_error_t *error);
+/* Asserts parse fails with this code at every level: a rule of the wire
+ * holds at each of them. */
 void tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags, opmsg_error_code_t code);
+/* Asserts parse fails with this code at lowest and every level above it
+ * (tu_levels' order), and succeeds below it: a rule of the elements. */
+void tu_assert_rejects_from(const uint8_t *data, size_t len, uint32_t flags, opmsg_error_code_t code,
+                            opmsg_check_t lowest);
 /* Parses (asserting success), merges, and returns the merged document as
  * canonical Extended JSON (free with bson_free()). */
 char *tu_merge_json(const uint8_t *data, size_t len, uint32_t flags);

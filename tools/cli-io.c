@@ -257,6 +257,9 @@ cli_parse_read_opts(int argc, char **argv, cli_opts_t *opts)
 
    memset(opts, 0, sizeof *opts);
    opmsg_options_init(&opts->parse);
+   /* The command's default level is top-level, as it always was; the
+    * library's (opmsg_options_init()) is spec. */
+   opts->parse.check = OPMSG_CHECK_TOP_LEVEL;
    for (i = 1; i < argc; i++) {
       const char *a = argv[i];
       int level = options_done ? 0 : cli_check_option(cmd, argc, argv, &i, &opts->parse.check);

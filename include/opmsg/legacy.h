@@ -16,8 +16,9 @@
  *  - OP_REPLY: flags (responseFlags), cursor_id, starting_from,
  *    number_returned, documents/documents_len (all documents back to back),
  *    body/body_len (the first document; NULL/0 when there is none).
- * Every document is framed and its top-level elements checked (every nested
- * element too with OPMSG_PARSE_FULL_VALIDATE). The query and the first reply
+ * Every document is framed, and checked further to the level opts asks for
+ * (opmsg_check_t: its top-level elements at top-level, every nested element
+ * at full or with OPMSG_PARSE_FULL_VALIDATE). The query and the first reply
  * document may be OPMSG_BODY_ALLOWANCE larger than max_bson_size, as an
  * OP_MSG body may; other documents may not. Errors beyond the document ones:
  *  - OPMSG_ERR_QUERY_NAMESPACE: fullCollectionName empty, or not terminated

@@ -230,34 +230,46 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  * document (or a view) that is always well framed. The levels differ only
  * in how far inside the documents the parser looks:
  *
- *  - OPMSG_CHECK_FRAMES: every structural rule. The header and its limits,
- *    flag bits, the checksum, the sections (one body, kind-1 sizes,
- *    identifiers: syntax, unique, none a path prefix of another, none
- *    naming a body field, also as a dotted path), trailing bytes, and every
- *    document's frame: its length inside its section and under the size
- *    limit, and its terminating 0. Sequence documents are opaque, as
- *    nested documents are at every level. A body alone is only framed.
- *    With sequences, the body's top level is walked, and its elements
- *    checked, to find the fields the identifiers name (the clash check
- *    and the dotted placement). Duplicate body keys are not looked for,
- *    except a dotted path's component: twice, it leaves the sequence two
- *    places, and that is refused as a clash.
- *    For callers that read the result through bson_iter, which checks each
- *    element it reads, or that only forward it.
- *  - OPMSG_CHECK_TOP_LEVEL (the default, 0): also every top-level element of
- *    every document (type, key, value size) and no duplicate key in the
- *    body. What 0.1 and 0.2 always did.
+ *  - OPMSG_CHECK_SPEC (the default: NULL options, opmsg_options_init()):
+ *    what the OP_MSG spec requires, and the framing. The header and its
+ *    limits, flag bits, the checksum, the section kinds, exactly one body,
+ *    kind-1 sizes, identifiers (syntax, unique, none a path prefix of
+ *    another, none naming a body field, also as a dotted path), trailing
+ *    bytes, compression bounds, and every document's frame: its length
+ *    inside its section and under the size limit, and its terminating 0.
+ *    Sequence documents are opaque, as nested documents are at every
+ *    level. A body alone is only framed. With sequences, the body's keys
+ *    are walked (its top-level elements checked on the way) to find the
+ *    fields the identifiers name. A key repeated in the body is not an
+ *    error (the spec allows it; libbson and libmongoc do too), except a
+ *    dotted path's component: twice, it leaves the sequence two places,
+ *    and that is refused as a clash. For callers that read the result
+ *    through bson_iter, which checks each element it reads, or that only
+ *    forward it.
+ *  - OPMSG_CHECK_FRAMES: the same checks as spec, under the name 0.3 gave
+ *    them.
+ *  - OPMSG_CHECK_TOP_LEVEL (0): also every top-level element of every
+ *    document (type, key, value size) and no duplicate key in the body.
+ *    What 0.1 to 0.3 did by default, and what a zeroed opmsg_options_t
+ *    asks for.
  *  - OPMSG_CHECK_FULL: also every nested element, to BSON's own rules:
  *    UTF-8 of strings and keys, booleans 0/1, each type's value rules,
  *    nesting up to OPMSG_MAX_DEPTH (the BSON corpus's rules). The flag
  *    OPMSG_PARSE_FULL_VALIDATE asks for the same and keeps working.
  *
  * OP_QUERY and OP_REPLY documents, and those of the removed opcodes, are
- * checked to the same level.
+ * checked to the same level. The values are the ABI: the first three keep
+ * the numbers and meanings they had.
  */
-typedef enum { OPMSG_CHECK_TOP_LEVEL = 0, OPMSG_CHECK_FRAMES = 1, OPMSG_CHECK_FULL = 2 } opmsg_check_t;
+typedef enum {
+   OPMSG_CHECK_TOP_LEVEL = 0,
+   OPMSG_CHECK_FRAMES = 1,
+   OPMSG_CHECK_FULL = 2,
+   OPMSG_CHECK_SPEC = 3
+} opmsg_check_t;
 
-/* "frames", "top-level" or "full"; NULL for any other value. Static. */
+/* "spec", "frames", "top-level" or "full"; NULL for any other value.
+ * Static. */
 OPMSG_EXPORT const char *opmsg_check_name(opmsg_check_t check);
 /* The level named name (as opmsg_check_name() spells it); false for any
  * other string, NULL included, leaving *check unchanged. The CLI's --check
@@ -275,15 +287,16 @@ typedef struct {
    size_t max_bson_size;
    /* OPMSG_PARSE_* bits. */
    uint32_t flags;
-   /* How far inside the documents to check (see opmsg_check_t); the
-    * default OPMSG_CHECK_TOP_LEVEL is 0. Another value fails opmsg_parse()
-    * with OPMSG_ERR_INVALID_ARGUMENT. OPMSG_PARSE_FULL_VALIDATE in flags
-    * means OPMSG_CHECK_FULL whatever this says. */
+   /* How far inside the documents to check (see opmsg_check_t):
+    * opmsg_options_init() sets the default, OPMSG_CHECK_SPEC; 0 is
+    * OPMSG_CHECK_TOP_LEVEL. Another value fails opmsg_parse() with
+    * OPMSG_ERR_INVALID_ARGUMENT. OPMSG_PARSE_FULL_VALIDATE in flags means
+    * OPMSG_CHECK_FULL whatever this says. */
    opmsg_check_t check;
 } opmsg_options_t;
 
 /* Fills *opts with the defaults (all limits 0 = default, no flags, the
- * OPMSG_CHECK_TOP_LEVEL level). */
+ * OPMSG_CHECK_SPEC level): what NULL options mean. */
 OPMSG_EXPORT void opmsg_options_init(opmsg_options_t *opts);
 
 /* ---------------------------------------------------------------------------
@@ -389,10 +402,11 @@ typedef struct {
  * flag bits, the CRC-32C when present, exactly one body, kind-1 sizes,
  * identifiers and document bounds, unique identifiers, identifiers clashing
  * with body fields (as dotted paths too), unknown section kinds, trailing
- * bytes, duplicate top-level body keys, every document's length, terminator
- * and top-level elements (every nested element too with
- * OPMSG_PARSE_FULL_VALIDATE). OP_QUERY and OP_REPLY are checked completely,
- * OP_COMPRESSED as far as its framing goes.
+ * bytes, every document's length and terminator; at the level opts asks for
+ * (opmsg_check_t; spec by default) more: duplicate top-level body keys and
+ * every document's top-level elements (top-level), every nested element
+ * (full, or OPMSG_PARSE_FULL_VALIDATE). OP_QUERY and OP_REPLY documents are
+ * checked to the same level, OP_COMPRESSED as far as its framing goes.
  *
  * Returns true and fills *msg, or false with *error set (msg is then
  * unspecified). Allocates nothing except as said above.

@@ -46,7 +46,7 @@ static int debug_level = -1;
 /* OPMSG_MONGOC_CHECK, read once (check_read): the level, and the value
  * when it names none (said once, by decide()). */
 static bool check_read;
-static opmsg_check_t check_level = OPMSG_CHECK_TOP_LEVEL;
+static opmsg_check_t check_level = OPMSG_CHECK_SPEC;
 static bool check_unknown;
 static char check_bad[64];
 
@@ -357,15 +357,18 @@ path_for_version(const char *version)
 }
 
 /* The fork's patched libmongoc (fork/: Debian's packages rebuilt with the
- * patch series) already merges replies, checks the section rules and turns a
- * peer's surprises into errors, on the very functions the drop-in replaces;
- * its reply path also differs from stock (1.23's _mongoc_rpc_scatter keeps
- * what the copy-out needs), so the drop-in must not stand in front of it.
- * Each series adds one function stock never had: finding it is the test. */
+ * pull requests) already merges replies, checks the section rules and turns
+ * a peer's surprises into errors, on the very functions the drop-in
+ * replaces, so the drop-in must not stand in front of it. The sign is the
+ * function the reply-sequences pull request adds, which the receive paths
+ * call: mcd_rpc_message_get_reply (2.x and 1.30, where that pull request
+ * applies only on top of the section rules and the no-abort one, so its
+ * presence means all three), or _mongoc_rpc_copy_reply (1.23's own series).
+ * Stock never had either. */
 static const char *
 fork_function(void *mongoc_handle)
 {
-   static const char *const names[] = {"mcd_rpc_message_copy_reply", "_mongoc_rpc_copy_reply"};
+   static const char *const names[] = {"mcd_rpc_message_get_reply", "_mongoc_rpc_copy_reply"};
 
    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
       if (find_original(names[i], mongoc_handle)) {
@@ -395,10 +398,11 @@ decide(void)
    if (check_unknown) {
       /* Said whatever OPMSG_MONGOC_DEBUG says: the variable was set for a
        * reason, and the drop-in checks at another level than asked. */
-      dropin_log("OPMSG_MONGOC_CHECK=%s is not a check level (%s, %s or %s); "
+      dropin_log("OPMSG_MONGOC_CHECK=%s is not a check level (%s, %s, %s or %s); "
                  "checking at %s",
-                 check_bad, opmsg_check_name(OPMSG_CHECK_FRAMES), opmsg_check_name(OPMSG_CHECK_TOP_LEVEL),
-                 opmsg_check_name(OPMSG_CHECK_FULL), opmsg_check_name(check_level));
+                 check_bad, opmsg_check_name(OPMSG_CHECK_SPEC), opmsg_check_name(OPMSG_CHECK_FRAMES),
+                 opmsg_check_name(OPMSG_CHECK_TOP_LEVEL), opmsg_check_name(OPMSG_CHECK_FULL),
+                 opmsg_check_name(check_level));
    }
    resolve_originals(handle);
    if (sym) {

@@ -34,6 +34,30 @@
 #include "opmsg-bytes.h"
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Clears a mongoc_rpc_t (96 bytes, 8-aligned). gcc makes memset() of this
+ * size a `rep stos`, whose start-up was half of what the drop-in added to a
+ * reply without sequences: six 16-byte stores instead. */
+static inline void
+rpc_clear(void *rpc)
+{
+#if defined(__SSE2__)
+   const __m128i zero = _mm_setzero_si128();
+   uint8_t *p = rpc;
+   _mm_storeu_si128((__m128i *) (void *) p, zero);
+   _mm_storeu_si128((__m128i *) (void *) (p + 16), zero);
+   _mm_storeu_si128((__m128i *) (void *) (p + 32), zero);
+   _mm_storeu_si128((__m128i *) (void *) (p + 48), zero);
+   _mm_storeu_si128((__m128i *) (void *) (p + 64), zero);
+   _mm_storeu_si128((__m128i *) (void *) (p + 80), zero);
+   _Static_assert(DROPIN_RPC_SIZE == 96, "six stores");
+#else
+   memset(rpc, 0, DROPIN_RPC_SIZE);
+#endif
+}
 
 /* OP_MSG for libmongoc's reply path: the body, merged with its sequences
  * when there are any, as the one section its callers read. */
@@ -72,6 +96,14 @@ fill_msg_wire(dropin_rpc_msg_t *out, const opmsg_msg_t *m)
    int n = 0;
    bool body_done = false;
 
+   if (m->n_sequences == 0) {
+      /* Most messages: the body alone. */
+      out->sections[0].payload_type = 0;
+      out->sections[0].payload.bson_document = m->body;
+      out->flags = m->flags;
+      out->n_sections = 1;
+      return true;
+   }
    if (m->n_sequences + 1 > 2) {
       return dropin_reject_msg("OP_MSG", "more than two sections: mongoc_rpc_msg_t "
                                          "has room for two");
@@ -187,7 +219,7 @@ scatter(void *rpc, const uint8_t *buf, size_t buflen, bool reply, bool inner)
 
    /* The previous merged body on this thread has been copied by now. */
    dropin_slot_release();
-   memset(rpc, 0, DROPIN_RPC_SIZE);
+   rpc_clear(rpc);
    if (!buf || buflen < OPMSG_HEADER_SIZE) {
       return false;
    }

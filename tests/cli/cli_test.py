@@ -1067,7 +1067,7 @@ def group_mutate():
 
 # --- check levels ----------------------------------------------------------
 
-LEVELS = ("frames", "top-level", "full")
+LEVELS = ("frames", "spec", "top-level", "full")
 
 
 def bad_element_doc():
@@ -1118,7 +1118,7 @@ def pcap_of(c2s):
 
 
 def group_check_levels():
-    """--check frames|top-level|full (and --full-validate, its synonym for
+    """--check spec|frames|top-level|full (and --full-validate, its synonym for
     full): what each level accepts, that frame errors are refused at every
     level, that the level reaches OP_COMPRESSED's inner message, merge, dump
     and tap, that check says the level, and that an unknown level is a
@@ -1137,11 +1137,11 @@ def group_check_levels():
     # What each level accepts (True) or refuses with its rule.
     verdicts = [
         ("bad top-level element in a sequence document", bad_elem,
-         {"frames": True, "top-level": "document-element", "full": "document-element"}),
+         {"frames": True, "spec": True, "top-level": "document-element", "full": "document-element"}),
         ("duplicate body key", dup_key,
-         {"frames": True, "top-level": "duplicate-key", "full": "duplicate-key"}),
+         {"frames": True, "spec": True, "top-level": "duplicate-key", "full": "duplicate-key"}),
         ("nested invalid UTF-8 in a sequence document", bad_utf8,
-         {"frames": True, "top-level": True, "full": "invalid-utf8"}),
+         {"frames": True, "spec": True, "top-level": True, "full": "invalid-utf8"}),
     ]
     # Frame errors: refused at every level, by the same rule.
     over = bytearray(good_doc)
@@ -1163,6 +1163,7 @@ def group_check_levels():
 
     for what, msg, want in verdicts:
         for args, level in [(["--check", "frames"], "frames"), (["--check=frames"], "frames"),
+                            (["--check", "spec"], "spec"), (["--check=spec"], "spec"),
                             (["--check", "top-level"], "top-level"), ([], "top-level"),
                             (["--check", "full"], "full"), (["--full-validate"], "full"),
                             # The last one given wins.

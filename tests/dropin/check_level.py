@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """OPMSG_MONGOC_CHECK: the drop-in checks every reply at the level it names
-(libopmsg's frames, top-level, full; top-level when unset), says the level
-in its activation line, and on an unknown value warns once and checks at
-top-level without failing the application.
+(libopmsg's spec, frames, top-level, full; spec, the spec's rules and the
+frames, when unset), says the level in its activation line, and on an
+unknown value warns once and checks at spec without failing the
+application.
 
   check_level.py --client dropin-client --dropin libopmsg-mongoc.so
 
@@ -11,8 +12,8 @@ seq_bad_element (a sequence document whose second top-level element has
 the unknown type 0x42, inside a sound frame; zlib_seq_bad_element, the same
 inside OP_COMPRESSED) and seq_bad_utf8 (invalid
 UTF-8 one level down in a sequence document), and seq_doc_overrun (a frame
-error). What libmongoc 1.23.1 does with a reply the frames level lets
-through was recorded and is asserted: it takes the merged body (ping finds
+error). What libmongoc 1.23.1 does with a reply the spec and frames levels
+let through was recorded and is asserted: it takes the merged body (ping finds
 its "ok", find reads its cursor: neither iterates into the "extra" array)
 and the application gets a reply libbson cannot print (bson_iter stops at
 the bad element, so bson_as_relaxed_extended_json() returns NULL): the
@@ -28,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile_server as hs  # noqa: E402
 import run_case  # noqa: E402
 
-LEVELS = ("frames", "top-level", "full")
+LEVELS = ("spec", "frames", "top-level", "full")
 failures = []
 
 
@@ -72,10 +73,16 @@ def main():
     # (env, mode, op) -> (level the drop-in must report, kind, detail prefix,
     # the rule of the refusal or None)
     cases = [
-        # The default and top-level: the bad element is refused.
-        ({}, "seq_bad_element", "ping", "top-level", refused, "document-element"),
-        ({"OPMSG_MONGOC_CHECK": ""}, "seq_bad_element", "ping", "top-level", refused,
-         "document-element"),
+        # The default, spec: a sequence document's elements are not read
+        # (libbson's iterator reads them), as with frames: accepted and
+        # merged; libmongoc takes it, libbson cannot print it; find reads
+        # its cursor and ignores "extra".
+        ({}, "seq_bad_element", "ping", "spec", ("unprintable", "reply of "), None),
+        ({"OPMSG_MONGOC_CHECK": ""}, "seq_bad_element", "ping", "spec", ("unprintable", "reply of "), None),
+        ({"OPMSG_MONGOC_CHECK": "spec"}, "seq_bad_element", "find", "spec",
+         ("ok", '[{ "_id" : 1, "a" : "x" }, { "_id" : 2, "a" : "y" }]'), None),
+        ({}, "zlib_seq_bad_element", "ping", "spec", ("unprintable", "reply of "), None),
+        # top-level and full: the bad element is refused.
         ({"OPMSG_MONGOC_CHECK": "top-level"}, "seq_bad_element", "ping", "top-level", refused,
          "document-element"),
         ({"OPMSG_MONGOC_CHECK": "full"}, "seq_bad_element", "ping", "full", refused,
@@ -95,12 +102,16 @@ def main():
         ({"OPMSG_MONGOC_CHECK": "top-level"}, "seq_bad_utf8", "ping", "top-level",
          ("unprintable", "reply of "), None),
         ({"OPMSG_MONGOC_CHECK": "full"}, "seq_bad_utf8", "ping", "full", refused, "invalid-utf8"),
-        # A frame error is refused at every level, frames included.
+        # A frame error is refused at every level, spec and frames included.
+        ({}, "seq_doc_overrun", "ping", "spec", refused, "sequence-overrun"),
+        ({}, "body_no_terminator", "ping", "spec", refused, "document-terminator"),
         ({"OPMSG_MONGOC_CHECK": "frames"}, "seq_doc_overrun", "ping", "frames", refused,
          "sequence-overrun"),
         ({"OPMSG_MONGOC_CHECK": "frames"}, "body_no_terminator", "ping", "frames", refused,
          "document-terminator"),
         # Legal replies stay right at every level.
+        ({}, "find_seq", "find", "spec",
+         ("ok", '[{ "_id" : 1, "a" : "x" }, { "_id" : 2, "a" : "y" }]'), None),
         ({"OPMSG_MONGOC_CHECK": "frames"}, "find_seq", "find", "frames",
          ("ok", '[{ "_id" : 1, "a" : "x" }, { "_id" : 2, "a" : "y" }]'), None),
         ({"OPMSG_MONGOC_CHECK": "full"}, "seq_after", "ping", "full",
@@ -120,17 +131,18 @@ def main():
         if not ok:
             sys.stdout.write(err[-2000:])
 
-    # An unknown value: one warning naming it and the three levels, then
-    # top-level (the bad element is refused, nested UTF-8 is not read), and
+    # An unknown value: one warning naming it and the four levels, then
+    # spec (the bad element is let through, as unset), and
     # the application runs on. Said without OPMSG_MONGOC_DEBUG too, and a
     # control character in the value does not break the line.
     warning = ("opmsg-mongoc: OPMSG_MONGOC_CHECK=%s is not a check level "
-               "(frames, top-level or full); checking at top-level")
+               "(spec, frames, top-level or full); checking at spec")
     for value, shown, debug, mode, op, want in [
-            ("bogus", "bogus", True, "seq_bad_element", "ping", refused),
+            ("bogus", "bogus", True, "seq_bad_element", "ping", ("unprintable", "reply of ")),
             ("Frames", "Frames", True, "seq_bad_utf8", "ping", ("unprintable", "reply of ")),
             ("fr\names", "fr?ames", False, "plain", "ping", ("ok", '{ "ok" : 1.0 }')),
-            ("none", "none", False, "seq_bad_element", "find", refused)]:
+            ("none", "none", False, "seq_bad_element", "find",
+             ("ok", '[{ "_id" : 1, "a" : "x" }, { "_id" : 2, "a" : "y" }]'))]:
         what = "OPMSG_MONGOC_CHECK=%r (debug %s) %s/%s" % (value, debug, mode, op)
         k, det, err = run(c, d, mode, op, {"OPMSG_MONGOC_CHECK": value}, debug)
         ok = check(k == want[0] and det.startswith(want[1]), "%s: %s %s" % (what, k, det))
@@ -138,8 +150,8 @@ def main():
                     "%s: one warning line" % what)
         active = lines(err, "opmsg-mongoc: active: ")
         ok &= check(active[-1:] == [] if not debug else
-                    (len(active) == 1 and active[0].endswith(", check top-level")),
-                    "%s: %s" % (what, "the activation line says top-level" if debug
+                    (len(active) == 1 and active[0].endswith(", check spec")),
+                    "%s: %s" % (what, "the activation line says spec" if debug
                                 else "nothing else without OPMSG_MONGOC_DEBUG"))
         if not debug:
             ok &= check(len(ours(err)) == 1, "%s: stderr is the warning alone" % what)

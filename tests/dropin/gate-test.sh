@@ -59,7 +59,7 @@ if ! OPMSG_MONGOC_CHECK=frames FAKE_MONGOC_VERSION=1.23.1 OPMSG_MONGOC_DEBUG=1 \
 fi
 if ! OPMSG_MONGOC_CHECK=strict FAKE_MONGOC_VERSION=1.23.1 \
      LD_PRELOAD=$dropin "$test_bin" local active 2>"$err" ||
-   [ "$(cat "$err")" != "opmsg-mongoc: OPMSG_MONGOC_CHECK=strict is not a check level (frames, top-level or full); checking at top-level" ]; then
+   [ "$(cat "$err")" != "opmsg-mongoc: OPMSG_MONGOC_CHECK=strict is not a check level (spec, frames, top-level or full); checking at spec" ]; then
   echo "FAIL: OPMSG_MONGOC_CHECK=strict: expected one warning line"; cat "$err"; fail=1
 fi
 
