@@ -1,0 +1,501 @@
+#!/usr/bin/python3
+"""Writes the conformance vectors (NAME.bin) and manifest.tsv next to itself.
+
+Usage: /usr/bin/python3 tests/data/conformance/make_vectors.py
+
+Standard library only. Every vector is one whole reply message, header
+included: OP_MSG, or OP_COMPRESSED around one. Each rule vector starts from a
+legal reply with "ok": 1.0 in its body and breaks one rule, the way a case of
+the library's tests does (the "source" column names the test); the expected
+verdict at each check level is written here by hand, from those tests'
+assertions (never read back from the library). The legal messages of
+tests/data are listed too: files that are one message by reference, and the
+OP_MSG replies inside the captures' server-to-client streams extracted to
+cap_*.bin.
+
+The output is reproducible: the same bytes on every run.
+"""
+import os
+import struct
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.dirname(HERE)
+
+OP_REPLY, OP_UPDATE, OP_QUERY, OP_COMPRESSED, OP_MSG = 1, 2001, 2004, 2012, 2013
+REQUEST_ID = 0x5EED  # every vector's requestID; responseTo is 0 (libmongoc ignores it)
+
+# ---------------------------------------------------------------------------
+# BSON, written by hand: a document is a list of (key, value) pairs (keys may
+# repeat) or a dict; Raw(bytes) is an element given byte for byte.
+# ---------------------------------------------------------------------------
+
+
+class Int64(int):
+    pass
+
+
+class Raw(bytes):
+    """A whole element (type byte, key, value) as raw bytes."""
+
+
+def cstr(s):
+    return (s.encode() if isinstance(s, str) else s) + b"\x00"
+
+
+def element(key, value):
+    k = cstr(key)
+    if isinstance(value, bool):
+        return b"\x08" + k + (b"\x01" if value else b"\x00")
+    if isinstance(value, Int64):
+        return b"\x12" + k + struct.pack("<q", value)
+    if isinstance(value, int):
+        return b"\x10" + k + struct.pack("<i", value)
+    if isinstance(value, float):
+        return b"\x01" + k + struct.pack("<d", value)
+    if isinstance(value, str):
+        raw = value.encode()
+        return b"\x02" + k + struct.pack("<i", len(raw) + 1) + raw + b"\x00"
+    if value is None:
+        return b"\x0a" + k
+    if isinstance(value, bytes):  # a document given as its bytes
+        return b"\x03" + k + value
+    if isinstance(value, list) and (not value or not isinstance(value[0], tuple)):
+        return b"\x04" + k + doc([(str(i), v) for i, v in enumerate(value)])
+    return b"\x03" + k + doc(value)
+
+
+def doc(d):
+    items = d.items() if isinstance(d, dict) else d
+    body = b"".join(bytes(kv) if isinstance(kv, Raw) else element(*kv) for kv in items)
+    return struct.pack("<i", len(body) + 5) + body + b"\x00"
+
+
+def raw_doc(payload):
+    """A document around raw element bytes (its length counted, its 0 added)."""
+    return struct.pack("<i", len(payload) + 5) + payload + b"\x00"
+
+
+# A top-level element of a type BSON does not define (0x42), 4 value bytes.
+BAD_ELEMENT = Raw(b"\x42b\x00\x00\x00\x00\x00")
+OK = ("ok", 1.0)
+
+# ---------------------------------------------------------------------------
+# OP_MSG and OP_COMPRESSED
+# ---------------------------------------------------------------------------
+
+_CRC = []
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC.append(_c)
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = _CRC[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+assert crc32c(b"123456789") == 0xE3069283
+
+
+def body(d):
+    return b"\x00" + (d if isinstance(d, bytes) else doc(d))
+
+
+def seq(identifier, docs=(), raw=None):
+    payload = raw if raw is not None else b"".join(d if isinstance(d, bytes) else doc(d) for d in docs)
+    ident = cstr(identifier)
+    return b"\x01" + struct.pack("<i", 4 + len(ident) + len(payload)) + ident + payload
+
+
+def op_msg(*sections, flags=0, checksum=False, crc_xor=0):
+    """An OP_MSG; with checksum, the CRC-32C appended (xor crc_xor)."""
+    payload = struct.pack("<I", flags) + b"".join(sections)
+    length = 16 + len(payload) + (4 if checksum else 0)
+    msg = struct.pack("<iiii", length, REQUEST_ID, 0, OP_MSG) + payload
+    if checksum:
+        msg += struct.pack("<I", crc32c(msg) ^ crc_xor)
+    return msg
+
+
+def raw_msg(opcode, payload, length_delta=0):
+    """Any opcode around payload; messageLength off by length_delta."""
+    return struct.pack("<iiii", 16 + len(payload) + length_delta, REQUEST_ID, 0, opcode) + payload
+
+
+def compressed(inner, compressor=0, usize_delta=0, data=None, original=None):
+    """OP_COMPRESSED around inner (a whole message): noop (0) or zlib (2)."""
+    raw = inner[16:]
+    if data is None:
+        data = zlib.compress(raw, 6) if compressor == 2 else raw
+    orig = original if original is not None else struct.unpack_from("<i", inner, 12)[0]
+    payload = struct.pack("<iiB", orig, len(raw) + usize_delta, compressor) + data
+    return raw_msg(OP_COMPRESSED, payload)
+
+
+def patch_u32(msg, offset, value):
+    return msg[:offset] + struct.pack("<I", value & 0xFFFFFFFF) + msg[offset + 4:]
+
+
+def patch_u8(msg, offset, value):
+    return msg[:offset] + bytes([value]) + msg[offset + 1:]
+
+
+# ---------------------------------------------------------------------------
+# The vectors
+# ---------------------------------------------------------------------------
+
+LEVELS = ("frames", "top-level", "full", "spec")
+VECTORS = []  # (file, {level: verdict}, source, what)
+
+
+def expect(all=None, frames=None, top=None, full=None, spec=None):
+    """Verdict per level: "ok" or the library's rule name. all= sets every
+    level; spec (the coming default level) is frames' unless given."""
+    v = {"frames": frames or all, "top-level": top or all, "full": full or all}
+    v["spec"] = spec or v["frames"]
+    assert all is None or not (frames or top or full), "all= or per level"
+    for level, verdict in v.items():
+        assert verdict, level
+    return v
+
+
+def vec(name, data, verdicts, source, what):
+    VECTORS.append((name + ".bin", data, verdicts, source, what))
+
+
+OK_ALL = expect(all="ok")
+CURSOR = [("cursor", [("id", Int64(0)), ("ns", "test.c")]), OK]
+BATCH = [{"_id": 1}, {"_id": 2}]
+
+
+def plain(flags=0, **kw):
+    return op_msg(body([OK]), flags=flags, **kw)
+
+
+def seq_reply(flags=0, **kw):
+    return op_msg(body(CURSOR), seq("cursor.firstBatch", BATCH), flags=flags, **kw)
+
+
+def define():
+    # --- legal replies ------------------------------------------------------
+    vec("ok_plain", plain(), OK_ALL, "test_parse.c test_reply_only", "body {ok: 1.0} alone")
+    vec("ok_body_fields", op_msg(body([OK, ("n", 5), ("s", "x"), ("d", [("a", [1, 2])]), ("z", None)])),
+        OK_ALL, "test_parse.c test_valid_insert", "body with several types")
+    vec("ok_seq_after", seq_reply(), OK_ALL, "test_merge.c test_dotted_paths",
+        "cursor.firstBatch after the body, merged inside cursor")
+    vec("ok_seq_before", op_msg(seq("cursor.firstBatch", BATCH), body(CURSOR)), OK_ALL,
+        "test_parse.c test_section_order", "the sequence before the body")
+    vec("ok_three_seqs", op_msg(body([OK]), seq("a", [{"x": 1}]), seq("b", [{"y": 2}, {"y": 3}]), seq("c", [{}])),
+        OK_ALL, "test_merge.c test_top_level_sequences", "three top-level sequences, wire order")
+    vec("ok_seq_around_body", op_msg(seq("a", [{"x": 1}]), body([OK]), seq("b")), OK_ALL,
+        "test_parse.c test_section_order", "sequences before and after the body, one empty")
+    vec("ok_empty_seq", op_msg(body([OK]), seq("documents")), OK_ALL, "test_merge.c test_top_level_sequences",
+        "an empty sequence merges as an empty array")
+    vec("ok_dotted_created", op_msg(body([OK]), seq("cursor.firstBatch", BATCH)), OK_ALL,
+        "test_merge.c test_dotted_paths", "dotted identifier whose parent the body lacks (created at the end)")
+    vec("ok_dotted_deep", op_msg(body([("a", [("k", 1), ("b", [("m", 2)])]), OK]), seq("a.b.c", [{}])), OK_ALL,
+        "test_merge.c test_dotted_paths", "a.b.c placed inside the body's a.b")
+    vec("ok_dotted_sibling", op_msg(body([("a", [("c", 1)]), OK]), seq("a.b", [{"_id": 1}])), OK_ALL,
+        "test_parse.c test_identifier_clash", "a.b beside the body's a.c")
+    vec("ok_dotted_body_key", op_msg(body([("a.b", 1), OK]), seq("a", [{"_id": 1}])), OK_ALL,
+        "test_parse.c test_identifier_clash", "body key \"a.b\" is one name: identifier a does not clash")
+    vec("ok_prefix_name", op_msg(body([("documentsX", 1), OK]), seq("documents", [{"_id": 1}])), OK_ALL,
+        "test_parse.c test_identifier_clash", "documentsX does not clash with documents")
+    vec("ok_path_other_dup", op_msg(body([("a", [("x", 1), ("x", 2), ("b", {})]), OK]), seq("a.b.c", [{"_id": 1}])),
+        OK_ALL, "test_parse.c test_identifier_clash", "a key twice beside the path in a sub-document")
+    vec("ok_checksum", plain(flags=1, checksum=True), OK_ALL, "test_parse.c test_checksum",
+        "checksumPresent with the right CRC-32C")
+    vec("ok_checksum_seq", seq_reply(flags=1, checksum=True), OK_ALL, "test_parse.c test_checksum",
+        "checksum and a sequence")
+    vec("ok_optional_flags", plain(flags=0xFFFE0000), OK_ALL, "test_parse.c test_flags",
+        "unknown optional flag bits 17-31 are ignored")
+    vec("ok_exhaust_allowed", plain(flags=0x00010000), OK_ALL, "test_parse.c test_flags",
+        "exhaustAllowed set")
+    vec("ok_nested_dup", op_msg(body([OK, ("f", [("a", 1), ("a", 2)])])), OK_ALL,
+        "test_parse.c test_duplicate_keys", "a key twice in a nested document")
+    vec("ok_noop", compressed(plain()), OK_ALL, "test_parse.c test_reply_only",
+        "OP_COMPRESSED noop around {ok: 1.0}")
+    vec("ok_zlib_seq", compressed(seq_reply(), 2), OK_ALL, "test_compress.c",
+        "OP_COMPRESSED zlib around a reply with cursor.firstBatch")
+    vec("ok_zlib_checksum", compressed(plain(flags=1, checksum=True), 2), OK_ALL, "test_compress.c",
+        "OP_COMPRESSED zlib around a checksummed reply")
+
+    # --- levels differ: element checks a level may leave out -----------------
+    vec("lvl_body_dup_key", op_msg(body([OK, ("a", 1), ("a", 2)])),
+        expect(frames="ok", top="duplicate-key", full="duplicate-key"),
+        "test_check.c test_body_alone", "a top-level body key twice (the spec allows it)")
+    vec("lvl_body_dup_key_seq", op_msg(body([OK, ("x", 1), ("x", 2)]), seq("documents", [{"_id": 1}])),
+        expect(frames="ok", top="duplicate-key", full="duplicate-key"),
+        "test_check.c test_body_with_sequences", "a body key twice, with a sequence")
+    vec("lvl_body_bad_element", op_msg(body(raw_doc(element("ok", 1.0) + bytes(BAD_ELEMENT)))),
+        expect(frames="ok", top="document-element", full="document-element"),
+        "test_check.c test_body_alone", "body alone, element of type 0x42 after ok")
+    vec("lvl_body_bad_bool", op_msg(body(raw_doc(element("ok", 1.0) + b"\x08t\x00\x02"))),
+        expect(frames="ok", top="invalid-boolean", full="invalid-boolean"),
+        "test_parse.c test_top_level_elements", "body boolean 2")
+    vec("lvl_body_ends_early", op_msg(body(raw_doc(element("ok", 1.0) + b"\x00\x10x\x00\x01\x00\x00\x00"))),
+        expect(frames="ok", top="document-terminator", full="document-terminator"),
+        "test_offsets.c (body element ends the body early)", "a 0 type byte before the body's end")
+    vec("lvl_body_string_len", op_msg(body(raw_doc(element("ok", 1.0) + b"\x02s\x00\x09\x00\x00\x00a\x00"))),
+        expect(frames="ok", top="document-element", full="document-element"),
+        "test_parse.c test_top_level_elements", "body string length past the document")
+    vec("lvl_seq_bad_element", op_msg(body([OK]), seq("documents", [{"_id": 1}, raw_doc(element("a", 1) +
+                                                                                          bytes(BAD_ELEMENT))])),
+        expect(frames="ok", top="document-element", full="document-element"),
+        "test_check.c test_sequence_document_element", "sequence document with an element of type 0x42")
+    vec("lvl_seq_bad_bool", op_msg(body([OK]), seq("documents", [raw_doc(b"\x08t\x00\x02")])),
+        expect(frames="ok", top="invalid-boolean", full="invalid-boolean"),
+        "test_offsets.c (document boolean neither 0 nor 1)", "sequence document boolean 2")
+    nested_bad_utf8 = [("n", raw_doc(b"\x02s\x00\x02\x00\x00\x00\xff\x00"))]
+    vec("lvl_seq_nested_utf8", op_msg(body([OK]), seq("documents", [doc(nested_bad_utf8)])),
+        expect(frames="ok", top="ok", full="invalid-utf8"), "test_check.c test_nested",
+        "nested string not UTF-8 in a sequence document")
+    vec("lvl_body_nested_utf8", op_msg(body([OK] + nested_bad_utf8)),
+        expect(frames="ok", top="ok", full="invalid-utf8"), "test_check.c test_nested",
+        "nested string not UTF-8 in the body")
+    vec("lvl_body_nested_bool", op_msg(body([OK, ("a", raw_doc(b"\x08t\x00\x07"))])),
+        expect(frames="ok", top="ok", full="invalid-boolean"), "test_offsets.c (nested boolean neither 0 nor 1)",
+        "nested boolean 7")
+    vec("lvl_body_nested_bad_type", op_msg(body([OK, ("n", raw_doc(b"\x99x\x00"))])),
+        expect(frames="ok", top="ok", full="document-element"), "test_parse.c test_top_level_elements",
+        "nested document with an unknown type")
+
+    # --- header and flags ------------------------------------------------------
+    vec("hdr_length_too_small", raw_msg(OP_MSG, b"\x00" * 4, 0), expect(all="length-too-small"),
+        "test_parse.c test_header_bounds", "messageLength 20, below OP_MSG's minimum")
+    vec("hdr_length_mismatch", plain() + b"\x00\x00\x00", expect(all="length-mismatch"),
+        "test_parse.c test_header_bounds", "3 bytes after a whole message (messageLength below the bytes)")
+    vec("hdr_truncated", plain()[:-1], expect(all="truncated"), "test_parse.c test_header_bounds",
+        "messageLength one above the bytes")
+    vec("flags_required_bit2", plain(flags=1 << 2), expect(all="required-flags"), "test_parse.c test_flags",
+        "required flag bit 2")
+    vec("flags_required_bit15", plain(flags=1 << 15), expect(all="required-flags"), "test_parse.c test_flags",
+        "required flag bit 15")
+    vec("flags_fuzz", plain(flags=0x30303030), expect(all="required-flags"),
+        "thirdparty/ferretdb_msg_fuzz1_invalid.bin", "flagBits 0x30303030")
+
+    # --- checksum ------------------------------------------------------------------
+    vec("crc_stored_wrong", plain(flags=1, checksum=True, crc_xor=0xFF000000), expect(all="checksum-mismatch"),
+        "test_parse.c test_checksum", "stored checksum wrong")
+    good = seq_reply(flags=1, checksum=True)
+    vec("crc_body_flipped", patch_u8(good, 40, good[40] ^ 0x10), expect(all="checksum-mismatch"),
+        "test_parse.c test_checksum", "one flipped bit in the body, checksum stale")
+    vec("crc_missing", patch_u32(plain(), 16, 1), expect(all="checksum-missing"), "test_parse.c test_checksum",
+        "checksumPresent set, the 4 bytes never written")
+    vec("crc_no_room", raw_msg(OP_MSG, struct.pack("<I", 1) + b"\x00" * 8), expect(all="checksum-missing"),
+        "test_parse.c test_checksum", "28 bytes with checksumPresent: no room for a section and a checksum")
+
+    # --- sections -------------------------------------------------------------------
+    vec("sec_no_body", op_msg(seq("documents", [{"_id": 1}])), expect(all="no-body"),
+        "test_parse.c test_body_count", "only a sequence")
+    vec("sec_two_bodies", op_msg(body([OK]), body([OK])), expect(all="multiple-bodies"),
+        "test_parse.c test_body_count", "two kind-0 sections")
+    vec("sec_kind_2", op_msg(body([OK]), b"\x02" + doc({"x": 1})), expect(all="unknown-section-kind"),
+        "test_parse.c test_unknown_kind", "section kind 2")
+    vec("sec_kind_255", op_msg(body([OK]), b"\xff" + doc({"x": 1})), expect(all="unknown-section-kind"),
+        "test_parse.c test_unknown_kind", "section kind 255")
+    vec("sec_truncated", op_msg(seq("d", [{"a": 1}]), b"\x01\x05\x00"), expect(all="section-truncated"),
+        "test_offsets.c (section cut inside its size)",
+        "a sequence, then a kind-1 section cut inside its size (after a body, the rule is trailing-bytes)")
+    vec("sec_truncated_after_body", op_msg(body([OK]), b"\x01\x05\x00"), expect(all="trailing-bytes"),
+        "test_offsets.c (section cut inside its size)", "after the body, 3 bytes of a cut section are stray")
+    vec("sec_trailing_zero", op_msg(body([OK]), b"\x00"), expect(all="trailing-bytes"),
+        "test_parse.c test_trailing_bytes", "one stray 0 byte after the sections")
+    vec("sec_trailing_five", op_msg(body([OK]), b"\x00" * 5), expect(all="trailing-bytes"),
+        "test_parse.c test_trailing_bytes", "five stray 0 bytes")
+    vec("sec_trailing_before_crc", op_msg(body([OK]), b"\x01", flags=1, checksum=True),
+        expect(all="trailing-bytes"), "test_parse.c test_trailing_bytes", "a stray byte before a checksum")
+
+    # --- sequences ----------------------------------------------------------------
+    base = op_msg(body([OK]), seq("documents", BATCH))
+    kind = 20 + 1 + struct.unpack_from("<i", base, 21)[0]
+    assert base[kind] == 1
+    size = struct.unpack_from("<i", base, kind + 1)[0]
+    for label, value, rule in (("neg", -1, "sequence-size"), ("zero", 0, "sequence-size"),
+                               ("four", 4, "sequence-size"), ("max", 0x7FFFFFFF, "sequence-size"),
+                               ("short", size - 3, "sequence-overrun")):
+        vec("seq_size_" + label, patch_u32(base, kind + 1, value), expect(all=rule),
+            "test_parse.c test_sequence_size", "sequence size %d (the section holds %d)" % (value, size))
+    doc1 = kind + 1 + 4 + len("documents") + 1
+    doc2 = doc1 + struct.unpack_from("<i", base, doc1)[0]
+    vec("seq_doc_overrun", patch_u32(base, doc2, struct.unpack_from("<i", base, doc2)[0] + 1),
+        expect(all="sequence-overrun"), "test_parse.c test_sequence_overrun",
+        "the second document's length one past its section")
+    vec("seq_doc_no_terminator", patch_u8(base, doc2 - 1, 7), expect(all="document-terminator"),
+        "test_parse.c test_sequence_overrun", "a sequence document without its terminating 0")
+    vec("seq_doc_length_3", op_msg(body([OK]), seq("documents", raw=struct.pack("<i", 3) + b"\x00")),
+        expect(all="document-length"), "test_offsets.c (document length below 5)", "sequence document length 3")
+    vec("seq_id_no_nul", op_msg(body([OK]), b"\x01" + struct.pack("<i", 7) + b"abc") + b"",
+        expect(all="sequence-identifier"), "test_offsets.c (identifier without NUL)",
+        "identifier not terminated inside its section")
+    for label, ident in (("empty", ""), ("lead_dot", ".a"), ("trail_dot", "a."), ("double_dot", "a..b"),
+                         ("utf8", b"\xff\xfe")):
+        vec("seq_id_" + label, op_msg(body([OK]), seq(ident, [{"_id": 1}])), expect(all="sequence-identifier"),
+            "test_parse.c test_sequence_identifier", "identifier %r" % (ident,))
+    vec("seq_id_too_deep", op_msg(body([OK]), seq(".".join(["a"] * 101), [{"_id": 1}])),
+        expect(all="sequence-identifier"), "test_parse.c test_sequence_identifier",
+        "101 path components, above the depth limit")
+    for label, a, b in (("same", "documents", "documents"), ("prefix", "a", "a.b"), ("prefix_after", "a.b", "a"),
+                        ("deeper", "x.y", "x.y.z")):
+        vec("seq_dup_id_" + label, op_msg(body([OK]), seq(a, [{"_id": 1}]), seq(b, [{"_id": 2}])),
+            expect(all="duplicate-identifier"), "test_parse.c test_duplicate_identifier",
+            "identifiers %s and %s" % (a, b))
+
+    # --- identifiers against the body ---------------------------------------------
+    clash = expect(all="identifier-clash")
+    for label, bdoc, ident, source in (
+            ("field", [OK, ("documents", [])], "documents", "test_parse.c test_identifier_clash"),
+            ("dotted", [("a", [("b", 1)]), OK], "a.b", "test_parse.c test_identifier_clash"),
+            ("dotted_deep", [("a", [("b", [("c", 1)])]), OK], "a.b.c", "test_parse.c test_identifier_clash"),
+            ("parent_scalar", [("a", 5), OK], "a.b", "test_parse.c test_identifier_clash"),
+            ("parent_array", [("a", [1]), OK], "a.b", "test_parse.c test_identifier_clash"),
+            ("grandparent_scalar", [("a", [("b", 5)]), OK], "a.b.c", "test_parse.c test_identifier_clash"),
+            ("ambiguous_nested", [("a", [("b", {}), ("b", {})]), OK], "a.b.c", "test_parse.c test_identifier_clash"),
+            ("cursor_firstbatch", [("cursor", [("firstBatch", []), ("id", Int64(0))]), OK], "cursor.firstBatch",
+             "captures/mockseq_*: body and sequence both carry cursor.firstBatch")):
+        vec("id_clash_" + label, op_msg(body(bdoc), seq(ident, [{"_id": 1}])), clash, source,
+            "identifier %s against body %s" % (ident, [k for k, _ in bdoc]))
+    vec("id_clash_ambiguous_top",
+        op_msg(body([("cursor", [("id", Int64(0))]), OK, ("cursor", [("id", Int64(1))])]),
+               seq("cursor.firstBatch", [{"_id": 1}])),
+        expect(frames="identifier-clash", top="duplicate-key", full="duplicate-key"),
+        "test_check.c test_body_with_sequences", "the path's first component twice in the body")
+    vec("id_clash_past_dup", op_msg(body([("a", 1), ("a", 2), ("documents", 0), OK]), seq("documents", [{"_id": 1}])),
+        expect(frames="identifier-clash", top="duplicate-key", full="duplicate-key"),
+        "test_check.c test_body_with_sequences", "a clash found past a duplicate key")
+
+    # --- documents ------------------------------------------------------------------
+    for label, value in (("neg", -1), ("zero", 0), ("four", 4), ("past", 1000)):
+        vec("doc_body_length_" + label, patch_u32(seq_reply(), 21, value), expect(all="document-length"),
+            "test_parse.c test_document_frames", "body length %d" % value)
+    p = plain()
+    vec("doc_body_no_terminator", patch_u8(p, len(p) - 1, 1), expect(all="document-terminator"),
+        "test_parse.c test_document_frames", "body's last byte 1")
+    vec("doc_body_bad_element_seq",
+        op_msg(body(raw_doc(element("ok", 1.0) + bytes(BAD_ELEMENT))), seq("z.y", [{"_id": 1}])),
+        expect(all="document-element"), "test_check.c test_body_with_sequences",
+        "body element of type 0x42, with a sequence (the identifier walk meets it)")
+    vec("doc_path_subdoc_bad_element",
+        op_msg(body([OK, ("cursor", raw_doc(bytes(BAD_ELEMENT)))]), seq("cursor.firstBatch", [{"_id": 1}])),
+        expect(all="document-element"), "test_parse.c test_dotted_path_subdocument_checked",
+        "a bad element in the sub-document a dotted identifier enters")
+
+    # --- OP_COMPRESSED --------------------------------------------------------------
+    vec("cmp_zlib_two_bodies", compressed(op_msg(body([OK]), body([OK])), 2), expect(all="multiple-bodies"),
+        "test_compress.c", "zlib around two bodies")
+    vec("cmp_noop_required_flag", compressed(plain(flags=1 << 3)), expect(all="required-flags"),
+        "test_compress.c", "noop around a required flag bit")
+    vec("cmp_noop_size_plus", compressed(plain(), usize_delta=1), expect(all="uncompressed-size"),
+        "test_offsets.c / test_compress.c", "noop, uncompressedSize one above the bytes")
+    vec("cmp_zlib_size_minus", compressed(plain(), 2, usize_delta=-1), expect(all="uncompressed-size"),
+        "test_compress.c", "zlib, uncompressedSize one below what inflates")
+    vec("cmp_zlib_corrupt", compressed(plain(), 2, data=b"\x78\x9c\xff\xff\xff\xff"), expect(all="decompress"),
+        "test_compress.c", "zlib stream that does not inflate")
+    vec("cmp_unknown_compressor", compressed(plain(), 9), expect(all="unknown-compressor"),
+        "test_offsets.c (reserved compressor)", "compressorId 9")
+    vec("cmp_nested", compressed(compressed(plain())), expect(all="nested-compression"),
+        "test_offsets.c (compressed inside compressed)", "OP_COMPRESSED inside OP_COMPRESSED")
+    upd = raw_msg(OP_UPDATE, b"\x00" * 4 + cstr("test.c") + b"\x00" * 4 + doc({"x": 1}) + doc({"x": 2}))
+    vec("cmp_op_update", compressed(upd), expect(all="bad-original-opcode"),
+        "test_offsets.c (compressed opcode that cannot be carried)", "originalOpcode OP_UPDATE")
+
+
+def has_sequence(m):
+    """True when the OP_MSG m has a kind-1 section."""
+    off, end = 20, len(m) - (4 if struct.unpack_from("<I", m, 16)[0] & 1 else 0)
+    while off < end:
+        if m[off] == 1:
+            return True
+        off += 1 + struct.unpack_from("<i", m, off + 1)[0]
+    return False
+
+
+def define_data():
+    """tests/data's OP_MSG / OP_COMPRESSED messages: by reference, or (inside
+    the captures' server-to-client streams) extracted."""
+    refs = []
+    for rel, verdict, what in (
+            ("seed/flat.bin", "ok", "seed: flat body (request shape, no ok)"),
+            ("seed/deep.bin", "ok", "seed: deep body"),
+            ("seed/seq.bin", "ok", "seed: body + documents sequence"),
+            ("thirdparty/ferretdb_handshake5.bin", "ok", "FerretDB/wire: buildInfo request"),
+            ("thirdparty/ferretdb_handshake6.bin", "ok", "FerretDB/wire: MongoDB 5.0 buildInfo reply"),
+            ("thirdparty/ferretdb_import.bin", "ok", "FerretDB/wire: insert with documents sequence"),
+            ("thirdparty/ferretdb_multisection_insert_crc.bin", "ok", "FerretDB/wire: sequence first, real CRC"),
+            ("thirdparty/ferretdb_multisection_update_crc.bin", "ok", "FerretDB/wire: updates sequence, real CRC"),
+            ("thirdparty/ferretdb_invalid_checksum.bin", "checksum-mismatch", "FerretDB/wire: stale checksum"),
+            ("thirdparty/ferretdb_msg_fuzz1_invalid.bin", "required-flags", "FerretDB/wire: fuzzer flagBits"),
+            ("thirdparty/mcdrpc_op_msg_kind_0.bin", "checksum-mismatch", "mongo-c-driver test: placeholder CRC"),
+            ("thirdparty/mcdrpc_op_msg_kind_1_single.bin", "checksum-mismatch",
+             "mongo-c-driver test: placeholder CRC"),
+            ("thirdparty/mcdrpc_op_msg_kind_1_multiple.bin", "checksum-mismatch",
+             "mongo-c-driver test: placeholder CRC"),
+            ("thirdparty/mcdrpc_op_compressed.bin", "ok", "mongo-c-driver test: noop around a 20-byte OP_MSG"),
+            ("compressed/pymongo_zlib_op_msg.bin", "ok", "pymongo zlib OP_MSG insert"),
+            ("compressed/zstdcli_op_msg.bin", "ok", "zstd CLI frame around pymongo's OP_MSG")):
+        refs.append((rel, expect(all=verdict), rel.split("/")[0] + "/ (see its README)", what))
+    real = os.path.join(DATA, "captures", "real")
+    for client in sorted(os.listdir(real)):
+        d = os.path.join(real, client)
+        if not os.path.isdir(d):
+            continue
+        for f in sorted(os.listdir(d)):
+            if not f.endswith("-s2c.bin"):
+                continue
+            with open(os.path.join(d, f), "rb") as fh:
+                m = fh.read()
+            if struct.unpack_from("<i", m, 12)[0] in (OP_MSG, OP_COMPRESSED):
+                refs.append(("captures/real/%s/%s" % (client, f), OK_ALL, "captures/real/README.md",
+                             "FerretDB 1.24.2 reply to %s" % client))
+    caps = os.path.join(DATA, "captures")
+    for f in sorted(os.listdir(caps)):
+        if not f.endswith("_s2c.bin"):
+            continue
+        with open(os.path.join(caps, f), "rb") as fh:
+            stream = fh.read()
+        off, index = 0, 0
+        while off + 16 <= len(stream):
+            length, _, _, opcode = struct.unpack_from("<iiii", stream, off)
+            if opcode == OP_MSG:
+                m = stream[off:off + length]
+                clash = f.startswith("mockseq") and has_sequence(m)
+                verdict = expect(all="identifier-clash") if clash else OK_ALL
+                VECTORS.append(("cap_%s_m%d.bin" % (f[:-len("_s2c.bin")], index), m, verdict,
+                                "captures/%s message %d (offset %d)" % (f, index, off),
+                                "python3-mockupdb reply" + (" with the cursor.firstBatch clash" if clash else "")))
+            off += length
+            index += 1
+    return refs
+
+
+def main():
+    define()
+    refs = define_data()
+    names = set()
+    for f in os.listdir(HERE):
+        if f.endswith(".bin"):
+            os.remove(os.path.join(HERE, f))
+    rows = []
+    for name, data, verdicts, source, what in VECTORS:
+        assert name not in names, name
+        names.add(name)
+        op = struct.unpack_from("<i", data, 12)[0]
+        assert op in (OP_MSG, OP_COMPRESSED), name
+        with open(os.path.join(HERE, name), "wb") as fh:
+            fh.write(data)
+        rows.append(("conformance/" + name, verdicts, source, what))
+    rows.extend(refs)
+    with open(os.path.join(HERE, "manifest.tsv"), "w") as fh:
+        fh.write("# file (under tests/data)\t" + "\t".join(LEVELS) + "\tsource\twhat\n")
+        for f, verdicts, source, what in rows:
+            fh.write("\t".join([f] + [verdicts[level] for level in LEVELS] + [source, what]) + "\n")
+    print("%d vectors (%d written here, %d by reference)" % (len(rows), len(VECTORS), len(refs)))
+
+
+if __name__ == "__main__":
+    main()
