@@ -1,10 +1,15 @@
 # Debian's mongo-c-driver packages with the fork's patches
 # (fork/README.md, docs/fork.md). Runs as root.
 #
-#   make fork-debian-patches        fork/debian/{bookworm,trixie,unstable}/
-#                                   from the fork's series: quilt patches with
-#                                   DEP-3 headers, series lines, changelog
-#                                   entry (scripts/fork-debian-patches.sh)
+#   make fork-debian-patches        fork/debian/{bookworm,trixie,unstable}/:
+#                                   quilt patches with DEP-3 headers, series
+#                                   lines, changelog entry
+#                                   (scripts/fork-debian-patches.sh); sid's
+#                                   from the four pull requests
+#                                   fork/master/1-*/ to 4-*/ in order (cover
+#                                   letters left out), bookworm's and trixie's
+#                                   from their frozen series fork/bookworm/
+#                                   and fork/trixie/
 #   make fork-debian-patches-check  fails when fork/debian/ differs from
 #                                   what the series give (a CI step)
 #   make fork-debs                  builds the packages of FORK_DEBS, stock

@@ -1,49 +1,121 @@
 #!/bin/bash
-# The fork's patch series on mongo-c-driver master, checked with upstream's
-# own build and test suite (`make check-fork`, mk/fork.mk, docs/fork.md);
-# with --target trixie, its port to Debian 13's 1.30.4 the same way.
+# The fork on mongo-c-driver, checked with upstream's own build and test
+# suite (`make check-fork`, mk/fork.mk, docs/fork.md).
 #
-# Takes the pristine tree (scripts/fork-source.sh), builds libmongoc
-# and test-libmongoc with upstream's CMake and ENABLE_MAINTAINER_FLAGS=ON
-# once, then applies the series with `git am` in the same tree and build
-# directory, so that every later build is incremental, and checks:
-#   1. every commit of the series applies, builds alone (no warning), is
-#      formatted with upstream's clang-format and .clang-format on the files
-#      it touches, keeps upstream's prelude rule (adds no header the series
-#      base does not already fail it on), and passes the series'
-#      tests that exist at that commit;
-#   2. every test of test-libmongoc that needs no server, unpatched and
-#      patched, compared test by test (scripts/lib/suite-runs.sh, shared with
-#      scripts/libmongoc-suite.sh): every difference must be explained, by
-#      the series' lists (fork/TARGET/new-tests.txt, changed-tests.txt) or
-#      by scripts/fork-check.explained;
-#   3. each new test of the series fails on the pristine library (built
-#      with the series' test sources) and passes patched;
-#   4. the live tests that FerretDB can serve (scripts/fork-check.live),
-#      unpatched and patched, against a private FerretDB v1.24.2;
-#   5. the hostile-reply harness (tests/dropin, every mode) against the
-#      patched shared libraries with no preload, and the unpatched ones;
-#   6. client-side encryption end to end with the patched tree built in
-#      the sid root (trixie's for trixie; scripts/fork-check-encryption.sh),
-#      when that root is there.
-# Writes WORK/report.md and ends with one line:
+# fork/TARGET/ holds the fork in one of two layouts:
 #
-#   fork master a047e0bc: patches N, suite run R, unpatched passed P0, patched passed P1, new tests T (fail unpatched F, guards G, pass patched S), differences D, explained E, harness 36/36, crashes 0
+#  - Pull requests (fork/master/): one folder per pull request, K-NAME/
+#    (1-no-abort/, 2-section-rules/, 3-reply-sequences/, 4-payload-arrays/),
+#    each a `git format-patch` series: 0000-cover-letter.patch (hand-written,
+#    never applied), 0001-*.patch ..., new-tests.txt, changed-tests.txt, and
+#    a file `base` that names where the pull request applies: one line,
+#    "master" or the folder of another pull request ("1-no-abort"; a number,
+#    "1", or "Base: 1-no-abort" say the same). Without the file the base is
+#    master. A base must have a lower number: the pull requests are applied
+#    in their numbers' order.
+#  - One flat series (fork/trixie/, fork/bookworm/: the Debian ports, frozen
+#    until they are redone as pull requests too): *.patch, new-tests.txt,
+#    changed-tests.txt, on the target's tree with Debian's patches applied.
 #
-# (F + G = T when every new test is right: a guard passes on both sides.)
-# Exit status 0 when all of it holds; 1 when something does not (said
-# above the last line); 2 when the check could not run.
+# The pristine tree comes from scripts/fork-source.sh. Everything is built
+# in one working tree and one build directory (build/fork/TARGET/tree and
+# build/), moved from state to state by checkouts, so that each build is
+# incremental; with ccache (when installed: CCACHE_BASEDIR=build/fork,
+# CCACHE_NOHASHDIR=1, shared with the pull requests' own worktrees) going
+# back to a state already compiled costs little. Each build the runs use
+# is kept under build/fork/TARGET/builds/NAME/ (test-libmongoc, the shared
+# and static libraries, the headers; keyed by the tree's content and the
+# build options, so a second run with the same patches builds nothing):
+#   base              the pristine tree (master a047e0bc, or the Debian tree)
+#   K-NAME            pull request K applied on its base (its last commit)
+#   K-NAME.newtests   K's base, with K's test sources (src/libmongoc/tests,
+#                     src/libbson/tests, and K's CMake lists without the
+#                     files K adds to the library)
+#   all               every pull request applied, in order (1, 2, 3, 4)
+# (flat: base, series, series.newtests; "all" is the series.)
+# build/fork/TARGET/unpatched and patched point at base and all (what
+# `make bench-fork` reads).
+#
+# For each pull request K (the flat series: once):
+#   1. it applies with `git am` on its base (master, or PR J's last commit);
+#   2. every commit builds alone with ENABLE_MAINTAINER_FLAGS=ON and no
+#      warning, the files it touches are formatted (upstream's
+#      tools/format.py with clang-format 20.1.8, 17.0.6 for the Debian ports,
+#      and the tree's .clang-format), it keeps upstream's prelude rule
+#      (check-preludes.py), and K's tests registered at that commit pass;
+#   3. test-libmongoc without a server, every test in its own process
+#      (scripts/lib/suite-runs.sh), K's base against K: every difference is
+#      explained by K's lists (new-tests.txt, changed-tests.txt) or by
+#      scripts/fork-check.explained;
+#   4. K's new tests on K's base built with K's test sources, and on K: each
+#      fails on the base and passes on K, except the guards new-tests.txt
+#      declares ("/name<TAB>guard: why"), which pass on both;
+# and prints
+#
+#   fork master a047e0bc PR K NAME: patches N, applies alone yes|on PR J, suite run R, unpatched passed P0, patched passed P1, new tests T (fail unpatched F, guards G, pass patched S), differences D, explained E
+#
+# ("unpatched" is K's base). It fails unless T = F + G = S, and, but for a
+# speed change (PR 4: its tests may all be guards; --speed-pr), F >= 2 and
+# G <= T/4. Then, with every pull request applied (build "all"):
+#   5. test-libmongoc unpatched master against all of them (differences
+#      explained by any pull request's lists);
+#   6. the live tests FerretDB can serve (scripts/fork-check.live), master
+#      against all, against a private FerretDB v1.24.2;
+#   7. the hostile-reply harness (tests/dropin, every mode), no preload;
+#   8. client-side encryption end to end, built in the sid root
+#      (scripts/fork-check-encryption.sh; trixie's root for trixie) when
+#      that root exists ("encryption skipped" otherwise);
+# and prints
+#
+#   fork master a047e0bc all: harness H/36, crashes C, live ferretdb yes, encryption yes
+#
+# then runs scripts/fork-conformance.sh --tree TREE --build BUILD (TREE the
+# working tree at "all", BUILD its CMake build directory, test-libmongoc and
+# mongoc_shared built there), which prints its own "fork conformance: ..."
+# line (missing: said, and the check fails), and compares the exported
+# dynamic symbols (nm -D --defined-only) of libmongoc2.so, master's against
+# all's, each installed with `cmake --install` into a prefix of its own:
+#
+#   fork symbols: public added 0, removed 0, internal added N, internal removed M
+#
+# (public: the name is a word of the installed headers, include/ of the
+# prefix). It fails when a public symbol is added or removed, when the
+# installed headers differ, or when a removed symbol is listed in the
+# symbols files of Debian's sid packaging (scripts/fork-source.sh unstable:
+# debian/*.symbols; it says so when there are none).
+#
+# --ci (CI's .ci/steps/fork.sh): steps 1, 2 and 4 for every pull request,
+# its builds as above, but the whole no-server suite only once: unpatched
+# master against all four applied (step 5), not per pull request (step 3).
+# The PR lines then say "suite run R (all four)", and their suite fields
+# (R, P0, P1, D, E) are that one comparison's, the same on every line.
+# That saves four whole-suite runs (about 3 minutes each on 2 cores).
+#
+# A flat series (--target trixie) prints, as before, one line:
+#   fork trixie 1.30.4: patches N, suite run R, unpatched passed P0, patched passed P1, new tests T (fail unpatched F, guards G, pass patched S), differences D, explained E, harness H/36, crashes C
+# (no conformance, no symbols: those are the upstream pull requests').
+#
+# Writes WORK/report.md (every table) and ends with the lines above.
+# Exit status 0 when all of it holds; 1 when something does not (each
+# failure said above the lines); 2 when the check could not run.
 #
 # Usage: scripts/fork-check.sh [OPTIONS]
-#   --target NAME       the series to check: master (default), or a Debian
-#                       port (trixie: fork/trixie/ on Debian's 1.30.4 tree
-#                       with Debian's patches applied, scripts/fork-source.sh
-#                       trixie); the defaults below follow it
+#   --target NAME       master (default: the pull requests), or a Debian
+#                       port with a flat series (trixie: fork/trixie/ on
+#                       Debian's 1.30.4 tree with Debian's patches applied);
+#                       the defaults below follow it
 #   --source DIR        the pristine tree, passed to scripts/fork-source.sh
 #                       (default: ../shared/upstream/ next to the repository)
-#   --series DIR        the series: *.patch, new-tests.txt, changed-tests.txt
-#                       (default fork/TARGET)
+#   --series DIR        the fork's folder (default fork/TARGET)
 #   --work DIR          builds and results (default build/fork/TARGET)
+#   --pr K              check only pull request K (a number or a folder
+#                       name; repeatable): the others are applied and built
+#                       where K needs them, not checked; "all" is then not
+#                       built and steps 5 to 8, conformance and symbols are
+#                       left out
+#   --ci                the CI mode above
+#   --speed-pr K        a pull request whose new tests may all be guards
+#                       (default 4; repeatable, the first use replaces it)
 #   --jobs N            tests at a time (default 2)
 #   --build-jobs N      compiler jobs (default 2)
 #   --timeout SECONDS   time limit per test (default 60)
@@ -55,11 +127,11 @@
 #                       `make check-fork` runs them all)
 #   --no-live           leave out the live tests
 #   --no-harness        leave out the hostile-reply harness
-#   --no-encryption     leave out client-side encryption in the sid root
-#                       (the trixie root for trixie)
-#   --build-only        build unpatched, new tests and patched, then stop
-#                       (what `make bench-fork` needs)
-#   --rebuild           build everything again (the build directory is kept)
+#   --no-encryption     leave out client-side encryption in the Debian root
+#   --no-conformance    leave out scripts/fork-conformance.sh
+#   --build-only        the builds (base, each pull request, its new tests,
+#                       all), then stop (what `make bench-fork` needs)
+#   --rebuild           build everything again (the build directory too)
 set -euo pipefail
 export LC_ALL=C
 
@@ -80,15 +152,23 @@ live_subset=$top/scripts/fork-check.live
 live=1
 harness=1
 encryption=1
+conformance=1
 build_only=0
 rebuild=0
+ci=0
 matches=()
+only=()
+speed_prs=(4)
+speed_set=0
 while [ $# -gt 0 ]; do
   case $1 in
     --target) target=${2:?}; shift 2 ;;
     --source) source_dir=$(realpath -m -- "${2:?}"); shift 2 ;;
     --series) series=$(realpath -m -- "${2:?}"); shift 2 ;;
     --work) work=$(realpath -m -- "${2:?}"); shift 2 ;;
+    --pr) only+=("${2:?}"); shift 2 ;;
+    --ci) ci=1; shift ;;
+    --speed-pr) [ "$speed_set" -eq 1 ] || speed_prs=(); speed_set=1; speed_prs+=("${2:?}"); shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
     --build-jobs) bjobs=${2:?}; shift 2 ;;
     --timeout) limit=${2:?}; shift 2 ;;
@@ -98,6 +178,7 @@ while [ $# -gt 0 ]; do
     --no-live) live=0; shift ;;
     --no-harness) harness=0; shift ;;
     --no-encryption) encryption=0; shift ;;
+    --no-conformance) conformance=0; shift ;;
     --build-only) build_only=1; shift ;;
     --rebuild) rebuild=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -107,11 +188,13 @@ done
 series=${series:-$top/fork/$target}
 work=${work:-$top/build/fork/$target}
 # Where the target's client-side encryption can be built: a Debian root whose
-# libmongocrypt is new enough for the tree (master 1.20, 1.30.4 1.12).
+# libmongocrypt is new enough for the tree (master 1.20, 1.30.4 1.12); and
+# the clang-format series its tree is formatted with (upstream's pins).
 case $target in
-  master) enc_suite=sid ;;
-  trixie) enc_suite=trixie ;;
-  *) echo "$prog: unknown target $target (master, trixie)" >&2; exit 2 ;;
+  master) enc_suite=sid cf_pin=20.1.8 ;;
+  trixie) enc_suite=trixie cf_pin=17.0.6 ;;
+  bookworm) enc_suite=bookworm cf_pin=17.0.6 ;;
+  *) echo "$prog: unknown target $target (master, trixie, bookworm)" >&2; exit 2 ;;
 esac
 for n in "$jobs" "$bjobs" "$limit"; do
   case $n in ''|*[!0-9]*|0) die "--jobs, --build-jobs and --timeout need a positive number" ;; esac
@@ -157,63 +240,224 @@ fail() { failures+=("$*"); say "FAIL: $*"; }
 
 if command -v dpkg-query >/dev/null; then
   deps=(cmake ninja-build gcc g++ pkg-config git python3 libssl-dev libsasl2-dev libsnappy-dev
-        libzstd-dev zlib1g-dev)
+        libzstd-dev zlib1g-dev binutils ccache)
   suite_need_pkgs "${deps[@]}"
 fi
 
-# --- The pristine tree and the series -------------------------------------------------------------
+# --- The pristine tree and the fork's layout ----------------------------------------------------
 
 pristine=$("$top/scripts/fork-source.sh" "$target" ${source_dir:+--source "$source_dir"}) || exit 2
-# Where the series applies: the pristine tree, or a Debian packaging tree
+# Where the fork applies: the pristine tree, or a Debian packaging tree
 # with Debian's own patches applied (the same commit as opmsg-base for master).
-base=$(git -C "$pristine" rev-parse opmsg-series-base)
+base_ref=$(git -C "$pristine" rev-parse opmsg-series-base)
 upstream_commit=$(git -C "$pristine" log -1 --format=%s opmsg-base | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p')
 short=${upstream_commit:0:8}
-# How the last line names the tree: master's commit, a Debian port's upstream
+# How the lines name the tree: master's commit, a Debian port's upstream
 # version (its packaging branch's commit says nothing to a reader).
 label=$short
 [ "$target" = master ] || label=$(git -C "$pristine" show opmsg-base:VERSION_CURRENT)
 
-[ -d "$series" ] || die "no series in ${series#"$top"/} (the patches of fork/$target/ come with the fork's patch series)"
-mapfile -t patches < <(find "$series" -maxdepth 1 -name '*.patch' | sort)
-npatches=${#patches[@]}
-[ "$npatches" -gt 0 ] || die "no *.patch in ${series#"$top"/}"
+[ -d "$series" ] || die "no folder ${series#"$top"/}"
 
-# The series' lists: test names, one per line (a reason may follow the name
-# after a TAB or spaces in changed-tests.txt); # starts a comment.
+# The units: the pull requests (folders K-NAME/), or the flat series.
+units=()
+declare -A u_dir u_num u_base u_label u_head u_applied u_selected u_speed
+mapfile -t pr_dirs < <(find "$series" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*-*' | sort -V)
+if [ ${#pr_dirs[@]} -gt 0 ]; then
+  layout=prs
+  ls "$series"/*.patch >/dev/null 2>&1 &&
+    say "NOTE: ${series#"$top"/}/*.patch (a flat series) is left out: the pull request folders are the fork"
+  for d in "${pr_dirs[@]}"; do
+    name=$(basename "$d")
+    num=${name%%-*}
+    case $num in ''|*[!0-9]*) die "$name: a pull request folder is NUMBER-NAME" ;; esac
+    units+=("$name")
+    u_dir[$name]=$d
+    u_num[$name]=$num
+    u_label[$name]="PR $num ${name#*-}"
+  done
+  # Each one's base: its file `base`, or master.
+  for name in "${units[@]}"; do
+    b=master
+    if [ -f "${u_dir[$name]}/base" ]; then
+      b=$(sed 's/#.*//; s/^[[:space:]]*[Bb]ase:[[:space:]]*//' "${u_dir[$name]}/base" | awk 'NF {print $1; exit}')
+      b=${b:-master}
+    elif grep -qiE 'applies (only )?on (top of )?PR [0-9]' "${u_dir[$name]}/0000-cover-letter.patch" 2>/dev/null; then
+      die "$name: its cover letter says it applies on another pull request, but $name/base does not say which (one line: the folder, e.g. 1-no-abort)"
+    fi
+    if [ "$b" != master ]; then
+      found=""
+      for other in "${units[@]}"; do
+        if [ "$other" = "$b" ] || [ "${u_num[$other]}" = "${b#PR}" ]; then found=$other; fi
+      done
+      [ -n "$found" ] || die "$name/base names '$b': no such pull request folder"
+      [ "${u_num[$found]}" -lt "${u_num[$name]}" ] || die "$name/base names $found: a base must have a lower number"
+      b=$found
+    fi
+    u_base[$name]=$b
+  done
+else
+  layout=flat
+  units=(series)
+  u_dir[series]=$series
+  u_num[series]=0
+  u_label[series]=series
+  u_base[series]=master
+fi
+# The units checked (--pr), and the speed changes.
+for name in "${units[@]}"; do
+  u_selected[$name]=1
+  if [ ${#only[@]} -gt 0 ]; then
+    u_selected[$name]=0
+    for o in "${only[@]}"; do
+      if [ "$o" = "$name" ] || [ "$o" = "${u_num[$name]}" ]; then u_selected[$name]=1; fi
+    done
+  fi
+  u_speed[$name]=0
+  for o in "${speed_prs[@]}"; do
+    if [ "$o" = "$name" ] || [ "$o" = "${u_num[$name]}" ]; then u_speed[$name]=1; fi
+  done
+done
+[ ${#only[@]} -eq 0 ] || [ "$layout" = prs ] || die "--pr needs the pull request layout (${series#"$top"/}/K-NAME/)"
+checked=()
+for name in "${units[@]}"; do [ "${u_selected[$name]}" -eq 0 ] || checked+=("$name"); done
+[ ${#checked[@]} -gt 0 ] || die "--pr ${only[*]}: no such pull request in ${series#"$top"/}"
+# Steps 5 to 8 need every pull request.
+whole=1
+[ ${#checked[@]} -eq ${#units[@]} ] || whole=0
+
+unit_patches() {  # NAME -> its patches, in order (not the cover letter)
+  if [ "$layout" = flat ]; then
+    find "${u_dir[$1]}" -maxdepth 1 -name '*.patch' | sort
+  else
+    find "${u_dir[$1]}" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort
+  fi
+}
+
+# The lists: test names, one per line (a reason may follow the name after a
+# TAB or spaces); # starts a comment.
 list_names() {  # FILE -> the test names
   [ -f "$1" ] || return 0
   sed 's/#.*//' "$1" | awk '$1 ~ /^\// {print $1}'
 }
-mkdir -p "$work/logs"
-list_names "$series/new-tests.txt" >"$work/new-tests.names"
-# A new test that pins behaviour master already has, which the series must
-# keep, passes on both sides: the series says so after its name, "guard:
-# why". Any other new test must fail on the pristine library.
-sed 's/#.*//' "$series/new-tests.txt" 2>/dev/null |
-  awk '$1 ~ /^\// { name = $1; sub(/^[^ \t]+[ \t]*/, ""); if (tolower($0) ~ /^guard/) print name }' \
-  >"$work/guard-tests.names" || true
-list_names "$series/changed-tests.txt" >"$work/changed-tests.names"
-ntests=$(wc -l <"$work/new-tests.names")
-# The explanations the series gives: every new test, and every changed
-# test with its reason.
-{
-  while IFS= read -r t; do printf '%s\tnew test of the series (new-tests.txt)\n' "$t"; done <"$work/new-tests.names"
-  if [ -f "$series/changed-tests.txt" ]; then
-    # (A line may hold more fields after the name, TAB-separated: the
-    # commit, the reason.)
-    sed 's/#.*//' "$series/changed-tests.txt" | awk '$1 ~ /^\// {
-      name = $1; sub(/^[^ \t]+[ \t]*/, ""); gsub(/\t+/, ": ")
-      printf "%s\tchanged by the series (changed-tests.txt): %s\n", name, $0 }'
-  fi
-} >"$work/series.explained"
-say "series: $npatches patches in ${series#"$top"/}, $ntests new tests, $(wc -l <"$work/changed-tests.names") changed tests"
+for name in "${units[@]}"; do
+  d=${u_dir[$name]} w=$work/units/$name
+  mkdir -p "$w"
+  list_names "$d/new-tests.txt" >"$w/new-tests.names"
+  # A new test that pins behaviour the base already has, which the pull
+  # request must keep, passes on both sides: its list says so after its
+  # name, "guard: why". Any other new test must fail on the base.
+  sed 's/#.*//' "$d/new-tests.txt" 2>/dev/null |
+    awk '$1 ~ /^\// { name = $1; sub(/^[^ \t]+[ \t]*/, ""); if (tolower($0) ~ /^guard/) print name }' \
+    >"$w/guard-tests.names" || true
+  list_names "$d/changed-tests.txt" >"$w/changed-tests.names"
+  cat "$w/new-tests.names" "$w/changed-tests.names" | sort -u >"$w/tests.names"
+  # The explanations it gives: every new test, and every changed test with
+  # its reason (TAB-separated fields after the name: the commit, the reason).
+  {
+    while IFS= read -r t; do printf '%s\tnew test of %s (new-tests.txt)\n' "$t" "${u_label[$name]}"; done <"$w/new-tests.names"
+    if [ -f "$d/changed-tests.txt" ]; then
+      sed 's/#.*//' "$d/changed-tests.txt" | awk -v who="${u_label[$name]}" '$1 ~ /^\// {
+        name = $1; sub(/^[^ \t]+[ \t]*/, ""); gsub(/\t+/, ": ")
+        printf "%s\tchanged by %s (changed-tests.txt): %s\n", name, who, $0 }'
+    fi
+  } >"$w/explained"
+  n=$(unit_patches "$name" | wc -l)
+  [ "$n" -gt 0 ] || die "no patches in ${d#"$top"/}"
+  [ ! -f "$d/new-tests.txt" ] || [ -s "$w/new-tests.names" ] || say "NOTE: ${d#"$top"/}/new-tests.txt names no test"
+  [ -f "$d/new-tests.txt" ] || say "NOTE: ${d#"$top"/} has no new-tests.txt"
+  say "${u_label[$name]}: $n patches in ${d#"$top"/}, on $([ "$layout" = flat ] && echo "the $target tree" || echo "${u_base[$name]}"), $(wc -l <"$w/new-tests.names") new tests ($(wc -l <"$w/guard-tests.names") guards), $(wc -l <"$w/changed-tests.names") changed$([ "${u_selected[$name]}" -eq 1 ] || echo " (not checked: --pr)")"
+done
 phase source
 
-# --- Builds ---------------------------------------------------------------------------------
+# --- The working tree, and every unit applied -----------------------------------------------
 
 tree=$work/tree
 bdir=$work/build
+if [ "$rebuild" -eq 1 ]; then rm -rf "$bdir" "$work/builds" "$work/verdicts"; fi
+if [ ! -d "$tree/.git" ]; then
+  rm -rf "$tree"
+  git clone -q "$pristine" "$tree"
+fi
+git -C "$tree" config user.name "opmsg fork-check"
+git -C "$tree" config user.email "fork-check@opmsg.invalid"
+git -C "$tree" config core.autocrlf false
+git -C "$tree" am --abort >/dev/null 2>&1 || true
+git -C "$tree" fetch -q "$pristine" "+refs/tags/opmsg-base:refs/tags/opmsg-base" \
+  "+refs/tags/opmsg-series-base:refs/tags/opmsg-series-base"
+# The patches are applied in a worktree of their own ($work/apply), so
+# that the working tree's files (and so the build directory's state) are
+# only touched by the checkouts of the builds.
+apply=$work/apply
+git -C "$tree" worktree prune
+if [ ! -e "$apply/.git" ]; then
+  rm -rf "$apply"
+  git -C "$tree" worktree add -q --detach "$apply" "$base_ref"
+fi
+git -C "$apply" am --abort >/dev/null 2>&1 || true
+
+# `git am` with the committer fixed and dated as the author: the same
+# patches give the same commits on every run.
+am() {  # BRANCH START NAME: NAME's patches on START, as BRANCH; sets AM_HEAD
+  local branch=$1 start=$2 name=$3 p i=0 n log=$work/logs/am-${1//\//-}.log
+  local -a ps
+  mapfile -t ps < <(unit_patches "$name")
+  n=${#ps[@]}
+  git -C "$apply" checkout -q -f -B "$branch" "$start"
+  for p in "${ps[@]}"; do
+    i=$((i + 1))
+    if ! git -C "$apply" am -q --keep-cr --committer-date-is-author-date "$p" >"$log" 2>&1; then
+      git -C "$apply" am --abort >/dev/null 2>&1 || true
+      AM_FAILED="patch $i of $n, $(basename "$p"): $(grep -m 1 -E '^error:' "$log" || echo "see $log")"
+      return 1
+    fi
+  done
+  AM_HEAD=$(git -C "$apply" rev-parse HEAD)
+}
+for name in "${units[@]}"; do
+  b=${u_base[$name]}
+  if [ "$b" = master ]; then
+    start=$base_ref
+  elif [ "${u_applied[$b]}" = yes ]; then
+    start=${u_head[$b]}
+  else
+    u_applied[$name]=no
+    fail "${u_label[$name]}: not applied: its base, ${u_label[$b]}, does not apply"
+    continue
+  fi
+  if am "fork/$name" "$start" "$name"; then
+    u_applied[$name]=yes
+    u_head[$name]=$AM_HEAD
+    say "${u_label[$name]}: applies on $([ "$b" = master ] && echo "$target $label" || echo "${u_label[$b]}") (git am, $(git -C "$tree" rev-list --count "$start..$AM_HEAD") commits)"
+  else
+    u_applied[$name]=no
+    fail "${u_label[$name]} does not apply on $([ "$b" = master ] && echo "$target $label" || echo "${u_label[$b]}"): $AM_FAILED"
+  fi
+done
+# Every pull request, in order, on the base.
+all_head=""
+if [ "$layout" = flat ]; then
+  [ "${u_applied[series]}" = no ] || all_head=${u_head[series]}
+elif [ "$whole" -eq 1 ]; then
+  all_ok=1
+  start=$base_ref
+  for name in "${units[@]}"; do
+    if am fork/all "$start" "$name"; then
+      start=$AM_HEAD
+    else
+      all_ok=0
+      fail "all: ${u_label[$name]} does not apply after the pull requests before it: $AM_FAILED"
+      break
+    fi
+  done
+  [ "$all_ok" -eq 0 ] || all_head=$start
+  [ -z "$all_head" ] || say "all: the ${#units[@]} pull requests apply together, in order ($(git -C "$tree" rev-list --count "$base_ref..$all_head") commits)"
+fi
+git -C "$apply" checkout -q -f --detach "$base_ref"
+phase apply
+
+# --- Builds ---------------------------------------------------------------------------------
+
 cmake_args=(
   -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_MAINTAINER_FLAGS=ON
   -DENABLE_TESTS=ON -DENABLE_STATIC=ON -DENABLE_SHARED=ON -DENABLE_EXAMPLES=OFF
@@ -224,18 +468,32 @@ cmake_args=(
   # instead.
   -DENABLE_CLIENT_SIDE_ENCRYPTION=OFF
 )
-targets=(test-libmongoc mongoc_shared)
+# The key of everything built: the options and the compilers (not the
+# launcher: ccache or not, the same objects).
 key_cfg=$( { printf '%s\n' "${cmake_args[@]}"; cmake --version | head -n 1; gcc --version | head -n 1; } |
            sha256sum | cut -c1-16)
-key_base=$(echo "$key_cfg $base" | sha256sum | cut -c1-16)
-key_series=$( { echo "$key_base"; cat "${patches[@]}"; } | sha256sum | cut -c1-16)
-# The per-commit check also depends on the lists of tests.
-key_commits=$( { echo "$key_series"; cat "$work/new-tests.names" "$work/changed-tests.names"; } |
-               sha256sum | cut -c1-16)
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths under build/fork/ hashed relative to it, and the build directory
+  # left out of the hash: the pull requests' own worktrees there
+  # (build/fork/wt-prK) share the same cache.
+  case $work/ in
+    "$top"/build/fork/*) export CCACHE_BASEDIR=$top/build/fork ;;
+    *) export CCACHE_BASEDIR=$work ;;
+  esac
+  export CCACHE_NOHASHDIR=1
+fi
+targets=(test-libmongoc mongoc_shared)
 
-have() {  # DIR KEY: DIR holds the artifacts of KEY
-  [ "$rebuild" -eq 0 ] && [ -x "$1/bin/test-libmongoc" ] && [ "$(cat "$1/key" 2>/dev/null)" = "$2" ]
-}
+if [ ! -f "$bdir/CMakeCache.txt" ] || [ "$(cat "$bdir/.fork-key" 2>/dev/null)" != "$key_cfg ${launcher[*]}" ]; then
+  rm -rf "$bdir"
+  mkdir -p "$bdir"
+  say "configure: upstream's CMake with ENABLE_MAINTAINER_FLAGS=ON${launcher[*]:+, ccache} (log: $work/logs/configure.log)"
+  cmake -S "$tree" -B "$bdir" "${cmake_args[@]}" "${launcher[@]}" >"$work/logs/configure.log" 2>&1 ||
+    { tail -n 30 "$work/logs/configure.log" >&2; die "cmake configure failed"; }
+  echo "$key_cfg ${launcher[*]}" >"$bdir/.fork-key"
+fi
 
 total_warnings=0
 build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
@@ -252,12 +510,21 @@ build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
   [ "$BUILD_WARNINGS" -eq 0 ] || fail "$label: $BUILD_WARNINGS compiler warnings (log: $log)"
 }
 
-# Keeps what later phases use from the build directory's current state:
-# test-libmongoc, the shared and static libraries, and the headers (the
-# tree's and the generated ones), so that the unpatched, new-tests and
-# patched builds outlive the next incremental build.
-save() {  # DEST KEY
-  local dest=$1 key=$2
+# The working tree at COMMIT, clean (nothing done when it is there).
+goto() {  # COMMIT
+  if [ "$(git -C "$tree" rev-parse HEAD)" != "$(git -C "$tree" rev-parse "$1^{commit}")" ] ||
+     [ -n "$(git -C "$tree" status --porcelain --ignored | head -n 1)" ]; then
+    git -C "$tree" checkout -q -f --detach "$1"
+    git -C "$tree" clean -q -fdx
+  fi
+}
+
+# A build kept: test-libmongoc, the shared and static libraries, and the
+# headers (the tree's and the generated ones), from the build directory's
+# current state, so that it outlives the next incremental build; with
+# --install, also `cmake --install` into DEST/prefix (for the symbols).
+save() {  # NAME KEY COMMIT [--install]
+  local dest=$work/builds/$1 key=$2 commit=$3
   rm -rf "$dest.new"
   mkdir -p "$dest.new/bin" "$dest.new/lib" "$dest.new/headers/tree" "$dest.new/headers/build"
   cp "$bdir/src/libmongoc/test-libmongoc" "$dest.new/bin/"
@@ -269,110 +536,107 @@ save() {  # DEST KEY
      tar -cf - -T -) | tar -xf - -C "$dest.new/headers/tree"
   (cd "$bdir" && find src -name '*.h' -not -path '*/CMakeFiles/*' | tar -cf - -T -) |
     tar -xf - -C "$dest.new/headers/build"
-  git -C "$tree" rev-parse HEAD >"$dest.new/commit"
+  if [ "${4:-}" = --install ]; then
+    cmake --install "$bdir" --prefix "$dest.new/prefix" >"$work/logs/install-$1.log" 2>&1 ||
+      { tail -n 20 "$work/logs/install-$1.log" >&2; die "cmake --install of $1 failed (log: $work/logs/install-$1.log)"; }
+  fi
+  git -C "$tree" rev-parse "$commit^{commit}" >"$dest.new/commit"
+  git -C "$tree" rev-parse "$commit^{tree}" >"$dest.new/tree"
   echo "$key" >"$dest.new/key"
   rm -rf "$dest"
   mv "$dest.new" "$dest"
 }
+state_key() {  # COMMIT KIND -> the key of COMMIT's tree built as KIND
+  echo "$key_cfg $(git -C "$tree" rev-parse "$1^{tree}") $2" | sha256sum | cut -c1-16
+}
+have() {  # NAME KEY: a kept build of KEY (whose tree the repository still has)
+  [ -x "$work/builds/$1/bin/test-libmongoc" ] && [ "$(cat "$work/builds/$1/key" 2>/dev/null)" = "$2" ] &&
+    git -C "$tree" cat-file -e "$(cat "$work/builds/$1/tree")^{tree}" 2>/dev/null
+}
+# NAME: COMMIT built (KIND full: test-libmongoc and the shared libraries,
+# installed too with --install; tests: test-libmongoc) and kept, unless a
+# build of the same tree is kept already.
+ensure() {  # NAME COMMIT KIND [--install]
+  local name=$1 commit=$2 kind=$3 key
+  key=$(state_key "$commit" "$kind${4:-}")
+  if have "$name" "$key"; then
+    say "build: $name: kept from an earlier run ($(cut -c1-12 "$work/builds/$name/commit"))"
+    return 0
+  fi
+  goto "$commit"
+  local -a t=("${targets[@]}")
+  [ "$kind" = full ] || t=(test-libmongoc)
+  # (`cmake --install` wants every installed target built: mongoc-stat too.)
+  if [ "${4:-}" = --install ] && grep -q '^mongoc-stat:' <<<"$(ninja -C "$bdir" -t targets all 2>/dev/null)"; then
+    t+=(mongoc-stat)
+  fi
+  say "build: $name (${t[*]})"
+  build "$name" "${t[@]}" || return 1
+  say "build: $name: $BUILD_STEPS files compiled, $BUILD_WARNINGS warnings"
+  save "$name" "$key" "$commit" ${4:-}
+}
 
-# The series' test sources on the pristine library: the changes under the
-# test folders, and the CMake lists of the series without the files it
-# adds to the library (tokens naming them are dropped, and lines left
-# empty by that).
-apply_series_tests() {  # SERIES-HEAD
-  local head=$1 f
-  local -a testdirs=(src/libmongoc/tests src/libbson/tests)
-  git -C "$tree" diff --binary "$base" "$head" -- "${testdirs[@]}" | git -C "$tree" apply --whitespace=nowarn
-  git -C "$tree" diff --name-only --diff-filter=A "$base" "$head" -- . \
-    ":(exclude)src/libmongoc/tests" ":(exclude)src/libbson/tests" >"$work/series-added.txt"
-  for f in $(git -C "$tree" diff --name-only "$base" "$head" -- '*CMakeLists.txt' '*.cmake'); do
-    git -C "$tree" show "$head:$f" | python3 -c '
+# NAME's test sources on its base: the changes under the test folders, and
+# the CMake lists NAME changes without the files it adds to the library
+# (tokens naming them, or a folder it adds, are dropped, and lines left
+# empty by that; a CMake list it adds is left out); and, when its tests
+# call what it adds to the library, the stubs its folder holds for the
+# base: K-NAME/unpatched/PATH is laid over the base at PATH (e.g.
+# unpatched/src/libmongoc/src/mongoc/mcd-crc32c.h declaring a function
+# that returns a wrong value), never part of a patch. Made as a commit,
+# through an index of its own (no checkout): its tree says whether a kept
+# build is still good.
+testdirs=(src/libmongoc/tests src/libbson/tests)
+newtests_commit() {  # BASE HEAD UNIT-DIR -> the commit
+  local b=$1 h=$2 idx=$work/newtests.index f blob
+  rm -f "$idx"
+  GIT_INDEX_FILE=$idx git -C "$tree" read-tree "$b"
+  if ! git -C "$tree" diff --quiet "$b" "$h" -- "${testdirs[@]}"; then
+    git -C "$tree" diff --binary "$b" "$h" -- "${testdirs[@]}" |
+      GIT_INDEX_FILE=$idx git -C "$tree" apply --cached --whitespace=nowarn
+  fi
+  git -C "$tree" diff --name-only --diff-filter=A "$b" "$h" -- . \
+    ":(exclude)src/libmongoc/tests" ":(exclude)src/libbson/tests" >"$work/added.txt"
+  # The folders those files add.
+  awk -F/ '{ p = ""; for (i = 1; i < NF; i++) { p = p (i > 1 ? "/" : "") $i; print p } }' "$work/added.txt" | sort -u |
+    while read -r f; do git -C "$tree" cat-file -e "$b:$f" 2>/dev/null || echo "$f/"; done >>"$work/added.txt"
+  for f in $(git -C "$tree" diff --name-only --diff-filter=M "$b" "$h" -- '*CMakeLists.txt' '*.cmake' \
+               ":(exclude)src/libmongoc/tests" ":(exclude)src/libbson/tests"); do
+    blob=$(git -C "$tree" show "$h:$f" | python3 -c '
 import os, re, sys
-added = [os.path.basename(l.strip()) for l in open(sys.argv[1]) if l.strip()]
+added = [os.path.basename(l.strip().rstrip("/")) for l in open(sys.argv[1]) if l.strip()]
 for line in sys.stdin:
     new = line
     for name in added:
         new = re.sub(r"\S*" + re.escape(name) + r"\S*", "", new)
-    if new != line and not new.strip():
+    # (A line left empty, or with a bare command name, as
+    # "add_subdirectory (fuzz)" leaves "add_subdirectory", goes too.)
+    if new != line and re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)?\s*", new):
         continue
-    sys.stdout.write(new if new != line else line)' "$work/series-added.txt" >"$tree/$f"
+    sys.stdout.write(new if new != line else line)' "$work/added.txt" | git -C "$tree" hash-object -w --stdin)
+    GIT_INDEX_FILE=$idx git -C "$tree" update-index --cacheinfo "100644,$blob,$f"
   done
+  # The unit's stubs for the base (K-NAME/unpatched/PATH: PATH laid over
+  # the base, for this build only).
+  if [ -d "$3/unpatched" ]; then
+    (cd "$3/unpatched" && find . -type f | sed 's|^\./||' | sort) | while IFS= read -r f; do
+      blob=$(git -C "$tree" hash-object -w -- "$3/unpatched/$f")
+      GIT_INDEX_FILE=$idx git -C "$tree" update-index --add --cacheinfo "100644,$blob,$f"
+    done
+  fi
+  GIT_AUTHOR_NAME=fork-check GIT_AUTHOR_EMAIL=fork-check@opmsg.invalid GIT_AUTHOR_DATE=2000-01-01T00:00:00Z \
+  GIT_COMMITTER_NAME=fork-check GIT_COMMITTER_EMAIL=fork-check@opmsg.invalid GIT_COMMITTER_DATE=2000-01-01T00:00:00Z \
+    git -C "$tree" commit-tree "$(GIT_INDEX_FILE=$idx git -C "$tree" write-tree)" -p "$b" -m "the new tests on the base"
+  rm -f "$idx"
 }
-
-built_any=0
-if have "$work/unpatched" "$key_base" && have "$work/newtests" "$key_series" && have "$work/patched" "$key_series" &&
-   [ "$(head -n 1 "$work/commits.tsv" 2>/dev/null)" = "# $key_commits" ]; then
-  say "builds: cached (unpatched $(cut -c1-12 "$work/unpatched/commit"), patched $(cut -c1-12 "$work/patched/commit"))"
-else
-  built_any=1
-  # The tree: a clone of the pristine repository, reset to the base.
-  if [ ! -d "$tree/.git" ]; then
-    rm -rf "$tree"
-    git clone -q "$pristine" "$tree"
-  fi
-  git -C "$tree" config user.name "opmsg fork-check"
-  git -C "$tree" config user.email "fork-check@opmsg.invalid"
-  git -C "$tree" am --abort >/dev/null 2>&1 || true
-  git -C "$tree" fetch -q "$pristine" "+refs/tags/opmsg-base:refs/tags/opmsg-base" \
-    "+refs/tags/opmsg-series-base:refs/tags/opmsg-series-base"
-  git -C "$tree" checkout -q -f --detach "$base"
-  git -C "$tree" clean -q -fdx
-  if [ ! -f "$bdir/CMakeCache.txt" ] || [ "$(cat "$bdir/.fork-key" 2>/dev/null)" != "$key_cfg" ]; then
-    rm -rf "$bdir"
-    mkdir -p "$bdir"
-    say "configure: upstream's CMake with ENABLE_MAINTAINER_FLAGS=ON (log: $work/logs/configure.log)"
-    cmake -S "$tree" -B "$bdir" "${cmake_args[@]}" >"$work/logs/configure.log" 2>&1 ||
-      { tail -n 30 "$work/logs/configure.log" >&2; die "cmake configure failed"; }
-    echo "$key_cfg" >"$bdir/.fork-key"
-  fi
-  phase configure
-
-  if ! have "$work/unpatched" "$key_base"; then
-    say "build: unpatched $target ${short} (${targets[*]})"
-    build unpatched "${targets[@]}" || die "the pristine tree does not build"
-    say "build: unpatched: $BUILD_STEPS files compiled, $BUILD_WARNINGS warnings"
-    save "$work/unpatched" "$key_base"
-  else
-    say "build: unpatched cached"
-  fi
-  phase build-unpatched
-
-  # The series, applied in one go first: a patch that does not apply is
-  # named before anything is built.
-  git -C "$tree" checkout -q -f -B series "$base"
-  for i in "${!patches[@]}"; do
-    p=${patches[$i]}
-    if ! git -C "$tree" am -q --keep-cr --committer-date-is-author-date "$p" >"$work/logs/am.log" 2>&1; then
-      cat "$work/logs/am.log" >&2
-      git -C "$tree" am --abort >/dev/null 2>&1 || true
-      die "patch $((i + 1)) of $npatches, $(basename "$p"), does not apply to $target ${short} (git am, above)"
-    fi
-  done
-  head=$(git -C "$tree" rev-parse HEAD)
-  say "series: all $npatches patches apply (git am)"
-  phase apply
-
-  # Pristine library, the series' tests.
-  git -C "$tree" checkout -q -f --detach "$base"
-  apply_series_tests "$head"
-  say "build: the series' tests on the pristine library (test-libmongoc)"
-  build newtests test-libmongoc || die "the series' tests do not build on the pristine library"
-  save "$work/newtests" "$key_series"
-  say "build: new tests: $BUILD_STEPS files compiled"
-  git -C "$tree" checkout -q -f series
-  git -C "$tree" clean -q -fdx
-  phase build-new-tests
-fi
-
-# --- Each commit alone ------------------------------------------------------------------------
 
 # Environment of a test-libmongoc run without a server (nothing else: env -i).
 run_env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on)
 [ -n "${TMPDIR:-}" ] && run_env+=(TMPDIR="$TMPDIR")
 
-# One run of LIST with a build's test-libmongoc from its tree, JOBS at a
-# time, into OUT (suite_run: each test in its own process).
-# (Every build is compiled in the tree: its messages name files there.)
+# One run of LIST with a test-libmongoc from SRC, JOBS at a time, into OUT
+# (suite_run: each test in its own process). (Every build is compiled in
+# the working tree: its messages name files there.)
 run_bin() {  # BIN SRC LIST OUT JOBS [ENV...] (default: run_env)
   local bin=$1 src=$2 list=$3 out=$4 n=$5
   shift 5
@@ -387,6 +651,24 @@ selected() {  # the names of standard input that --match selects
   awk 'BEGIN { for (i = 1; i < ARGC; i++) p[i] = ARGV[i]; n = ARGC - 1; ARGC = 1 }
        { for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' "${matches[@]}"
 }
+# A kept build's tree, to run its test-libmongoc from (its JSON tests are
+# read relative to it, and tests write files there): made afresh once per
+# check, from the build's commit.
+declare -A src_made
+state_src() {  # NAME: STATE_SRC, the folder
+  local d=$work/builds/$1
+  if [ -z "${src_made[$1]:-}" ]; then
+    rm -rf "$d/src"
+    mkdir -p "$d/src"
+    git -C "$tree" archive "$(cat "$d/tree")" | tar -x -C "$d/src"
+    src_made[$1]=1
+  fi
+  STATE_SRC=$d/src
+}
+run_state() {  # NAME LIST OUT [JOBS]
+  state_src "$1"
+  run_bin "$work/builds/$1/bin/test-libmongoc" "$STATE_SRC" "$2" "$3" "${4:-1}"
+}
 
 # upstream's tools/format.py formats these (its SOURCE_DIRS, SOURCE_PATTERNS
 # and EXCLUDE_SOURCES).
@@ -399,12 +681,11 @@ format_scope() {  # FILE... -> those upstream's format.py covers
   done
 }
 
-# Formatted with the clang-format series of the target (its manifest) and
-# the tree's own .clang-format: by upstream's tools/format.py where the tree
-# has it (master); else (1.30, whose own check is clang-format --dry-run over
-# every file, and whose pristine mongoc-cluster.c is already off in one place)
-# on the lines each commit changes.
-cf_pin=$(python3 "$top/fork/generate.py" "$target" --clang-format-pin)
+# Formatted with the target's clang-format series and the tree's own
+# .clang-format: by upstream's tools/format.py where the tree has it
+# (master); else (1.30, whose own check is clang-format --dry-run over every
+# file, and whose pristine mongoc-cluster.c is already off in one place) on
+# the lines each commit changes.
 format_check() {  # FILE...: in $tree, the files a commit touches
   if [ -f "$tree/tools/format.py" ]; then
     (cd "$tree" && python3 tools/format.py --mode check -j 2 --clang-format-bin "$clang_format" "$@")
@@ -423,9 +704,9 @@ format_check() {  # FILE...: in $tree, the files a commit touches
 
 # Upstream's check-preludes.py on a commit's public headers. It stops at the
 # first header without its prelude, and a Debian tree can fail it before the
-# series (trixie's validate-private.h, from Debian's own security patch), so
-# the headers the series base already fails on are found once and left out:
-# what is checked is that the series adds no such header.
+# fork (trixie's validate-private.h, from Debian's own security patch), so
+# the headers the base already fails on are found once and left out: what
+# is checked is that a commit adds no such header.
 prelude_headers=(src/libmongoc/src/mongoc src/libbson/src/bson src/common/src)
 preludes_run() {  # COMMIT DIR: check-preludes.py on COMMIT's headers, minus $work/preludes-base.txt
   rm -rf "$2" && mkdir -p "$2/.evergreen/scripts"
@@ -437,223 +718,370 @@ preludes_base() {  # -> $work/preludes-base.txt, the base's headers that fail, o
   local out i
   : >"$work/preludes-base.txt"
   for i in $(seq 1 50); do
-    out=$(preludes_run "$base" "$work/preludes-scratch" 2>&1) && return 0
+    out=$(preludes_run "$base_ref" "$work/preludes-scratch" 2>&1) && return 0
     out=$(sed -n 's/ did not include prelude$//p' <<<"$out")
-    [ -n "$out" ] || die "check-preludes.py fails on the series base for another reason (run it there)"
+    [ -n "$out" ] || die "check-preludes.py fails on the base for another reason (run it there)"
     echo "$out" >>"$work/preludes-base.txt"
   done
-  die "check-preludes.py: more than 50 headers of the series base fail it"
+  die "check-preludes.py: more than 50 headers of the base fail it"
 }
+preludes_base
+[ ! -s "$work/preludes-base.txt" ] ||
+  say "preludes: the base already fails check-preludes.py on $(tr '\n' ' ' <"$work/preludes-base.txt")(left out)"
+clang_format=$("$top/scripts/clang-format.sh" --pin "$cf_pin") || die "no clang-format $cf_pin (scripts/clang-format.sh)"
+cf_version=$("$clang_format" --version | sed 's/.*version //')
 
-if [ "$built_any" -eq 1 ]; then
-  preludes_base
-  [ ! -s "$work/preludes-base.txt" ] ||
-    say "preludes: the series base already fails check-preludes.py on $(tr '\n' ' ' <"$work/preludes-base.txt")(left out)"
-  clang_format=$("$top/scripts/clang-format.sh" --pin "$cf_pin") || die "no clang-format $cf_pin (scripts/clang-format.sh)"
-  mapfile -t commits < <(git -C "$tree" rev-list --reverse "$base..series")
-  cat "$work/new-tests.names" "$work/changed-tests.names" | sort -u >"$work/series-tests.names"
-  echo "# $key_commits" >"$work/commits.tsv.new"
+# The base.
+ensure base "$base_ref" full $([ "$layout" = prs ] && echo --install) || die "the pristine tree does not build"
+phase build-base
+
+# Each unit: its new tests on its base, then each commit alone. A commit's
+# verdict is kept (build/fork/TARGET/verdicts/) once it holds, keyed by
+# its tree, its parent's, the clang-format and the unit's lists.
+mkdir -p "$work/verdicts"
+declare -A u_newtests u_commits_ok u_built
+# A pull request's own build: test-libmongoc and the shared libraries; in
+# CI mode test-libmongoc alone (its shared libraries serve nothing there:
+# the harness runs on base and all).
+ukind=full
+[ "$ci" -eq 0 ] || [ "$layout" = flat ] || ukind=tests
+for name in "${units[@]}"; do
+  [ "${u_applied[$name]}" = yes ] || continue
+  b=${u_base[$name]}
+  if [ "$b" = master ]; then bstate=base bcommit=$base_ref; else bstate=$b bcommit=${u_head[$b]}; fi
+  # A base not checked (--pr) is built here, once.
+  if [ "$b" != master ] && [ -z "${u_built[$b]:-}" ]; then
+    if ensure "$b" "${u_head[$b]}" "$ukind"; then u_built[$b]=1; else u_built[$b]=0; fi
+  fi
+  if [ "${u_selected[$name]}" -eq 0 ]; then continue; fi
+  if [ "$b" != master ] && [ "${u_built[$b]:-0}" != 1 ]; then
+    fail "${u_label[$name]}: its base, ${u_label[$b]}, does not build: nothing to compare it with"
+  fi
+  w=$work/units/$name
+  # The new tests on the base.
+  nc=$(newtests_commit "$bcommit" "${u_head[$name]}" "${u_dir[$name]}")
+  if ensure "$name.newtests" "$nc" tests; then
+    u_newtests[$name]=1
+  else
+    u_newtests[$name]=0
+    fail "${u_label[$name]}: its tests do not build on its base (log: $work/logs/build-$name.newtests.log)"
+  fi
+  # Each commit.
+  mapfile -t commits < <(git -C "$tree" rev-list --reverse "$bcommit..${u_head[$name]}")
+  : >"$w/commits.tsv"
+  ok=1
   for k in "${!commits[@]}"; do
     c=${commits[$k]}
     n=$((k + 1))
+    last=0
+    [ "$n" -lt "${#commits[@]}" ] || last=1
     subject=$(git -C "$tree" log -1 --format=%s "$c")
-    git -C "$tree" checkout -q -f --detach "$c"
+    vkey=$( { echo "$key_cfg $cf_version"; git -C "$tree" rev-parse "$c~1^{tree}" "$c^{tree}"; cat "$w/tests.names"; } |
+            sha256sum | cut -c1-16)
+    fkey=$(state_key "$c" "$ukind")
+    if [ -s "$work/verdicts/$vkey" ] && { [ "$last" -eq 0 ] || have "$name" "$fkey"; }; then
+      cat "$work/verdicts/$vkey" >>"$w/commits.tsv"
+      IFS=$'\t' read -r _ sha _ _ fmt prel built tests <"$work/verdicts/$vkey"
+      say "${u_label[$name]} commit $n/${#commits[@]} $sha $subject: format $fmt, preludes $prel, build $built, tests $tests (kept)"
+      continue
+    fi
+    goto "$c"
+    failed_before=${#failures[@]}
     mapfile -t touched < <(git -C "$tree" diff --name-only --diff-filter=d "$c~1" "$c")
     mapfile -t scoped < <(format_scope "${touched[@]}")
     fmt=ok
-    if [ ${#scoped[@]} -gt 0 ] && ! format_check "${scoped[@]}" >"$work/logs/format-$n.log" 2>&1; then
+    if [ ${#scoped[@]} -gt 0 ] && ! format_check "${scoped[@]}" >"$work/logs/format-$name-$n.log" 2>&1; then
       fmt=FAIL
-      fail "commit $n ($subject): not formatted with upstream's clang-format $("$clang_format" --version | sed 's/.*version //') (log: $work/logs/format-$n.log)"
+      fail "${u_label[$name]} commit $n ($subject): not formatted with upstream's clang-format $cf_version (log: $work/logs/format-$name-$n.log)"
     fi
     prel=ok
-    if ! preludes_run "$c" "$work/preludes-scratch" >"$work/logs/preludes-$n.log" 2>&1; then
+    if ! preludes_run "$c" "$work/preludes-scratch" >"$work/logs/preludes-$name-$n.log" 2>&1; then
       prel=FAIL
-      fail "commit $n ($subject): upstream's check-preludes.py: $(tail -n 1 "$work/logs/preludes-$n.log")"
+      fail "${u_label[$name]} commit $n ($subject): upstream's check-preludes.py: $(tail -n 1 "$work/logs/preludes-$name-$n.log")"
     fi
     # (The shared libraries, which compile the same files again, only for
-    # the last commit: the harness needs them.)
+    # the last commit: it is kept, and the harness needs them.)
     commit_targets=(test-libmongoc)
-    [ "$n" -lt "${#commits[@]}" ] || commit_targets=("${targets[@]}")
-    if build "commit-$n" "${commit_targets[@]}"; then
+    [ "$last" -eq 0 ] || [ "$ukind" != full ] || commit_targets=("${targets[@]}")
+    tests=-
+    if build "$name-$n" "${commit_targets[@]}"; then
       built="$BUILD_STEPS files, $BUILD_WARNINGS warnings"
       bin=$bdir/src/libmongoc/test-libmongoc
-      list_tests "$bin" "$tree" | grep -xF -f "$work/series-tests.names" >"$work/commit-$n.tests" || true
-      tests="-"
-      if [ -s "$work/commit-$n.tests" ]; then
-        run_bin "$bin" "$tree" "$work/commit-$n.tests" "$work/runs/commit-$n" "$jobs"
-        read -r tn tp _ <<<"$(suite_counts "$work/runs/commit-$n/results.tsv")"
+      list_tests "$bin" "$tree" | grep -xF -f "$w/tests.names" >"$w/commit-$n.tests" || true
+      if [ -s "$w/commit-$n.tests" ]; then
+        run_bin "$bin" "$tree" "$w/commit-$n.tests" "$work/runs/commit-$name-$n" "$jobs"
+        read -r tn tp _ <<<"$(suite_counts "$work/runs/commit-$name-$n/results.tsv")"
         tests="$tp of $tn pass"
         if [ "$tp" -ne "$tn" ]; then
-          fail "commit $n ($subject): $((tn - tp)) of the series' tests fail there: $(awk -F'\t' '$2 != "pass" {printf "%s%s (%s)", s, $1, $6; s = ", "}' "$work/runs/commit-$n/results.tsv")"
+          fail "${u_label[$name]} commit $n ($subject): $((tn - tp)) of its tests fail there: $(awk -F'\t' '$2 != "pass" {printf "%s%s (%s)", s, $1, $6; s = ", "}' "$work/runs/commit-$name-$n/results.tsv")"
         fi
       fi
+      [ "$last" -eq 0 ] || save "$name" "$fkey" "$c"
     else
       built=FAIL
-      tests=-
-      fail "commit $n ($subject) does not build alone (log: $work/logs/build-commit-$n.log)"
+      fail "${u_label[$name]} commit $n ($subject) does not build alone (log: $work/logs/build-$name-$n.log)"
     fi
-    say "commit $n/${#commits[@]} $(git -C "$tree" rev-parse --short "$c") $subject: format $fmt, preludes $prel, build $built, tests $tests"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$(git -C "$tree" rev-parse --short=12 "$c")" "$subject" \
-      "${#touched[@]}" "$fmt" "$prel" "$built" "$tests" >>"$work/commits.tsv.new"
+    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$n" "$(git -C "$tree" rev-parse --short=12 "$c")" "$subject" \
+      "${#touched[@]}" "$fmt" "$prel" "$built" "$tests")
+    echo "$line" >>"$w/commits.tsv"
+    # Kept only when it holds, so that a failure is looked at again.
+    if [ ${#failures[@]} -eq "$failed_before" ]; then echo "$line" >"$work/verdicts/$vkey"; else ok=0; fi
+    say "${u_label[$name]} commit $n/${#commits[@]} $(git -C "$tree" rev-parse --short "$c") $subject: format $fmt, preludes $prel, build $built, tests $tests"
   done
-  mv "$work/commits.tsv.new" "$work/commits.tsv"
-  git -C "$tree" checkout -q -f series
-  [ -x "$bdir/src/libmongoc/test-libmongoc" ] && [ "$(awk -F'\t' 'END {print $7}' "$work/commits.tsv")" != FAIL ] ||
-    die "the last commit of the series does not build"
-  save "$work/patched" "$key_series"
-  # A failed commit must not look cached on the next run.
-  [ ${#failures[@]} -eq 0 ] || sed -i "1s/.*/# failed/" "$work/commits.tsv"
-  phase commits
-else
-  # The verdicts of the cached walk.
-  while IFS=$'\t' read -r n sha subject nfiles fmt prel built tests; do
-    case $n in '#'*) continue ;; esac
-    say "commit $n $sha $subject: format $fmt, preludes $prel, build $built, tests $tests (cached)"
-  done <"$work/commits.tsv"
+  u_commits_ok[$name]=$ok
+  if have "$name" "$(state_key "${u_head[$name]}" "$ukind")"; then u_built[$name]=1; else u_built[$name]=0; fi
+  phase "commits-$name"
+done
+
+# Every pull request applied.
+all_state=""
+if [ "$layout" = flat ]; then
+  [ "${u_built[series]:-0}" != 1 ] || all_state=series
+elif [ -n "$all_head" ]; then
+  if ensure all "$all_head" full --install; then
+    all_state=all
+  else
+    fail "all: the pull requests applied together do not build (log: $work/logs/build-all.log)"
+  fi
+  phase build-all
 fi
-ncommits=$(grep -vc '^#' "$work/commits.tsv" || true)
-[ "$ncommits" -eq "$npatches" ] || fail "the series has $npatches patches but $ncommits commits"
+# What make bench-fork reads.
+for l in unpatched:base patched:$all_state newtests:; do
+  rm -rf "${work:?}/${l%%:*}"
+  [ -z "${l#*:}" ] || ln -sfn "builds/${l#*:}" "$work/${l%%:*}"
+done
 
 if [ "$build_only" -eq 1 ]; then
-  say "builds: unpatched $work/unpatched, new tests $work/newtests, patched $work/patched"
+  say "builds: $(cd "$work/builds" && ls -d -- */ | tr -d / | tr '\n' ' ')in $work/builds"
+  [ ${#failures[@]} -eq 0 ] || { printf '  %s\n' "${failures[@]}"; exit 1; }
   exit 0
 fi
 
-# --- test-libmongoc without a server: unpatched and patched -------------------------------------
+# --- test-libmongoc without a server ---------------------------------------------------------
 
 runs=$work/runs
 mkdir -p "$runs"
-unpatched_bin=$work/unpatched/bin/test-libmongoc
-patched_bin=$work/patched/bin/test-libmongoc
-newtests_bin=$work/newtests/bin/test-libmongoc
-# The unpatched suite runs from the pristine tree, the others from the
-# tree at the series' last commit (their JSON tests are read from there).
-list_tests "$unpatched_bin" "$pristine" >"$runs/unpatched.all"
-list_tests "$patched_bin" "$tree" >"$runs/patched.all"
-selected <"$runs/unpatched.all" >"$runs/unpatched.list"
-selected <"$runs/patched.all" >"$runs/patched.list"
-[ ${#matches[@]} -eq 0 ] || say "suite: only the tests under ${matches[*]} (--match)"
-# Tests on both sides, in the patched order; and those of one side only.
-grep -xF -f "$runs/unpatched.list" "$runs/patched.list" >"$runs/both.list" || true
-grep -vxF -f "$runs/unpatched.list" "$runs/patched.list" >"$runs/patched-only.list" || true
-grep -vxF -f "$runs/patched.list" "$runs/unpatched.list" >"$runs/unpatched-only.list" || true
-nrun=$(sort -u "$runs/unpatched.list" "$runs/patched.list" | wc -l)
-say "suite: $(wc -l <"$runs/unpatched.list") tests unpatched, $(wc -l <"$runs/patched.list") patched, $jobs at a time"
-
-run_unpatched() { run_bin "$unpatched_bin" "$pristine" "$1" "$2" "${3:-1}"; }
-run_patched() { run_bin "$patched_bin" "$tree" "$1" "$2" "${3:-1}"; }
-
-run_unpatched "$runs/unpatched.list" "$runs/unpatched" "$jobs"
-read -r _ p0 f0 s0 t0 <<<"$(suite_counts "$runs/unpatched/results.tsv")"
-say "suite: unpatched: passed $p0, failed $f0, skipped $s0, timed out $t0 in $(cat "$runs/unpatched/seconds") s"
-phase suite-unpatched
-run_patched "$runs/patched.list" "$runs/patched" "$jobs"
-read -r _ p1 f1 s1 t1 <<<"$(suite_counts "$runs/patched/results.tsv")"
-say "suite: patched: passed $p1, failed $f1, skipped $s1, timed out $t1 in $(cat "$runs/patched/seconds") s"
-phase suite-patched
-
-# The two runs side by side over the tests both have, for suite_confirm.
-align() {  # RESULTS.tsv LIST OUT-DIR: RESULTS' lines of LIST, in LIST's order
-  mkdir -p "$3"
-  awk -F'\t' 'NR == FNR { r[$1] = $0; next } { print r[$0] }' "$1" "$2" >"$3/results.tsv"
-}
-align "$runs/unpatched/results.tsv" "$runs/both.list" "$runs/cmp-unpatched"
-align "$runs/patched/results.tsv" "$runs/both.list" "$runs/cmp-patched"
-suite_confirm "$runs/cmp-unpatched" "$runs/cmp-patched" "$runs" run_unpatched run_patched
-# A test of one side only differs by being there.
-awk -F'\t' 'FILENAME == ARGV[1] { p[$0] = 1; next }
-            FILENAME == ARGV[2] { u[$0] = 1; next }
-            FILENAME == ARGV[3] && ($1 in p) { print $1 "\tabsent\t" $2 "\tdifference\tnot registered\t" $6 }
-            FILENAME == ARGV[4] && ($1 in u) { print $1 "\t" $2 "\tabsent\tdifference\t" $6 "\tnot registered" }' \
-  "$runs/patched-only.list" "$runs/unpatched-only.list" "$runs/patched/results.tsv" "$runs/unpatched/results.tsv" \
-  >>"$runs/cmp-patched/confirmed.tsv"
-explanations=("$work/series.explained" "$explained")
-suite_tally "$runs/cmp-patched/confirmed.tsv" unpatched patched "${explanations[@]}"
-ndiff=$SUITE_NDIFF nexpl=$SUITE_NEXPL nflaky=$SUITE_NFLAKY
-diff_rows=$SUITE_ROWS flaky_rows=$SUITE_FLAKY_ROWS
-if [ "$ndiff" -gt "$nexpl" ]; then
-  for t in $(suite_unexplained "$runs/cmp-patched/confirmed.tsv" "${explanations[@]}"); do
-    fail "unexplained difference: $t"
-  done
-fi
-say "suite: run $nrun, unpatched passed $p0, patched passed $p1, differences $ndiff, explained $nexpl, flaky $nflaky"
-
 # A test killed by a signal other than its own abort (a failed assertion
 # aborts) crashed.
 crashes() {  # RESULTS.tsv... -> the names of the tests that crashed
   awk -F'\t' '$4 == 132 || $4 == 135 || $4 == 136 || $4 == 139 {print $1}' "$@"
 }
-patched_crashes=$(crashes "$runs/patched/results.tsv" | wc -l)
-unpatched_crashes=$(crashes "$runs/unpatched/results.tsv" | wc -l)
-[ "$patched_crashes" -eq 0 ] || fail "patched test-libmongoc crashed in: $(crashes "$runs/patched/results.tsv" | tr '\n' ' ')"
+# The whole suite on a kept build, once per check: runs/NAME/.
+declare -A suite_done
+suite_state() {  # NAME
+  local name=$1
+  [ -z "${suite_done[$name]:-}" ] || return 0
+  state_src "$name"
+  list_tests "$work/builds/$name/bin/test-libmongoc" "$STATE_SRC" >"$runs/$name.all"
+  selected <"$runs/$name.all" >"$runs/$name.list"
+  say "suite: $name: $(wc -l <"$runs/$name.list") tests, $jobs at a time"
+  run_state "$name" "$runs/$name.list" "$runs/$name" "$jobs"
+  read -r _ p f s t <<<"$(suite_counts "$runs/$name/results.tsv")"
+  say "suite: $name: passed $p, failed $f, skipped $s, timed out $t in $(cat "$runs/$name/seconds") s"
+  suite_done[$name]=1
+  phase "suite-$name"
+}
+[ ${#matches[@]} -eq 0 ] || say "suite: only the tests under ${matches[*]} (--match)"
+
+# Two kept builds' runs compared over the tests both have; a test of one
+# side only differs by being there. Sets CMP_* (counts, rows), fails on an
+# unexplained difference or a crash of B.
+cmp_a="" cmp_b=""
+run_cmp_a() { run_state "$cmp_a" "$@"; }
+run_cmp_b() { run_state "$cmp_b" "$@"; }
+align() {  # RESULTS.tsv LIST OUT-DIR: RESULTS' lines of LIST, in LIST's order
+  mkdir -p "$3"
+  awk -F'\t' 'NR == FNR { r[$1] = $0; next } { print r[$0] }' "$1" "$2" >"$3/results.tsv"
+}
+compare() {  # A B WHO EXPLANATION-FILE...
+  local a=$1 b=$2 who=$3 c=$runs/cmp-$1-vs-$2 t
+  shift 3
+  suite_state "$a"
+  suite_state "$b"
+  rm -rf "$c"
+  mkdir -p "$c"
+  grep -xF -f "$runs/$a.list" "$runs/$b.list" >"$c/both.list" || true
+  grep -vxF -f "$runs/$a.list" "$runs/$b.list" >"$c/b-only.list" || true
+  grep -vxF -f "$runs/$b.list" "$runs/$a.list" >"$c/a-only.list" || true
+  align "$runs/$a/results.tsv" "$c/both.list" "$c/a"
+  align "$runs/$b/results.tsv" "$c/both.list" "$c/b"
+  cmp_a=$a cmp_b=$b
+  suite_confirm "$c/a" "$c/b" "$c" run_cmp_a run_cmp_b
+  awk -F'\t' 'FILENAME == ARGV[1] { p[$0] = 1; next }
+              FILENAME == ARGV[2] { u[$0] = 1; next }
+              FILENAME == ARGV[3] && ($1 in p) { print $1 "\tabsent\t" $2 "\tdifference\tnot registered\t" $6 }
+              FILENAME == ARGV[4] && ($1 in u) { print $1 "\t" $2 "\tabsent\tdifference\t" $6 "\tnot registered" }' \
+    "$c/b-only.list" "$c/a-only.list" "$runs/$b/results.tsv" "$runs/$a/results.tsv" >>"$c/b/confirmed.tsv"
+  suite_tally "$c/b/confirmed.tsv" "$a" "$b" "$@"
+  CMP_RUN=$(sort -u "$runs/$a.list" "$runs/$b.list" | wc -l)
+  read -r _ CMP_P0 CMP_F0 CMP_S0 CMP_T0 <<<"$(suite_counts "$runs/$a/results.tsv")"
+  read -r _ CMP_P1 CMP_F1 CMP_S1 CMP_T1 <<<"$(suite_counts "$runs/$b/results.tsv")"
+  CMP_NDIFF=$SUITE_NDIFF CMP_NEXPL=$SUITE_NEXPL CMP_NFLAKY=$SUITE_NFLAKY
+  CMP_ROWS=$SUITE_ROWS CMP_FLAKY_ROWS=$SUITE_FLAKY_ROWS
+  for t in $(suite_unexplained "$c/b/confirmed.tsv" "$@"); do
+    fail "$who: unexplained difference: $t"
+  done
+  CMP_CRASHES=$(crashes "$runs/$b/results.tsv" | wc -l)
+  [ "$CMP_CRASHES" -eq 0 ] || fail "$who: $b's test-libmongoc crashed in: $(crashes "$runs/$b/results.tsv" | tr '\n' ' ')"
+  say "suite: $who ($a against $b): run $CMP_RUN, passed $CMP_P0 and $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
+}
+cmp_table() {  # A B: the report's tables of the last compare
+  echo "| run | tests | passed | failed | skipped | timed out | crashed | wall time |"
+  echo "|---|---|---|---|---|---|---|---|"
+  echo "| $1 | $(wc -l <"$runs/$1.list") | $CMP_P0 | $CMP_F0 | $CMP_S0 | $CMP_T0 | $(crashes "$runs/$1/results.tsv" | wc -l) | $(cat "$runs/$1/seconds") s |"
+  echo "| $2 | $(wc -l <"$runs/$2.list") | $CMP_P1 | $CMP_F1 | $CMP_S1 | $CMP_T1 | $(crashes "$runs/$2/results.tsv" | wc -l) | $(cat "$runs/$2/seconds") s |"
+  echo
+  echo "Differences: $CMP_NDIFF, explained $CMP_NEXPL (each run twice more per side, one test at a time,"
+  echo "with the same result in every try)."
+  if [ "$CMP_NDIFF" -gt 0 ]; then
+    echo
+    echo "| test | $1 | $2 | message | explanation |"
+    echo "|---|---|---|---|---|"
+    printf '%s' "$CMP_ROWS"
+  fi
+  if [ "$CMP_NFLAKY" -gt 0 ]; then
+    echo
+    echo "Flaky (results overlap between the sides over three tries; not counted): $CMP_NFLAKY"
+    echo
+    echo "| test | $1 tries | $2 tries | message |"
+    echo "|---|---|---|---|"
+    printf '%s' "$CMP_FLAKY_ROWS"
+  fi
+}
+
+case ${#units[@]} in 2) all_words=two ;; 3) all_words=three ;; 4) all_words=four ;; *) all_words=${#units[@]} ;; esac
+# The explanations of every unit, for the comparison of all.
+all_expl=()
+for name in "${units[@]}"; do all_expl+=("$work/units/$name/explained"); done
+all_expl+=("$explained")
+
+declare -A u_suite u_report
+# The comparison of all, first in CI mode: its figures stand for every line.
+all_suite="" all_report=""
+if [ -n "$all_state" ] && { [ "$ci" -eq 1 ] || [ "$layout" = prs ]; } && [ "$whole" -eq 1 ]; then
+  if [ "$layout" = prs ]; then
+    compare base "$all_state" "all" "${all_expl[@]}"
+    all_suite="suite run $CMP_RUN (all $all_words), unpatched passed $CMP_P0, patched passed $CMP_P1"
+    all_diff="differences $CMP_NDIFF, explained $CMP_NEXPL"
+    all_crashes_suite=$CMP_CRASHES
+    all_report=$(cmp_table base "$all_state")
+  fi
+fi
+for name in "${checked[@]}"; do
+  [ "${u_built[$name]:-0}" = 1 ] || continue
+  b=${u_base[$name]}
+  bstate=base
+  [ "$b" = master ] || bstate=$b
+  if [ "$ci" -eq 1 ] && [ "$layout" = prs ]; then
+    [ -n "$all_suite" ] || continue
+    u_suite[$name]="$all_suite, NEW, $all_diff"
+    continue
+  fi
+  [ "$bstate" = base ] || [ "${u_built[$b]:-0}" = 1 ] || continue
+  compare "$bstate" "$name" "${u_label[$name]}" "$work/units/$name/explained" "$explained"
+  u_suite[$name]="suite run $CMP_RUN, unpatched passed $CMP_P0, patched passed $CMP_P1, NEW, differences $CMP_NDIFF, explained $CMP_NEXPL"
+  u_report[$name]=$(cmp_table "$bstate" "$name")
+  if [ "$layout" = flat ]; then
+    all_crashes_suite=$CMP_CRASHES
+    flat_suite="suite run $CMP_RUN, unpatched passed $CMP_P0, patched passed $CMP_P1"
+    flat_diff="differences $CMP_NDIFF, explained $CMP_NEXPL"
+  fi
+done
 phase compare
 
-# --- The new tests: fail on the pristine library, pass patched --------------------------------------
+# --- The new tests: fail on the base, pass patched --------------------------------------------
 
-list_tests "$newtests_bin" "$tree" >"$runs/newtests.list"
-ok_new=0 fail_unpatched=0 pass_patched=0 guards=0
-new_rows=""
-if [ "$ntests" -gt 0 ]; then
-  run_bin "$newtests_bin" "$tree" "$work/new-tests.names" "$runs/new-unpatched" "$jobs"
-  run_bin "$patched_bin" "$tree" "$work/new-tests.names" "$runs/new-patched" "$jobs"
-  while IFS=$'\t' read -r name ures _ _ _ umsg; do
-    IFS=$'\t' read -r _ pres _ _ _ pmsg < <(awk -F'\t' -v n="$name" '$1 == n' "$runs/new-patched/results.tsv")
-    verdict=right
-    guard=0
-    grep -qxF -- "$name" "$work/guard-tests.names" && guard=1
-    if ! grep -qxF -- "$name" "$runs/newtests.list"; then
-      ures=absent; verdict="not registered on the pristine library"
-    elif [ "$ures" = fail ] || [ "$ures" = timeout ]; then
-      fail_unpatched=$((fail_unpatched + 1))
-      [ "$guard" -eq 0 ] || verdict="**declared a guard, but $ures unpatched**"
-    elif [ "$guard" -eq 1 ] && [ "$ures" = pass ]; then
-      guards=$((guards + 1))
-      verdict="right (a guard: passes on both, as declared)"
-    else
-      verdict="**$ures unpatched: it does not test the change**"
-    fi
-    if ! grep -qxF -- "$name" "$runs/patched.all"; then
-      pres=absent; verdict="not registered patched"
-    elif [ "$pres" = pass ]; then
-      pass_patched=$((pass_patched + 1))
-    else
-      verdict="**$pres patched**"
-    fi
-    if [ "${verdict%% *}" = right ]; then
-      ok_new=$((ok_new + 1))
-    else
-      fail "new test $name: ${verdict//\*/}"
-    fi
-    msg=$umsg
-    [ "$pres" = pass ] || [ "$pres" = absent ] || msg="patched: $pmsg"
-    new_rows+="| \`$name\` | $ures | $pres | $verdict | $(suite_md_cell "$(suite_first_msg "$msg")") |"$'\n'
-  done <"$runs/new-unpatched/results.tsv"
-fi
-say "new tests: $ntests, fail unpatched $fail_unpatched, pass patched $pass_patched, declared guards passing on both $guards"
+declare -A u_new u_new_rows
+for name in "${checked[@]}"; do
+  w=$work/units/$name
+  nt=$(wc -l <"$w/new-tests.names")
+  fu=0 pp=0 gd=0 rows=""
+  if [ "${u_newtests[$name]:-0}" = 1 ] && [ "${u_built[$name]:-0}" = 1 ] && [ "$nt" -gt 0 ]; then
+    state_src "$name.newtests"
+    list_tests "$work/builds/$name.newtests/bin/test-libmongoc" "$STATE_SRC" >"$w/newtests.registered"
+    state_src "$name"
+    list_tests "$work/builds/$name/bin/test-libmongoc" "$STATE_SRC" >"$w/patched.registered"
+    run_state "$name.newtests" "$w/new-tests.names" "$runs/new-$name-unpatched" "$jobs"
+    run_state "$name" "$w/new-tests.names" "$runs/new-$name-patched" "$jobs"
+    while IFS=$'\t' read -r t ures _ _ _ umsg; do
+      IFS=$'\t' read -r _ pres _ _ _ pmsg < <(awk -F'\t' -v n="$t" '$1 == n' "$runs/new-$name-patched/results.tsv")
+      guard=0
+      grep -qxF -- "$t" "$w/guard-tests.names" && guard=1
+      if ! grep -qxF -- "$t" "$w/newtests.registered"; then
+        ures=absent; verdict="not registered on the base"
+      elif [ "$ures" = fail ] || [ "$ures" = timeout ]; then
+        fu=$((fu + 1))
+        verdict=right
+        [ "$guard" -eq 0 ] || verdict="**declared a guard, but $ures on the base**"
+      elif [ "$guard" -eq 1 ] && [ "$ures" = pass ]; then
+        gd=$((gd + 1))
+        verdict="right (a guard: passes on both, as declared)"
+      else
+        verdict="**$ures on the base: it does not test the change**"
+      fi
+      if ! grep -qxF -- "$t" "$w/patched.registered"; then
+        pres=absent; verdict="not registered patched"
+      elif [ "$pres" = pass ]; then
+        pp=$((pp + 1))
+      else
+        verdict="**$pres patched**"
+      fi
+      [ "${verdict%% *}" = right ] || fail "${u_label[$name]}: new test $t: ${verdict//\*/}"
+      msg=$umsg
+      [ "$pres" = pass ] || [ "$pres" = absent ] || msg="patched: $pmsg"
+      rows+="| \`$t\` | $ures | $pres | $verdict | $(suite_md_cell "$(suite_first_msg "$msg")") |"$'\n'
+    done <"$runs/new-$name-unpatched/results.tsv"
+  elif [ "$nt" -gt 0 ]; then
+    fail "${u_label[$name]}: its new tests could not run (a build is missing)"
+  fi
+  u_new_rows[$name]=$rows
+  u_new[$name]="new tests $nt (fail unpatched $fu, guards $gd, pass patched $pp)"
+  # T = F + G = S; and, but for a speed change, F >= 2 and G <= T/4.
+  [ $((fu + gd)) -eq "$nt" ] && [ "$pp" -eq "$nt" ] ||
+    fail "${u_label[$name]}: new tests $nt, but fail unpatched $fu + guards $gd = $((fu + gd)) and pass patched $pp"
+  if [ "$layout" = prs ] && [ "${u_speed[$name]}" -eq 0 ]; then
+    [ "$fu" -ge 2 ] || fail "${u_label[$name]}: $fu new tests fail unpatched (at least 2 must)"
+    [ $((4 * gd)) -le "$nt" ] || fail "${u_label[$name]}: $gd guards of $nt new tests (at most a quarter)"
+  fi
+  say "${u_label[$name]}: ${u_new[$name]}"
+done
 phase new-tests
 
-# --- Live tests against FerretDB --------------------------------------------------------------
+# --- Every pull request applied: live tests, harness, encryption ------------------------------
 
-live_line="live: not run (--no-live)"
-live_rows=""
+live_line="live: not run (--no-live)" live_rows="" live_word="not run"
+harness_right="-" harness_line="harness: not run (--no-harness)" harness_rows=""
+enc_line="encryption: not run (--no-encryption)" enc_word="not run"
+patched_crashes=${all_crashes_suite:-0}
+if [ -z "$all_state" ] || [ "$whole" -eq 0 ]; then
+  live_line="live: not run (no build of every pull request applied)"
+  harness_line="harness: not run (no build of every pull request applied)"
+  enc_line="encryption: not run (no build of every pull request applied)"
+  live=0 harness=0 encryption=0 conformance=0
+fi
+
 if [ "$live" -eq 1 ]; then
   fdb=$(suite_find_ferretdb) || fdb=""
   if [ -z "$fdb" ]; then
     fail "live: FerretDB is not installed (scripts/install-deps.d/peers.sh installs v1.24.2)"
-    live_line="live: FerretDB missing"
+    live_line="live: FerretDB missing" live_word=no
   else
+    live_failed=${#failures[@]}
     fdb_version=$("$fdb" --version 2>/dev/null | sed -n 's/^version: //p' | head -n 1)
+    suite_state base
+    suite_state "$all_state"
     # The live tests: those the no-server runs skipped (on either side),
     # among the subset's prefixes (a "!PREFIX" line leaves tests out).
-    awk -F'\t' '$2 == "skip" {print $1}' "$runs/cmp-unpatched/results.tsv" "$runs/cmp-patched/results.tsv" |
+    awk -F'\t' '$2 == "skip" {print $1}' "$runs/base/results.tsv" "$runs/$all_state/results.tsv" |
       sort -u >"$runs/skipped.names"
+    grep -xF -f "$runs/base.list" "$runs/$all_state.list" >"$runs/live-both.list" || true
     sed 's/#.*//; s/[[:space:]]*$//; s/^[[:space:]]*//' "$live_subset" | grep -v '^$' >"$runs/live.prefixes"
     awk 'FILENAME == ARGV[1] { if (substr($0, 1, 1) == "!") x[++m] = substr($0, 2); else p[++n] = $0; next }
          FILENAME == ARGV[2] { skipped[$0] = 1; next }
          ($0 in skipped) {
            for (i = 1; i <= m; i++) if (index($0, x[i]) == 1) next
            for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
-      "$runs/live.prefixes" "$runs/skipped.names" "$runs/both.list" >"$runs/live.list"
+      "$runs/live.prefixes" "$runs/skipped.names" "$runs/live-both.list" >"$runs/live.list"
     # Each side runs its tests one at a time, against a FerretDB of its own,
     # and the two sides at once: upstream's live tests share databases and
     # collections (every GridFS test drops and recreates test.fs.files), so
@@ -667,10 +1095,10 @@ if [ "$live" -eq 1 ]; then
     # would wait for a server that is gone) and runs once more against a
     # fresh one; a second death fails the check.
     live_run() {  # SIDE LIST OUT
-      local side=$1 list=$2 out=$3 port bin src dir try stop env
+      local side=$1 list=$2 out=$3 port state dir try stop env
       case $side in
-        unpatched) port=$live_port_u bin=$unpatched_bin src=$pristine ;;
-        *) port=$live_port_p bin=$patched_bin src=$tree ;;
+        unpatched) port=$live_port_u state=base ;;
+        *) port=$live_port_p state=$all_state ;;
       esac
       dir=$runs/ferretdb-$side stop=$runs/ferretdb-$side.stop
       for try in 1 2; do
@@ -680,7 +1108,7 @@ if [ "$live" -eq 1 ]; then
         env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_OFFLINE=on
              "MONGOC_TEST_URI=mongodb://127.0.0.1:$port/")
         [ -z "${TMPDIR:-}" ] || env+=(TMPDIR="$TMPDIR")
-        SUITE_STOP=$stop run_bin "$bin" "$src" "$list" "$out" 1 "${env[@]}"
+        SUITE_STOP=$stop run_bin "$work/builds/$state/bin/test-libmongoc" "$work/builds/$state/src" "$list" "$out" 1 "${env[@]}"
         kill "$SUITE_WATCH_PID" 2>/dev/null || true
         wait "$SUITE_WATCH_PID" 2>/dev/null || true
         [ -s "$stop" ] || { suite_stop_ferretdb; return 0; }
@@ -707,31 +1135,29 @@ if [ "$live" -eq 1 ]; then
       while IFS= read -r f; do fail "$f"; done <"$runs/live.failures"
     fi
     rm -rf "$runs"/ferretdb-*
-    read -r ln lp0 lf0 ls0 lt0 <<<"$(suite_counts "$runs/live-unpatched/results.tsv")"
-    read -r _ lp1 lf1 ls1 lt1 <<<"$(suite_counts "$runs/live-patched/results.tsv")"
-    suite_tally "$runs/live-patched/confirmed.tsv" unpatched patched "${explanations[@]}"
+    read -r ln lp0 _ _ _ <<<"$(suite_counts "$runs/live-unpatched/results.tsv")"
+    read -r _ lp1 _ _ _ <<<"$(suite_counts "$runs/live-patched/results.tsv")"
+    suite_tally "$runs/live-patched/confirmed.tsv" unpatched patched "${all_expl[@]}"
     live_rows=$SUITE_ROWS$SUITE_FLAKY_ROWS
-    for t in $(suite_unexplained "$runs/live-patched/confirmed.tsv" "${explanations[@]}"); do
+    for t in $(suite_unexplained "$runs/live-patched/confirmed.tsv" "${all_expl[@]}"); do
       fail "live: unexplained difference: $t"
     done
     lcrash=$(crashes "$runs/live-patched/results.tsv" | wc -l)
     patched_crashes=$((patched_crashes + lcrash))
     [ "$lcrash" -eq 0 ] || fail "live: patched test-libmongoc crashed in: $(crashes "$runs/live-patched/results.tsv" | tr '\n' ' ')"
     live_line="live (FerretDB $fdb_version): run $ln, unpatched passed $lp0, patched passed $lp1, differences $SUITE_NDIFF, explained $SUITE_NEXPL, flaky $SUITE_NFLAKY"
+    if [ ${#failures[@]} -eq "$live_failed" ] && [ "$ln" -gt 0 ]; then live_word=yes; else live_word=no; fi
   fi
   say "$live_line"
   phase live
 fi
 
-# --- The hostile-reply harness, no preload ----------------------------------------------------------
-
-harness_right="-" harness_line="harness: not run (--no-harness)"
 if [ "$harness" -eq 1 ]; then
   # tests/dropin's client, an ordinary libmongoc program, built against
   # each build's headers and shared libraries, and run with
   # LD_LIBRARY_PATH set to them.
-  harness_client() {  # SIDE
-    local a=$work/$1 out=$work/harness/client-$1 mongoc bson
+  harness_client() {  # SIDE STATE
+    local a=$work/builds/$2 out=$work/harness/client-$1 mongoc bson got
     mkdir -p "$work/harness"
     # The libraries' names: mongoc2 and bson2 on master, mongoc-1.0 and
     # bson-1.0 on 1.30.
@@ -743,7 +1169,6 @@ if [ "$harness" -eq 1 ]; then
       -I"$a/headers/tree/src/libmongoc/src" -I"$a/headers/tree/src/libbson/src" \
       "$top/tests/dropin/dropin-client.c" -o "$out" -L"$a/lib" -l"${mongoc%.so}" -l"${bson%.so}" -pthread ||
       die "harness: dropin-client does not build against the $1 headers"
-    local got
     got=$(LD_LIBRARY_PATH=$a/lib ldd "$out" | awk -v m="lib$mongoc" 'index($1, m) == 1 {print $3}')
     [ "$(realpath "$(dirname "$got")")" = "$(realpath "$a/lib")" ] ||
       die "harness: the $1 client loads ${got:-no lib$mongoc}, not $a/lib's"
@@ -751,25 +1176,25 @@ if [ "$harness" -eq 1 ]; then
   # Every mode of the hostile server (run_case.py --all: "PASS|FAIL MODE:
   # op: result; ...", then "harness RIGHT/MODES, crashes N"), then the
   # streaming monitor's and the OP_REPLY modes ("PASS|FAIL MODE/op: ...").
-  harness_side() {  # SIDE
-    local out=$work/harness/$1.out m
+  harness_side() {  # SIDE STATE
+    local out=$work/harness/$1.out m lib=$work/builds/$2/lib
     {
-      LD_LIBRARY_PATH=$work/$1/lib python3 "$top/tests/dropin/run_case.py" \
+      LD_LIBRARY_PATH=$lib python3 "$top/tests/dropin/run_case.py" \
         --client "$work/harness/client-$1" --all || true
       for m in $monitor_modes; do
-        LD_LIBRARY_PATH=$work/$1/lib python3 "$top/tests/dropin/run_case.py" \
+        LD_LIBRARY_PATH=$lib python3 "$top/tests/dropin/run_case.py" \
           --client "$work/harness/client-$1" --mode "$m" | grep -E '^(PASS|FAIL) ' || true
       done
     } >"$out" 2>&1
   }
   monitor_modes=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import hostile_server as h
 print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dropin")
-  harness_client unpatched
-  harness_client patched
+  harness_client unpatched base
+  harness_client patched "$all_state"
   # The two sides at once: every operation has a server of its own.
-  harness_side unpatched &
+  harness_side unpatched base &
   hpid=$!
-  harness_side patched
+  harness_side patched "$all_state"
   wait "$hpid"
   for side in unpatched patched; do
     read -r r m c < <(sed -n 's|^harness \([0-9]*\)/\([0-9]*\), crashes \([0-9]*\)$|\1 \2 \3|p' \
@@ -780,14 +1205,14 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
     mcrash=$(grep -E '^FAIL [a-z_]+/' "$work/harness/$side.out" | grep -cE ': (CRASH|HANG)' || true)
     printf -v "h_$side" '%s %s %s %s %s' "$r" "$m" "$c" "$mfail" "$mcrash"
   done
-  read -r hu_right nmodes hu_crash hu_mfail hu_mcrash <<<"$h_unpatched"
+  read -r hu_right nmodes hu_crash hu_mfail _ <<<"$h_unpatched"
   read -r hp_right _ hp_crash hp_mfail hp_mcrash <<<"$h_patched"
   nmon=$(wc -w <<<"$monitor_modes")
   harness_right="$hp_right/$nmodes"
   patched_crashes=$((patched_crashes + hp_crash + hp_mcrash))
-  [ "$hp_right" -eq "$nmodes" ] || fail "harness: patched $target right in $hp_right of $nmodes modes ($work/harness/patched.out)"
-  [ "$hp_crash" -eq 0 ] || fail "harness: patched $target crashed or hung in $hp_crash modes"
-  [ "$hp_mfail" -eq 0 ] || fail "harness: patched $target wrong in $hp_mfail of the $nmon monitor and OP_REPLY modes"
+  [ "$hp_right" -eq "$nmodes" ] || fail "harness: patched right in $hp_right of $nmodes modes ($work/harness/patched.out)"
+  [ "$hp_crash" -eq 0 ] || fail "harness: patched crashed or hung in $hp_crash modes"
+  [ "$hp_mfail" -eq 0 ] || fail "harness: patched wrong in $hp_mfail of the $nmon monitor and OP_REPLY modes"
   harness_line="harness (no preload): patched right in $hp_right of $nmodes modes, crashed or hung in $hp_crash, and right in $((nmon - hp_mfail)) of the $nmon monitor and OP_REPLY modes; unpatched right in $hu_right, crashed or hung in $hu_crash, and right in $((nmon - hu_mfail)) of the $nmon"
   # The two sides by mode, for the report.
   harness_rows=$(awk '
@@ -803,93 +1228,191 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   phase harness
 fi
 
-# --- Client-side encryption in a Debian root ------------------------------------------------------
+# The working tree and the build directory at "all", for the encryption
+# step (which copies the tree) and the conformance script (which uses both).
+if [ -n "$all_state" ] && [ "$whole" -eq 1 ] && { [ "$encryption" -eq 1 ] || [ "$conformance" -eq 1 ]; }; then
+  goto "$(cat "$work/builds/$all_state/commit")"
+  build all-final "${targets[@]}" || die "the build of all does not build again"
+fi
 
-enc_line="encryption: not run (--no-encryption)"
 if [ "$encryption" -eq 1 ]; then
   rc=0
   enc_out=$("$top/scripts/fork-check-encryption.sh" --tree "$tree" --suite "$enc_suite" 2>&1 |
             tee "$work/logs/encryption.log") || rc=$?
   enc_line=$(grep '^encryption ' <<<"$enc_out" | tail -n 1 || true)
   case $rc in
-    0) ;;
-    77) enc_line="encryption: skipped: $(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true)" ;;
-    *) fail "encryption: ${enc_line:-failed (log: $work/logs/encryption.log)}" ;;
+    0) enc_word=yes ;;
+    77) enc_word="skipped ($(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true))"
+        enc_line="encryption: skipped: $(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true)" ;;
+    *) enc_word=no; fail "encryption: ${enc_line:-failed (log: $work/logs/encryption.log)}" ;;
   esac
   say "$enc_line"
   phase encryption
 fi
 
-# --- Report ---------------------------------------------------------------------------------
+# --- Conformance and symbols (the pull requests) ------------------------------------------------
+
+conf_line=""
+if [ "$layout" = prs ] && [ "$whole" -eq 1 ]; then
+  if [ "$conformance" -eq 0 ]; then
+    conf_line="fork conformance: not run$([ -n "$all_state" ] && echo " (--no-conformance)" || echo " (no build of every pull request applied)")"
+  elif [ ! -f "$top/scripts/fork-conformance.sh" ]; then
+    conf_line="fork conformance: not run: scripts/fork-conformance.sh is missing"
+    fail "conformance: scripts/fork-conformance.sh is missing"
+  else
+    rc=0
+    bash "$top/scripts/fork-conformance.sh" --tree "$tree" --build "$bdir" >"$work/logs/conformance.log" 2>&1 || rc=$?
+    conf_line=$(grep '^fork conformance:' "$work/logs/conformance.log" | tail -n 1 || true)
+    [ -n "$conf_line" ] || conf_line="fork conformance: no line (log: $work/logs/conformance.log)"
+    [ "$rc" -eq 0 ] || fail "conformance: scripts/fork-conformance.sh exited with $rc (log: $work/logs/conformance.log)"
+    grep '^fork conformance' "$work/logs/conformance.log" | grep -v '^fork conformance:' | sed 's/^/  /' || true
+  fi
+  say "$conf_line"
+  phase conformance
+fi
+
+sym_line="" sym_rows=""
+if [ "$layout" = prs ] && [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
+  sd=$work/symbols
+  rm -rf "$sd"
+  mkdir -p "$sd"
+  syms_of() {  # PREFIX -> the exported symbols of its libmongoc
+    local lib
+    lib=$(find "$1" -name 'libmongoc2.so' -o -name 'libmongoc-1.0.so' | head -n 1)
+    [ -n "$lib" ] || die "symbols: no libmongoc in $1"
+    nm -D --defined-only "$(realpath "$lib")" | awk 'NF >= 3 {print $3}' | sed 's/@.*//' | sort -u
+  }
+  words_of() {  # PREFIX -> every identifier of its installed headers
+    grep -rhoE '[A-Za-z_][A-Za-z0-9_]*' "$1/include" | sort -u
+  }
+  pa=$work/builds/base/prefix pb=$work/builds/$all_state/prefix
+  syms_of "$pa" >"$sd/base.syms"
+  syms_of "$pb" >"$sd/all.syms"
+  words_of "$pa" >"$sd/base.words"
+  words_of "$pb" >"$sd/all.words"
+  comm -13 "$sd/base.syms" "$sd/all.syms" >"$sd/added"
+  comm -23 "$sd/base.syms" "$sd/all.syms" >"$sd/removed"
+  comm -12 "$sd/added" "$sd/all.words" >"$sd/public-added"
+  comm -12 "$sd/removed" "$sd/base.words" >"$sd/public-removed"
+  comm -23 "$sd/added" "$sd/all.words" >"$sd/internal-added"
+  comm -23 "$sd/removed" "$sd/base.words" >"$sd/internal-removed"
+  npa=$(wc -l <"$sd/public-added") npr=$(wc -l <"$sd/public-removed")
+  nia=$(wc -l <"$sd/internal-added") nir=$(wc -l <"$sd/internal-removed")
+  [ "$npa" -eq 0 ] || fail "symbols: public symbols added: $(tr '\n' ' ' <"$sd/public-added")"
+  [ "$npr" -eq 0 ] || fail "symbols: public symbols removed: $(tr '\n' ' ' <"$sd/public-removed")"
+  # The installed headers themselves: nothing added, nothing changed.
+  if ! diff -r "$pa/include" "$pb/include" >"$sd/headers.diff" 2>&1; then
+    fail "symbols: the installed headers differ (diff: $sd/headers.diff): $(grep -E '^(Only in|diff )' "$sd/headers.diff" | head -n 5 | tr '\n' ' ')"
+  fi
+  # Debian's sid packages keep every symbol their symbols files list.
+  deb=$("$top/scripts/fork-source.sh" unstable 2>/dev/null) || deb=""
+  deb_note=""
+  if [ -z "$deb" ]; then
+    deb_note="Debian's sid packaging tree is missing (scripts/fork-source.sh unstable): its symbols files not checked"
+    fail "symbols: $deb_note"
+  else
+    mapfile -t symfiles < <(find "$deb/debian" -maxdepth 1 -name '*symbols*' -type f | sort)
+    if [ ${#symfiles[@]} -eq 0 ]; then
+      deb_note="Debian's sid packaging ($(cd "$deb" && dpkg-parsechangelog -S Version 2>/dev/null || echo unstable)) has no symbols file (debian/*.symbols): no removed symbol is listed there"
+    else
+      awk '/^ / {print $1}' "${symfiles[@]}" | sed 's/@.*//' | sort -u >"$sd/debian.syms"
+      comm -12 "$sd/removed" "$sd/debian.syms" >"$sd/debian-removed"
+      deb_note="Debian's sid symbols files ($(printf '%s ' "${symfiles[@]##*/}")): $(wc -l <"$sd/debian.syms") symbols, $(wc -l <"$sd/debian-removed") of them removed"
+      [ ! -s "$sd/debian-removed" ] || fail "symbols: removed, yet listed in Debian's symbols files: $(tr '\n' ' ' <"$sd/debian-removed")"
+    fi
+  fi
+  say "symbols: $deb_note"
+  sym_line="fork symbols: public added $npa, removed $npr, internal added $nia, internal removed $nir"
+  sym_rows=$( { sed 's/^/| added | /; s/$/ |/' "$sd/added"; sed 's/^/| removed | /; s/$/ |/' "$sd/removed"; } )
+  say "$sym_line"
+  phase symbols
+fi
+
+# --- The lines, and the report -------------------------------------------------------------------
+
+lines=()
+if [ "$layout" = flat ]; then
+  nall=$(unit_patches series | wc -l)
+  lines+=("fork $target ${label}: patches $nall, ${flat_suite:-suite not run}, ${u_new[series]:-new tests -}, ${flat_diff:-differences -}, harness $harness_right, crashes $patched_crashes")
+else
+  for name in "${checked[@]}"; do
+    b=${u_base[$name]}
+    if [ "$b" = master ]; then
+      applies="applies alone $([ "${u_applied[$name]}" = yes ] && echo yes || echo no)"
+    else
+      applies="applies on PR ${u_num[$b]}$([ "${u_applied[$name]}" = yes ] || echo " no")"
+    fi
+    s=${u_suite[$name]:-suite run -, unpatched passed -, patched passed -, NEW, differences -, explained -}
+    lines+=("fork $target $label ${u_label[$name]}: patches $(unit_patches "$name" | wc -l), $applies, ${s/NEW/${u_new[$name]:-new tests -}}")
+  done
+  if [ "$whole" -eq 1 ]; then
+    lines+=("fork $target $label all: harness $harness_right, crashes $patched_crashes, live ferretdb $live_word, encryption $enc_word")
+    [ -z "$conf_line" ] || lines+=("$conf_line")
+    [ -z "$sym_line" ] || lines+=("$sym_line")
+  fi
+fi
 
 pristine_dirty=$(git -C "$pristine" status --porcelain | head -n 5)
 [ -z "$pristine_dirty" ] || say "NOTE: the runs left files in the pristine tree: $pristine_dirty"
 total=$(( $(date +%s) - phase_start ))
-line="fork $target ${label}: patches $npatches, suite run $nrun, unpatched passed $p0, patched passed $p1, new tests $ntests (fail unpatched $fail_unpatched, guards $guards, pass patched $pass_patched), differences $ndiff, explained $nexpl, harness $harness_right, crashes $patched_crashes"
 {
-  echo "# The fork's series on mongo-c-driver $target ${short}"
+  echo "# The fork on mongo-c-driver $target ${short}"
   echo
-  echo "- series: ${series#"$top"/}, $npatches patches; built with upstream's CMake, ENABLE_MAINTAINER_FLAGS=ON, $(gcc --version | head -n 1)"
+  echo "- ${series#"$top"/}: $([ "$layout" = prs ] && echo "${#units[@]} pull requests" || echo "one flat series")$([ "$ci" -eq 0 ] || echo "; CI mode (--ci): the whole suite once, base against all")"
+  echo "- built with upstream's CMake, ENABLE_MAINTAINER_FLAGS=ON, $(gcc --version | head -n 1)${launcher[*]:+, through ccache}"
   echo "- compiler warnings: $total_warnings"
-  echo "- total time: $total s$([ "$built_any" -eq 1 ] || echo " (builds cached)")"
+  echo "- total time: $total s"
+  echo
+  echo '```'
+  printf '%s\n' "${lines[@]}"
+  echo '```'
   echo
   echo "| phase | wall s | CPU s |"
   echo "|---|---|---|"
   for i in "${!phase_names[@]}"; do echo "| ${phase_names[$i]} | ${phase_secs[$i]} | ${phase_cpu[$i]} |"; done
-  echo
-  echo "## Each commit alone"
-  echo
-  echo "Applied with \`git am\`, built incrementally (test-libmongoc and the shared libraries), the"
-  echo "touched files checked with upstream's tools/format.py and clang-format $("$top/scripts/clang-format.sh" --pin "$cf_pin" --print-version | sed 's/.*version //'), upstream's"
-  echo "check-preludes.py, and the series' tests registered at that commit run."
-  echo
-  echo "| # | commit | subject | files | format | preludes | build | series' tests |"
-  echo "|---|---|---|---|---|---|---|---|"
-  awk -F'\t' '!/^#/ {printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}' "$work/commits.tsv"
-  echo
-  echo "## test-libmongoc without a server"
-  echo
-  echo "Every test each build registers, each in its own process (\`--ctest-run\`), ${limit} s at most,"
-  echo "$jobs at a time, MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on; unpatched from the pristine tree."
-  echo
-  echo "| run | tests | passed | failed | skipped | timed out | crashed | wall time |"
-  echo "|---|---|---|---|---|---|---|---|"
-  echo "| unpatched | $(wc -l <"$runs/unpatched.list") | $p0 | $f0 | $s0 | $t0 | $unpatched_crashes | $(cat "$runs/unpatched/seconds") s |"
-  echo "| patched | $(wc -l <"$runs/patched.list") | $p1 | $f1 | $s1 | $t1 | $(crashes "$runs/patched/results.tsv" | wc -l) | $(cat "$runs/patched/seconds") s |"
-  echo
-  echo "### Differences: $ndiff, explained $nexpl"
-  echo
-  echo "Each was run twice more per side, one test at a time, with the same result in every try."
-  echo "Explanations: the series' new-tests.txt and changed-tests.txt, then scripts/$(basename "$explained")."
-  echo
-  if [ "$ndiff" -gt 0 ]; then
-    echo "| test | unpatched | patched | message | explanation |"
-    echo "|---|---|---|---|---|"
-    printf '%s' "$diff_rows"
-  else
-    echo "None."
-  fi
-  if [ "$nflaky" -gt 0 ]; then
+  for name in "${checked[@]}"; do
+    w=$work/units/$name
     echo
-    echo "Flaky (results overlap between the sides over three tries; not counted): $nflaky"
+    echo "## ${u_label[$name]} (${u_dir[$name]#"$top"/}, on ${u_base[$name]})"
     echo
-    echo "| test | unpatched tries | patched tries | message |"
-    echo "|---|---|---|---|"
-    printf '%s' "$flaky_rows"
-  fi
-  echo
-  echo "## The new tests"
-  echo
-  echo "Each on the pristine library built with the series' test sources, and patched: each must fail"
-  echo "unpatched and pass patched, except the guards new-tests.txt declares (\"guard: ...\" after the"
-  echo "name: behaviour master has and the series keeps), which pass on both ($guards here)."
-  echo
-  if [ -n "$new_rows" ]; then
-    echo "| test | unpatched | patched | verdict | message (why it fails unpatched) |"
-    echo "|---|---|---|---|---|"
-    printf '%s' "$new_rows"
-  else
-    echo "None listed in new-tests.txt."
+    echo "### Each commit alone"
+    echo
+    echo "Applied with \`git am\`, built incrementally, the touched files checked with upstream's"
+    echo "tools/format.py and clang-format $cf_version, upstream's check-preludes.py, and the tests of"
+    echo "its lists registered at that commit run."
+    echo
+    echo "| # | commit | subject | files | format | preludes | build | its tests |"
+    echo "|---|---|---|---|---|---|---|---|"
+    [ ! -f "$w/commits.tsv" ] ||
+      awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}' "$w/commits.tsv"
+    if [ -n "${u_report[$name]:-}" ]; then
+      echo
+      echo "### test-libmongoc without a server"
+      echo
+      echo "Every test each build registers, each in its own process (\`--ctest-run\`), ${limit} s at most,"
+      echo "$jobs at a time, MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on."
+      echo
+      echo "${u_report[$name]}"
+    fi
+    echo
+    echo "### The new tests"
+    echo
+    echo "Each on the base built with these test sources, and patched: each must fail on the base and"
+    echo "pass patched, except the guards new-tests.txt declares, which pass on both."
+    echo
+    if [ -n "${u_new_rows[$name]:-}" ]; then
+      echo "| test | base | patched | verdict | message (why it fails on the base) |"
+      echo "|---|---|---|---|---|"
+      printf '%s' "${u_new_rows[$name]}"
+    else
+      echo "None run."
+    fi
+  done
+  if [ -n "$all_report" ]; then
+    echo
+    echo "## All the pull requests: test-libmongoc without a server, master against all"
+    echo
+    echo "$all_report"
   fi
   echo
   echo "## Live tests against FerretDB"
@@ -905,14 +1428,14 @@ line="fork $target ${label}: patches $npatches, suite run $nrun, unpatched passe
   echo "## The hostile-reply harness"
   echo
   echo "$harness_line"
-  if [ "$harness" -eq 1 ]; then
+  if [ -n "$harness_rows" ]; then
     echo
     echo "\"right\": a legal reply gave the right result (merged fields visible, find returned its"
     echo "documents, insert_many counted 3); an illegal one gave a clean error. Each client runs with"
     echo "LD_LIBRARY_PATH set to its build's libraries (tests/dropin/run_case.py --all, then the"
     echo "streaming monitor's and the OP_REPLY modes)."
     echo
-    echo "| mode | unpatched $target | patched $target |"
+    echo "| mode | unpatched | patched |"
     echo "|---|---|---|"
     echo "$harness_rows"
   fi
@@ -920,19 +1443,37 @@ line="fork $target ${label}: patches $npatches, suite run $nrun, unpatched passe
   echo "## Client-side encryption ($enc_suite root)"
   echo
   echo "$enc_line"
+  if [ -n "$conf_line" ]; then
+    echo
+    echo "## Conformance"
+    echo
+    echo "$conf_line (log: $work/logs/conformance.log)"
+  fi
+  if [ -n "$sym_line" ]; then
+    echo
+    echo "## Exported symbols of libmongoc2.so, master against all"
+    echo
+    echo "$deb_note."
+    echo
+    if [ -n "$sym_rows" ]; then
+      echo "| | symbol |"
+      echo "|---|---|"
+      echo "$sym_rows"
+    else
+      echo "The same symbols."
+    fi
+  fi
   if [ ${#failures[@]} -gt 0 ]; then
     echo
     echo "## Failures"
     echo
     printf -- '- %s\n' "${failures[@]}"
   fi
-  echo
-  echo "$line"
 } >"$work/report.md"
 
 say "report: $work/report.md"
 for i in "${!phase_names[@]}"; do
-  printf '%s  %-16s %5s s  CPU %5s s\n' "$prog:" "${phase_names[$i]}" "${phase_secs[$i]}" "${phase_cpu[$i]}"
+  printf '%s  %-24s %5s s  CPU %5s s\n' "$prog:" "${phase_names[$i]}" "${phase_secs[$i]}" "${phase_cpu[$i]}"
 done
 cpu_now
 say "total: $total s (CPU $((CPU_NOW - cpu_start)) s, load average $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -940,5 +1481,5 @@ if [ ${#failures[@]} -gt 0 ]; then
   say "${#failures[@]} failures:"
   printf '  %s\n' "${failures[@]}"
 fi
-echo "$line"
+printf '%s\n' "${lines[@]}"
 [ ${#failures[@]} -eq 0 ]

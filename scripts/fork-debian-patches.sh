@@ -8,16 +8,23 @@
 #   scripts/fork-debian-patches.sh --example DIR [--source RELEASE=DIR]... [RELEASE...]
 #
 # RELEASE is unstable, trixie or bookworm (default: all three). Each takes
-# its patches from one series of `git format-patch` files:
-#   unstable   fork/master/*.patch    (master's src/libmongoc is 2.5.0's)
-#   trixie     fork/trixie/*.patch    (against trixie's packaging tree)
-#   bookworm   fork/bookworm/*.patch  (against bookworm's packaging tree)
+# its patches from `git format-patch` files:
+#   unstable   the pull requests fork/master/K-NAME/, in their numbers'
+#              order (1-no-abort, 2-section-rules, 3-reply-sequences,
+#              4-payload-arrays), each folder's 0001-*.patch ... (its
+#              0000-cover-letter.patch is no patch) (master's src/libmongoc
+#              is 2.5.0's); a folder without pull request folders gives its
+#              *.patch (the example series below)
+#   trixie     fork/trixie/*.patch    (frozen: against trixie's packaging tree)
+#   bookworm   fork/bookworm/*.patch  (frozen: against bookworm's packaging tree)
 # and applies them with `git am` to the release's packaging tree
 # (scripts/fork-source.sh; --source RELEASE=DIR is passed on as its --source)
 # with Debian's own patches already applied, which proves they apply there.
-# Each commit becomes one quilt patch, opmsg-NNNN-NAME.patch, with a DEP-3
-# header: Description (the commit message), Author, Origin (the series file
-# in the project's repository), Forwarded (fork/debian/forwarded: "no", or
+# Each commit becomes one quilt patch, opmsg-NNNN-NAME.patch (a pull
+# request's: opmsg-K-FOLDER-NNNN-NAME.patch, e.g.
+# opmsg-1-no-abort-0001-....patch), with a DEP-3 header: Description (the
+# commit message), Author, Origin (the patch file in the project's
+# repository), Forwarded (fork/debian/forwarded: "no", or
 # the upstream pull request's address once there is one; "not-needed" for the
 # example), Last-Update (the commit's date). The patches are applied once more as dpkg-source applies
 # them (patch -p1, no fuzz) and must give the tree `git am` gave.
@@ -160,11 +167,25 @@ dep3_description() {
 
 patches() { if [ "$1" -eq 1 ]; then echo "1 patch"; else echo "$1 patches"; fi; }
 
+# A series' patch files, in order: its pull request folders' (K-NAME/, in
+# their numbers' order, the cover letters left out), or its own *.patch.
+series_files() {  # SERIES-DIR
+  local prs
+  prs=$(find "$1" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*-*' -printf '%f\n' 2>/dev/null | sort -V)
+  if [ -n "$prs" ]; then
+    for d in $prs; do
+      find "$1/$d" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' -type f | sort
+    done
+  else
+    find "$1" -maxdepth 1 -name '*.patch' -type f 2>/dev/null | sort
+  fi
+}
+
 # One release into DEST (an empty folder).
 generate() {
-  local rel=$1 dest=$2 series files=() work tree stock dist n=0 c name file newest=0 newest_commit t tip
+  local rel=$1 dest=$2 series files=() work tree stock dist n=0 c name file newest=0 newest_commit t tip rel_path
   series=$(series_of "$rel")
-  mapfile -t files < <(find "$series_root/$series" -maxdepth 1 -name '*.patch' -type f 2>/dev/null | sort)
+  mapfile -t files < <(series_files "$series_root/$series")
   if [ ${#files[@]} -eq 0 ]; then
     cat >"$dest/PLACEHOLDER" <<EOF
 No patches yet: fork/$series/ holds no series. Once it does,
@@ -195,11 +216,13 @@ EOF
   for c in $(git -C "$tree" rev-list --reverse opmsg-debian..HEAD); do
     file=${files[$n]}
     n=$((n + 1))
-    name=opmsg-$(basename "$file")
+    # The file's path under the series folder: NAME.patch or K-FOLDER/NAME.patch.
+    rel_path=${file#"$series_root/$series/"}
+    name=opmsg-${rel_path//\//-}
     {
       dep3_description "$tree" "$c"
       echo "Author: $(git -C "$tree" log -1 --format='%an <%ae>' "$c")"
-      echo "Origin: other, $homepage/blob/main/fork/$series/$(basename "$file")"
+      echo "Origin: other, $homepage/blob/main/fork/$series/$rel_path"
       echo "Forwarded: $fwd"
       echo "Last-Update: $(git -C "$tree" log -1 --date=format:%Y-%m-%d --format=%ad "$c")"
       echo "---"
@@ -212,10 +235,16 @@ EOF
       die "$file changes a binary file: a quilt patch cannot carry it"
     fi
     echo "$name" >>"$dest/series"
+    case $rel_path in */*) subjects+="PR ${rel_path%%-*}: " ;; esac
     subjects+="$(git -C "$tree" log -1 --format=%s "$c")"$'\n'
     t=$(git -C "$tree" log -1 --format=%at "$c")
     [ "$t" -le "$newest" ] || { newest=$t; newest_commit=$c; }
   done
+  # What they are: "fork/master/ (4 pull requests, 12 patches)".
+  local what nprs
+  nprs=$(printf '%s\n' "${files[@]}" | sed -n "s|^$series_root/$series/\([^/]*\)/.*|\1|p" | sort -u | wc -l)
+  what="fork/$series/ ($(patches "$n"))"
+  [ "$nprs" -eq 0 ] || what="fork/$series/ ($nprs pull requests, $(patches "$n"))"
   # Applied as dpkg-source applies them, they must give git am's tree.
   tip=$(git -C "$tree" rev-parse HEAD)
   git -C "$tree" checkout -q --detach opmsg-debian
@@ -241,24 +270,30 @@ EOF
     echo "mongo-c-driver ($stock+opmsg1) $dist; urgency=medium"
     echo
     echo "  * Local package: libmongoc's reply path from the opmsg fork,"
-    echo "    fork/$series/ ($(patches "$n")):"
+    echo "    $what:"
     printf '%s' "$subjects" | while read -r s; do
       echo "$s" | fold -s -w 72 | sed '1s/^/    - /; 2,$s/^/      /; s/ *$//'
     done
     echo
     echo " -- $maintainer  $date"
   } >"$dest/changelog"
-  {
+  if [ "$nprs" -eq 0 ]; then
     echo "Generated by scripts/fork-debian-patches.sh (make fork-debian-patches) from"
-    echo "fork/$series/ ($(patches "$n")), applied to Debian's $rel packaging tree of"
+    echo "$what, applied to Debian's $rel packaging tree of"
     echo "mongo-c-driver $stock with Debian's own patches. Do not edit: change the"
     echo "series and generate again."
-  } >"$dest/GENERATED"
+  else
+    echo "Generated by scripts/fork-debian-patches.sh (make fork-debian-patches) from"
+    echo "$what, in their numbers' order,"
+    echo "applied to Debian's $rel packaging tree of mongo-c-driver $stock with"
+    echo "Debian's own patches. Do not edit: change the pull requests and generate"
+    echo "again."
+  fi >"$dest/GENERATED"
   if [ -f "$series_root/$series/PLACEHOLDER" ]; then
     cp "$series_root/$series/PLACEHOLDER" "$dest/PLACEHOLDER"
   fi
   rm -rf "$work"
-  say "$rel: $(patches "$n") from fork/$series/ for mongo-c-driver $stock"
+  say "$rel: $what for mongo-c-driver $stock"
 }
 
 status=0

@@ -1,11 +1,11 @@
 #!/bin/bash
-# CI step: every committed fork series (fork/TARGET/*.patch, each folder with
-# a generate.json: master, trixie, ...) is exactly what its hand-written
-# hunks and the generated files from src/ give (scripts/fork-patches.sh
-# --check, once per series, looped over by make fork-patches-check): a
-# change to src/ that a series does not carry yet fails here. No compiling;
-# about 15 seconds a series (the first run of a clang-format series installs
-# its PyPI wheel).
+# CI step: the fork's committed patches are what they should be
+# (scripts/fork-patches.sh --check, `make fork-patches-check`): every pull
+# request folder fork/master/K-NAME/ has its cover letter and lists, applies
+# with git am on its base (master, or the pull request its file `base`
+# names), and is byte for byte what `make fork-patches` exports from it; the
+# frozen Debian ports (fork/trixie/, fork/bookworm/) apply on their trees.
+# No compiling; a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 make --no-print-directory fork-patches-check

@@ -1,21 +1,25 @@
 #!/bin/bash
-# CI step: the fork's patch series on mongo-c-driver master (`make
-# check-fork`, mk/fork.mk, docs/fork.md): every commit built and tested
-# alone with upstream's maintainer flags, test-libmongoc unpatched vs
-# patched test by test, the new tests, the live tests against FerretDB,
-# the hostile-reply harness with no preload, and client-side encryption in
-# the sid root (made by the distros step before this one; skipped, and
-# said, without it). Prints the phases' times and the check's last line.
+# CI step: the fork's pull requests on mongo-c-driver master (`make
+# check-fork-ci`: scripts/fork-check.sh --ci, mk/fork.mk, docs/fork.md).
+# For each pull request fork/master/K-NAME/: git am on its base, every commit
+# built alone with upstream's maintainer flags (no warning) and
+# clang-format-checked, its tests at each commit, its new tests on the base
+# (built with its test sources) and patched; then the whole no-server suite
+# once, unpatched master against the four applied (not once per pull
+# request, as `make check-fork` does: that is most of the time saved), the
+# live tests against FerretDB, the hostile-reply harness with no preload,
+# client-side encryption in the sid root (made by the distros step before
+# this one; skipped, and said, without it), the conformance vectors and the
+# exported symbols. Prints the phases' times and the check's lines.
 #
-# Until the series is in the repository (fork/master/*.patch) there is
-# nothing to check, and without the pristine tree (../shared/upstream/ next
-# to the clone, or FORK_SOURCE=DIR) nothing to check it on: the step says
-# so loudly and passes.
+# Without the pristine tree (../shared/upstream/ next to the clone, or
+# FORK_SOURCE=DIR) there is nothing to check the fork on: the step says so
+# loudly and passes. FORK_CI_ARGS passes more options (e.g. --no-live).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if ! ls fork/master/*.patch >/dev/null 2>&1; then
-  echo "fork: SKIPPED: no series in fork/master/ yet"
+if ! ls fork/master/[0-9]*-*/0001-*.patch >/dev/null 2>&1 && ! ls fork/master/*.patch >/dev/null 2>&1; then
+  echo "fork: SKIPPED: no pull requests in fork/master/ yet"
   exit 0
 fi
 if [ -z "${FORK_SOURCE:-}" ] && ! ls ../shared/upstream/mongo-c-driver-master-*.tar.xz >/dev/null 2>&1; then
@@ -23,5 +27,5 @@ if [ -z "${FORK_SOURCE:-}" ] && ! ls ../shared/upstream/mongo-c-driver-master-*.
   exit 0
 fi
 start=$(date +%s)
-make --no-print-directory check-fork FORK_TARGET=master FORK_SOURCE="${FORK_SOURCE:-}" FORK_ARGS="${FORK_CI_ARGS:-}"
+make --no-print-directory check-fork-ci FORK_SOURCE="${FORK_SOURCE:-}" FORK_ARGS="${FORK_CI_ARGS:-}"
 echo "fork: CI step done in $(( $(date +%s) - start )) s"

@@ -15,16 +15,20 @@
  * (cluster time, the ok check, the session) reads the reply the same way in
  * both builds and is left out.
  *
- * Where the series changes one of these calls, the patched module makes
- * the series' call instead, as its _mongoc_cluster_run_opmsg_recv does:
- * run.sh looks for the series' declarations in the build's headers and
- * defines
- *   FORK_BENCH_INGRESS_ERROR  mcd_rpc_message_ingress(rpc, error) returns
- *                             false for an opcode a reply may not have
- *   FORK_BENCH_COPY_REPLY     mcd_rpc_message_copy_reply(rpc, reply) writes
- *                             the body merged with its sequences into the
- *                             caller's reply (instead of get_body and
- *                             bson_copy_to)
+ * Where the pull requests change one of these calls, the patched module
+ * makes their call instead, as its _mongoc_cluster_run_opmsg_recv does:
+ * run.sh looks for their declarations in the build's headers and defines
+ *   FORK_BENCH_FROM_DATA_ERROR  (PR 2) mcd_rpc_message_from_data_in_place_with_error(rpc, data, len, end, error)
+ *                               instead of mcd_rpc_message_from_data_in_place
+ *   FORK_BENCH_INGRESS_ERROR    (PR 1) mcd_rpc_message_ingress(rpc, error) returns false for an opcode a reply may
+ *                               not have
+ *   FORK_BENCH_GET_REPLY=1|2    (PR 3) mcd_rpc_message_get_reply(rpc, &doc) (1) or
+ *                               mcd_rpc_message_get_reply(rpc, &doc, error) (2) instead of mcd_rpc_message_get_body:
+ *                               the body with the document sequences merged, which the caller copies into its reply
+ *                               and destroys as it does the body
+ *   FORK_BENCH_COPY_REPLY       (PR 3) mcd_rpc_message_copy_reply(rpc, reply, error) instead of get_body (or
+ *                               get_reply) and bson_copy_to: the merged document written straight into the caller's
+ *                               reply, as PR 3's _mongoc_cluster_run_opmsg_recv does; preferred when declared
  */
 #include <mongoc/mcd-rpc.h>
 #include <mongoc/mongoc-apm-private.h>
@@ -47,6 +51,10 @@
 
 /* libmongoc's default maxMessageSizeBytes, the bound decompression obeys. */
 #define MAX_MSG_SIZE 48000000
+
+#ifndef FORK_BENCH_GET_REPLY
+#define FORK_BENCH_GET_REPLY 0
+#endif
 
 /* --- Allocations ---------------------------------------------------------------------------- */
 
@@ -135,12 +143,22 @@ receive(reply_ctx_t *c, bson_t *reply)
    size_t decompressed_len = 0u;
    bool ok = false;
 
+#if defined(FORK_BENCH_FROM_DATA_ERROR) || defined(FORK_BENCH_INGRESS_ERROR) || FORK_BENCH_GET_REPLY == 2 || \
+   defined(FORK_BENCH_COPY_REPLY)
+   bson_error_t error;
+#endif
+
    mcd_rpc_message_reset(c->rpc);
+#ifdef FORK_BENCH_FROM_DATA_ERROR
+   if (!mcd_rpc_message_from_data_in_place_with_error(c->rpc, c->buf, c->len, NULL, &error)) {
+      return false;
+   }
+#else
    if (!mcd_rpc_message_from_data_in_place(c->rpc, c->buf, c->len, NULL)) {
       return false;
    }
+#endif
 #ifdef FORK_BENCH_INGRESS_ERROR
-   bson_error_t error;
    if (!mcd_rpc_message_ingress(c->rpc, &error)) {
       return false;
    }
@@ -153,14 +171,21 @@ receive(reply_ctx_t *c, bson_t *reply)
    if (mcd_rpc_header_get_op_code(c->rpc) == MONGOC_OP_CODE_MSG) {
       doc_before = n_allocs;
 #ifdef FORK_BENCH_COPY_REPLY
-      if (mcd_rpc_message_copy_reply(c->rpc, reply)) {
+      if (mcd_rpc_message_copy_reply(c->rpc, reply, &error)) {
          in_exhaust = (mcd_rpc_op_msg_get_flag_bits(c->rpc) & MONGOC_OP_MSG_FLAG_MORE_TO_COME) != 0u;
          ok = true;
       }
 #else
       bson_t body;
 
-      if (mcd_rpc_message_get_body(c->rpc, &body)) {
+#if FORK_BENCH_GET_REPLY == 2
+      const bool have_body = mcd_rpc_message_get_reply(c->rpc, &body, &error);
+#elif FORK_BENCH_GET_REPLY == 1
+      const bool have_body = mcd_rpc_message_get_reply(c->rpc, &body);
+#else
+      const bool have_body = mcd_rpc_message_get_body(c->rpc, &body);
+#endif
+      if (have_body) {
          in_exhaust = (mcd_rpc_op_msg_get_flag_bits(c->rpc) & MONGOC_OP_MSG_FLAG_MORE_TO_COME) != 0u;
          bson_copy_to(&body, reply);
          bson_destroy(&body);

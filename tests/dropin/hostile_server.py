@@ -242,8 +242,11 @@ def _batch_to_sequence(b, keep_empty):
     """A cursor reply with its batch (cursor.firstBatch or cursor.nextBatch)
     moved into a document sequence at that dotted path: (body, path, docs).
     keep_empty leaves an empty batch in the body, which then clashes with the
-    sequence. A body without a batch gets FIND_DOCS at cursor.firstBatch
-    (with an empty cursor.firstBatch in the body when keep_empty)."""
+    sequence. A body without a batch gets a cursor document ({id, ns}, as a
+    find's reply has) and FIND_DOCS at cursor.firstBatch (with an empty
+    cursor.firstBatch in that document when keep_empty): the sequence's
+    parent is always there, since a receiver may refuse a dotted identifier
+    whose parent the body lacks (the fork does; libopmsg creates it)."""
     cursor = b.get("cursor")
     for name in ("firstBatch", "nextBatch"):
         if isinstance(cursor, dict) and name in cursor:
@@ -251,6 +254,8 @@ def _batch_to_sequence(b, keep_empty):
             return {k: (inner if k == "cursor" else v) for k, v in b.items()}, "cursor." + name, cursor[name]
     if keep_empty:
         b = _with_ok_last(b, cursor={"firstBatch": [], "id": Int64(0), "ns": "test.c"})
+    else:
+        b = _with_ok_last(b, cursor={"id": Int64(0), "ns": "test.c"})
     return b, "cursor.firstBatch", FIND_DOCS
 
 

@@ -99,6 +99,14 @@ def expected_ping_fields(mode):
     }.get(mode, {})
 
 
+def has_fields(got, want):
+    """got is want, or, for a document, holds want's fields (find_seq's
+    cursor keeps the body's id and ns beside the merged firstBatch)."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        return all(has_fields(got.get(k), v) for k, v in want.items())
+    return got == want
+
+
 def judge_stream(mode, value):
     """(right, short label) for the stream operation: both pings answered,
     the monitor streamed, and its awaitable hellos ended as the mode allows:
@@ -147,14 +155,14 @@ def judge(mode, op, kind, detail):
     if op == "threads":
         ping = value.get("ping", {})
         want = expected_ping_fields(mode)
-        return (value.get("operations") == 80 and all(ping.get(k) == v for k, v in want.items()),
+        return (value.get("operations") == 80 and all(has_fields(ping.get(k), v) for k, v in want.items()),
                 "%s operations right" % value.get("operations"))
     if op == "insert":
         return (value.get("insertedCount") == 3), "insertedCount=%s" % value.get("insertedCount")
     if value.get("ok") != 1:
         return False, "ok=%r" % value.get("ok")
     for key, want in expected_ping_fields(mode).items():
-        if value.get(key) != want:
+        if not has_fields(value.get(key), want):
             return False, "%s missing or wrong" % key
     return True, "ok"
 
