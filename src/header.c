@@ -164,14 +164,7 @@ fill_alone(opmsg_msg_t *msg, const uint8_t *data, size_t len, uint32_t flags, ui
 {
    start_msg(msg, data, len);
    opmsg_op_msg_t *m = opmsg_msg_core(msg);
-   const opmsg_op_msg_t alone = {.data = data,
-                                 .body = data + OPMSG_OFF_SECTIONS + 1,
-                                 .len = (uint32_t) len,
-                                 .body_len = body_len,
-                                 .flags = flags,
-                                 .sections_end = (uint32_t) len,
-                                 .merged_size = body_len};
-   *m = alone;
+   opmsg_op_msg_set_alone(m, data, len, flags, body_len);
    msg->flags = flags;
    msg->body = m->body;
    msg->body_len = body_len;

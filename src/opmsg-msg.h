@@ -77,14 +77,11 @@ opmsg_op_msg_alone_ok(const uint8_t *data, size_t len, size_t body_limit, uint32
 }
 
 /* opmsg_op_msg_alone_ok(), and *m filled when it is true. */
-static OPMSG_ALWAYS_INLINE bool
-opmsg_op_msg_alone(opmsg_op_msg_t *m, const uint8_t *data, size_t len, size_t body_limit)
+/* *m for an OP_MSG whose one section is its body: every field not set here
+ * is 0, false or NULL. */
+static OPMSG_ALWAYS_INLINE void
+opmsg_op_msg_set_alone(opmsg_op_msg_t *m, const uint8_t *data, size_t len, uint32_t flags, uint32_t body_len)
 {
-   uint32_t flags, body_len;
-   if (!opmsg_op_msg_alone_ok(data, len, body_limit, &flags, &body_len)) {
-      return false;
-   }
-   /* Every field not set here is 0, false or NULL. */
    const opmsg_op_msg_t alone = {.data = data,
                                  .body = data + OPMSG_OFF_SECTIONS + 1,
                                  .len = (uint32_t) len,
@@ -93,6 +90,16 @@ opmsg_op_msg_alone(opmsg_op_msg_t *m, const uint8_t *data, size_t len, size_t bo
                                  .sections_end = (uint32_t) len,
                                  .merged_size = body_len};
    *m = alone;
+}
+
+static OPMSG_ALWAYS_INLINE bool
+opmsg_op_msg_alone(opmsg_op_msg_t *m, const uint8_t *data, size_t len, size_t body_limit)
+{
+   uint32_t flags, body_len;
+   if (!opmsg_op_msg_alone_ok(data, len, body_limit, &flags, &body_len)) {
+      return false;
+   }
+   opmsg_op_msg_set_alone(m, data, len, flags, body_len);
    return true;
 }
 
