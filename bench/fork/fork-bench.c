@@ -346,8 +346,7 @@ batch(const case_t *c, int s, long n)
 
 /* N operations of one side, for callgrind's --toggle-collect: not inlined, so
  * that its instructions are those of the operations (and the loop). */
-__attribute__((noinline)) void
-fork_bench_measured(const case_t *c, int s, long n);
+__attribute__((noinline)) void fork_bench_measured(const case_t *c, int s, long n);
 
 __attribute__((noinline)) void
 fork_bench_measured(const case_t *c, int s, long n)

@@ -47,10 +47,10 @@ _read_file(const char *path, size_t *len)
    const long n = ftell(f);
    ASSERT_CMPINT(fseek(f, 0, SEEK_SET), ==, 0);
    ASSERT_CMPLONG(n, >, 0);
-   uint8_t *const data = bson_malloc((size_t)n);
-   ASSERT_CMPSIZE_T(fread(data, 1, (size_t)n, f), ==, (size_t)n);
+   uint8_t *const data = bson_malloc((size_t) n);
+   ASSERT_CMPSIZE_T(fread(data, 1, (size_t) n, f), ==, (size_t) n);
    fclose(f);
-   *len = (size_t)n;
+   *len = (size_t) n;
    return data;
 }
 
@@ -151,7 +151,8 @@ test_conformance_vectors(void)
                   fprintf(out, "\t%" PRIu32 ".%" PRIu32 " %s\n", error.domain, error.code, error.message);
                }
             } else {
-               fprintf(out, "%s\trejected\t-\t%" PRIu32 ".%" PRIu32 " %s\n", line, error.domain, error.code, error.message);
+               fprintf(out, "%s\trejected\t-\t%" PRIu32 ".%" PRIu32 " %s\n", line, error.domain, error.code,
+                       error.message);
             }
             fflush(out);
             bson_destroy(&reply);
