@@ -12,19 +12,20 @@
 # this one; skipped, and said, without it), the conformance vectors and the
 # exported symbols. Prints the phases' times and the check's lines.
 #
-# Without the pristine tree (../shared/upstream/ next to the clone, or
-# FORK_SOURCE=DIR) there is nothing to check the fork on: the step says so
-# loudly and passes. FORK_CI_ARGS passes more options (e.g. --no-live).
+# Without the pull requests (fork/master/K-NAME/) or the pristine tree
+# (../shared/upstream/ next to the clone, or FORK_SOURCE=DIR) there is
+# nothing to check: the step fails, saying which (CI has ../shared).
+# FORK_CI_ARGS passes more options (e.g. --no-live).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if ! ls fork/master/[0-9]*-*/0001-*.patch >/dev/null 2>&1 && ! ls fork/master/*.patch >/dev/null 2>&1; then
-  echo "fork: SKIPPED: no pull requests in fork/master/ yet"
-  exit 0
+if ! ls fork/master/[0-9]*-*/0001-*.patch >/dev/null 2>&1; then
+  echo "fork: FAILED: no pull requests in fork/master/ (K-NAME/0001-*.patch)" >&2
+  exit 1
 fi
 if [ -z "${FORK_SOURCE:-}" ] && ! ls ../shared/upstream/mongo-c-driver-master-*.tar.xz >/dev/null 2>&1; then
-  echo "fork: SKIPPED: no mongo-c-driver master tree (../shared/upstream/ or FORK_SOURCE=DIR)"
-  exit 0
+  echo "fork: FAILED: no mongo-c-driver master tree (../shared/upstream/ next to the clone, or FORK_SOURCE=DIR)" >&2
+  exit 1
 fi
 start=$(date +%s)
 make --no-print-directory check-fork-ci FORK_SOURCE="${FORK_SOURCE:-}" FORK_ARGS="${FORK_CI_ARGS:-}"
