@@ -17,6 +17,7 @@ The output is reproducible: the same bytes on every run.
 """
 import os
 import struct
+import sys
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -84,22 +85,9 @@ OK = ("ok", 1.0)
 # OP_MSG and OP_COMPRESSED
 # ---------------------------------------------------------------------------
 
-_CRC = []
-for _i in range(256):
-    _c = _i
-    for _ in range(8):
-        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
-    _CRC.append(_c)
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = _CRC[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-assert crc32c(b"123456789") == 0xE3069283
+# The drop-in harness's CRC-32C, the one the test peers already use.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "dropin"))
+from hostile_server import crc32c  # noqa: E402
 
 
 def body(d):
