@@ -37,10 +37,18 @@ check-soak: deps configure
 	  SOAK_RELEASES="$(SOAK_RELEASES)" SOAK_THREADS=$(SOAK_THREADS) SOAK_FORK_LIBDIR="$(SOAK_FORK_LIBDIR)" \
 	  SOAK_ARGS="$(SOAK_ARGS)" tests/soak/check-soak.sh
 
-# The soak's fork kind on the packages make fork-debs built (this machine's
-# bookworm packages, and trixie's and sid's in the roots when built there),
-# unpacked, not installed (scripts/fork-debs-libdir.sh).
+# The soak's fork kind on the packages make fork-debs built, taken from its
+# apt repository build/fork-debs/apt/pool/{bookworm,trixie,sid}/ and
+# unpacked, not installed (scripts/fork-debs-libdir.sh): bookworm on this
+# machine, trixie and sid in their roots. Fails unless all three releases
+# have packages and each run is clean (0 wrong, 0 crashes).
 .PHONY: check-soak-fork
 check-soak-fork:
 	@scripts/fork-debs-libdir.sh $(BUILD)/soak-fork
-	@$(MAKE) --no-print-directory check-soak SOAK_KINDS=fork SOAK_FORK_LIBDIR=$(abspath $(BUILD))/soak-fork
+	@for r in bookworm trixie sid; do [ -d $(BUILD)/soak-fork/$$r ] || \
+	  { echo "check-soak-fork: no $$r packages: run make check-fork-debs first" >&2; exit 1; }; done
+	@$(MAKE) --no-print-directory check-soak SOAK_KINDS=fork SOAK_FORK_LIBDIR=$(abspath $(BUILD))/soak-fork \
+	  | tee $(BUILD)/soak-fork.log
+	@n=$$(grep '^soak [^ ]* fork: operations $(SOAK_OPS), right [0-9]*, clean errors [0-9]*, wrong 0, crashes 0' \
+	  $(BUILD)/soak-fork.log | awk '{print $$2}' | sort -u | wc -l); [ "$$n" -eq 3 ] || \
+	  { echo "check-soak-fork: $$n of 3 releases clean" >&2; exit 1; }

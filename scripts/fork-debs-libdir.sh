@@ -3,9 +3,8 @@
 # built, unpacked per release for the soak's fork kind
 # (make check-soak-fork; docs/soak.md).
 #
-#   OUT/bookworm  from build/fork-debs/bookworm/work/fork/ (this machine)
-#   OUT/trixie    from the trixie root's /srv/opmsg-fork-debs/work/fork/
-#   OUT/sid       from the sid root's /srv/opmsg-fork-debs/work/fork/
+#   OUT/RELEASE   from the apt repository of make fork-debs,
+#                 build/fork-debs/apt/pool/RELEASE/ (bookworm, trixie, sid)
 #
 # Only the runtime packages (libbson's and libmongoc's, not -dev, not
 # dbgsym) are unpacked, with dpkg-deb -x, nothing is installed: the soak
@@ -21,10 +20,7 @@ say() { echo "fork-debs-libdir: $*"; }
 
 found=0
 for rel in bookworm trixie sid; do
-  case $rel in
-    bookworm) debs=build/fork-debs/bookworm/work/fork ;;
-    *) debs=$(scripts/debian-root.sh --path "$rel")/srv/opmsg-fork-debs/work/fork ;;
-  esac
+  debs=build/fork-debs/apt/pool/$rel
   mapfile -t pkgs < <(find "$debs" -maxdepth 1 -name 'lib*.deb' 2>/dev/null |
                         grep -E '/lib(bson|mongoc)[^/_]*_' | grep -v -E -- '-(dev|dbgsym)_' | sort)
   if [ ${#pkgs[@]} -eq 0 ]; then

@@ -1,68 +1,79 @@
 #!/bin/bash
 # One release of `make fork-debs` (scripts/fork-debs.sh runs it on this
 # machine for bookworm and inside the Debian root for trixie and sid):
-# Debian's mongo-c-driver built twice from the same source, stock and with
-# the fork's quilt patches, checked against each other, installed over the
-# stock packages, tested, and reverted to stock (docs/fork.md, "Debian packages").
+# Debian's mongo-c-driver of the revision the system runs, built twice,
+# stock and with the fork's quilt patches (made now by
+# scripts/fork-debian-patches.sh), checked against each other, published in
+# a local apt repository, installed from it over the stock packages the way
+# a user would, tested, and reverted to stock (docs/fork.md, "Debian packages").
 #
-#   scripts/fork-debs-release.sh --release REL --source DIR --debian DIR
-#                                --work DIR [--orig FILE]
+#   scripts/fork-debs-release.sh --release REL --fallback DIR --work DIR --apt DIR
+#                                [--test-root]
 #
-#   --source  the release's unpacked source package (Debian's patches
-#             applied or not); it is copied, never changed
-#   --debian  the fork's side (fork/debian/REL/): patches/, series, changelog
-#   --orig    the upstream tarball (default: made from --source without
-#             debian/), for the source packages lintian reads
-#   --work    where everything goes (emptied first)
-#   --test-root  this is a test root (make check-distros'), not a machine
-#             of use: when apt refuses the fork's packages because they are
-#             older than what other installed packages were built against
-#             (sid's libmongocrypt0 needs libbson2-2 >= 2.5.6 and the tree is
-#             2.5.0), dpkg installs them with --force-depends-version
+#   --release   bookworm, trixie or unstable (shown as sid)
+#   --fallback  Debian's packaging tree of the release (debian/ inside,
+#               Debian's patches unapplied): the source when the archive does
+#               not serve the installed revision's
+#   --work      where everything goes (emptied first)
+#   --apt       the apt repository: pool/DIST/ and dists/DIST/main/binary-amd64/
+#               (DIST: bookworm, trixie, sid) are written there
+#   --test-root this is a test root (make check-distros'), not a machine
+#               of use: a test build may be installed over newer packages
+#               (apt --allow-downgrades; when apt still refuses because other
+#               installed packages need the newer revision, dpkg
+#               --force-depends-version, said in the output)
 #
-# Steps, each timed: the build dependencies (apt-get build-dep, arch-only,
-# nodoc profile), then both builds with `dpkg-buildpackage -us -uc -B
-# -Pnodoc` and DEB_BUILD_OPTIONS="nocheck nodoc parallel=2" (-B: the -doc
-# packages are left out; debian/control gives them no <!nodoc> profile),
-# and the build dependencies removed again; lintian on the binary and the
-# source packages, tags compared by package and name with the stock build's;
-# each library's SONAME and dynamic symbols; a libmongoc program and the
-# encryption test program built against the stock packages and a FerretDB
-# run kept as the reference; the fork's packages installed over stock (apt,
-# downgrades allowed: a test machine or root only); the hostile-reply
-# harness with no preload; the program built on stock; FerretDB end to end
-# against the reference; client-side encryption end to end; the stock
-# packages back (apt install NAME=VERSION) and the machine's package list
-# as it was. Whatever fails, the packages are put back on exit.
+# The source: `apt-get source mongo-c-driver` of exactly the revision
+# installed (scripts/lib/apt-source.sh, a private apt configuration); the
+# packages are then INSTALLED+opmsgN, an upgrade of the stock ones keeping
+# every Debian fix. When the archive does not serve that revision, the
+# packaging tree: TREE+opmsgN, a test build that only a test system should
+# install (the line says "upgrade test-build"). N is FORK_DEBS_REVISION
+# (default 1). Every version comparison is dpkg --compare-versions.
+#
+# Steps, each timed: the source and the fork's patches; the build
+# dependencies (apt-get build-dep, arch-only, nodoc profile), both builds
+# with `dpkg-buildpackage -us -uc -B -Pnodoc` and DEB_BUILD_OPTIONS="nocheck
+# nodoc parallel=2", the build dependencies removed again; lintian on the
+# binary and source packages, tags compared with the stock build's; each
+# library's SONAME and dynamic symbols; a libmongoc program and the
+# encryption test program built against stock and a FerretDB reference run;
+# the apt repository (dpkg-scanpackages, a Release file); a sources.list
+# entry for it ([trusted=yes] file:), apt-get update of that source alone,
+# apt-get install of the fork's packages (no --allow-downgrades for an
+# upgrade); the hostile-reply harness with no preload; the program built on
+# stock; FerretDB against the reference; client-side encryption; the entry
+# removed and the stock packages back. Whatever fails, the packages and
+# /etc/apt are put back on exit.
 #
 # Ends with one line:
-#   fork-deb REL VERSION: packages K, lintian new 0, symbols removed 0, harness 36/36, crashes 0, program built on stock runs yes, ferretdb yes, encryption yes, revert yes
-# and one with the time of each step. Exit 1 when a check failed. When
-# --debian holds a PLACEHOLDER file (no real series yet), the harness and
-# crash counts are stock's and are reported, not failed on.
+#   fork-deb NAME VERSION: packages K, from apt yes, upgrade yes|test-build, lintian new 0, symbols removed 0, harness 36/36, crashes 0, program built on stock runs yes, ferretdb yes, encryption yes, revert yes
+# and one with the time of each step. Exit 1 when a check failed.
 # OPMSG_FERRETDB names the FerretDB binary (else the PATH, else Go's bin).
 set -euo pipefail
 export LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib/apt-state.sh"
+. "$top/scripts/lib/apt-source.sh"
 
-rel="" source="" debian="" work="" orig="" test_root=0
+rel="" fallback="" work="" apt_repo="" test_root=0
 while [ $# -gt 0 ]; do
   case $1 in
     --release) rel=$2; shift 2 ;;
-    --source) source=$(realpath "$2"); shift 2 ;;
-    --debian) debian=$(realpath "$2"); shift 2 ;;
+    --fallback) fallback=$(realpath "$2"); shift 2 ;;
     --work) work=$(realpath -m "$2"); shift 2 ;;
-    --orig) orig=$(realpath "$2"); shift 2 ;;
+    --apt) apt_repo=$(realpath -m "$2"); shift 2 ;;
     --test-root) test_root=1; shift ;;
     *) echo "fork-debs-release: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$rel" ] && [ -d "$source/debian" ] && [ -f "$debian/changelog" ] && [ -n "$work" ] ||
-  { echo "usage: $0 --release REL --source DIR --debian DIR --work DIR [--orig FILE]" >&2; exit 2; }
+[ -n "$rel" ] && [ -d "$fallback/debian" ] && [ -n "$work" ] && [ -n "$apt_repo" ] ||
+  { echo "usage: $0 --release REL --fallback DIR --work DIR --apt DIR [--test-root]" >&2; exit 2; }
+dist=$rel
+[ "$rel" = unstable ] && dist=sid
 
-say() { echo "fork-debs $rel: $*"; }
+say() { echo "fork-debs $dist: $*"; }
 # The system's Python: the harness needs only its standard library, and a
 # Python of the user's (pyenv) may lack what others need.
 python=/usr/bin/python3
@@ -89,23 +100,69 @@ failed() { bad+=("$1"); say "FAILED: $1 (log: $logs/$2.log)"; tail -n 25 "$logs/
 rm -rf "$work"
 mkdir -p "$logs"
 t_start=$(date +%s)
+
+# --- The source: the installed revision's, or the packaging tree --------------
+# The revision installed: the source version of the installed libmongoc
+# runtime package (libmongoc-1.0-0, -0t64, libmongoc2-2).
+installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${source:Package} ${source:Version}\n' |
+  awk '$1 == "ii" && $3 == "mongo-c-driver" && $2 ~ /^libmongoc[0-9.-]*[0-9](t64)?$/ {print $4}' | sort -u | head -n 1)
+[ -n "$installed" ] || { say "no libmongoc runtime package of mongo-c-driver is installed (make deps)"; exit 1; }
+revision=${FORK_DEBS_REVISION:-1}
+test_build=0
+apt_source_dir=$work/apt-source
+got=$(apt_source mongo-c-driver "$installed" "$work/apt-source/src" 2>"$logs/apt-source.log") || got=""
+if [ -n "$got" ] && dpkg --compare-versions "$got" eq "$installed"; then
+  upstream=${installed#*:}
+  upstream=${upstream%-*}
+  source=$work/apt-source/src/mongo-c-driver-$upstream
+  say "source: apt-get source mongo-c-driver=$installed, the installed revision"
+else
+  test_build=1
+  source=$fallback
+  say "source: the archive here does not serve mongo-c-driver $installed, the installed revision" \
+      "(got: ${got:-nothing}; $logs/apt-source.log)"
+  say "source: Debian's packaging tree $(dpkg-parsechangelog -l "$source/debian/changelog" -S Version) instead:" \
+      "a TEST BUILD that only a test system should install"
+fi
 stock_version=$(dpkg-parsechangelog -l "$source/debian/changelog" -S Version)
-upstream=${stock_version%-*}
-fork_version=$(dpkg-parsechangelog -l "$debian/changelog" -S Version)
-[ "$fork_version" = "$stock_version+opmsg1" ] || {
-  say "the fork's changelog entry is $fork_version, not $stock_version+opmsg1: it was made for another revision"
-  say "of Debian's package; make fork-debian-patches against $stock_version"
-  exit 1
+upstream=${stock_version#*:}
+upstream=${upstream%-*}
+fork_version=$stock_version+opmsg$revision
+dpkg --compare-versions "$fork_version" gt "$stock_version" || { say "$fork_version does not sort above $stock_version"; exit 1; }
+if [ $test_build -eq 0 ]; then
+  dpkg --compare-versions "$fork_version" gt "$installed" || { say "$fork_version is no upgrade of $installed"; exit 1; }
+  upgrade=yes
+else
+  upgrade=test-build
+fi
+# The fork's quilt patches, series lines and changelog entry, made now.
+gen_args=(--release "$rel" --version "$fork_version" --out "$work/debian")
+[ $test_build -eq 0 ] || gen_args+=(--test-build)
+patches() {
+  local applied=$work/applied
+  cp -a "$source" "$applied"
+  dpkg-source --before-build "$applied"
+  "$top/scripts/fork-debian-patches.sh" --tree "$applied" "${gen_args[@]}"
+  rm -rf "$applied"
 }
-placeholder=0
-[ -f "$debian/PLACEHOLDER" ] && placeholder=1
+timed patches patches
+[ $step_ok = yes ] || { failed "the fork's quilt patches" patches; exit 1; }
+sed -n 's/^fork-debian-patches: //p' "$logs/patches.log" | sed "s/^/fork-debs $dist: /"
+debian=$work/debian
 
 # --- Whatever happens, the packages as they were ------------------------------
+# (and no sources.list entry for the fork's apt repository: install_fork's)
+entry=/etc/apt/sources.list.d/mongo-c-driver-fork.list
+remove_entry() {
+  rm -f "$entry"
+  rm -f /var/lib/apt/lists/*"$(echo "${apt_repo#/}" | tr / _)"_dists_"$dist"_*
+}
 apt_state_save "$work/state"
 restored=0
 put_back() {
   [ $restored -eq 1 ] && return 0
   restored=1
+  remove_entry
   apt_state_restore "$work/state" >"$logs/put-back.log" 2>&1 ||
     { say "could not put the packages back: see $logs/put-back.log"; return 1; }
 }
@@ -117,8 +174,8 @@ prepare() {
   for d in stock fork; do
     mkdir -p "$work/$d"
     cp -a "$source" "$work/$d/mongo-c-driver-$upstream"
-    if [ -n "$orig" ]; then
-      cp "$orig" "$work/$d/"
+    if [ $test_build -eq 0 ]; then
+      cp "$work/apt-source/src/mongo-c-driver_$upstream.orig.tar."* "$work/$d/"
     else
       tar -C "$source" --exclude=./debian --transform "s|^\./|mongo-c-driver-$upstream/|" \
         -czf "$work/$d/mongo-c-driver_$upstream.orig.tar.gz" .
@@ -232,7 +289,7 @@ symbols() {
 }
 timed symbols symbols
 symbols_removed=$(sed -n 's/^removed //p' "$logs/symbols.log")
-grep 'the installed' "$logs/symbols.log" | cut -d: -f1-2 | sed "s/^/fork-debs $rel: /" || true
+grep 'the installed' "$logs/symbols.log" | cut -d: -f1-2 | sed "s/^/fork-debs $dist: /" || true
 symbols_removed=${symbols_removed:-?}
 [ "$symbols_removed" = 0 ] || failed "symbols removed or SONAME changed" symbols
 
@@ -252,17 +309,65 @@ timed stock-programs kit_build
 [ $step_ok = yes ] || { failed "programs built against stock, reference run" stock-programs; exit 1; }
 
 # --- The fork's packages over stock ------------------------------------------------
+# --- The apt repository ------------------------------------------------------------
+# pool/NAME/ the fork's packages; dists/NAME/main/binary-amd64/Packages(.gz)
+# by dpkg-scanpackages; dists/NAME/Release with the indexes' checksums.
+repo() {
+  local arch dir
+  arch=$(dpkg --print-architecture)
+  rm -rf "$apt_repo/pool/$dist" "$apt_repo/dists/$dist"
+  mkdir -p "$apt_repo/pool/$dist" "$apt_repo/dists/$dist/main/binary-$arch"
+  cp "${fork_debs[@]}" "$apt_repo/pool/$dist/"
+  dir=dists/$dist/main/binary-$arch
+  (cd "$apt_repo" && dpkg-scanpackages -m "pool/$dist" /dev/null >"$dir/Packages")
+  gzip -9nk "$apt_repo/$dir/Packages"
+  {
+    echo "Origin: mongo-c-driver fork"
+    echo "Label: mongo-c-driver fork"
+    echo "Suite: $dist"
+    echo "Codename: $dist"
+    echo "Date: $(date -u -R)"
+    echo "Architectures: $arch"
+    echo "Components: main"
+    echo "Description: Debian's mongo-c-driver with the fork's patches"
+    local sum f
+    for sum in MD5Sum:md5sum SHA256:sha256sum; do
+      echo "${sum%%:*}:"
+      for f in main/binary-$arch/Packages main/binary-$arch/Packages.gz; do
+        printf ' %s %8d %s\n' "$(${sum#*:} <"$apt_repo/dists/$dist/$f" | cut -d' ' -f1)" \
+          "$(stat -c %s "$apt_repo/dists/$dist/$f")" "$f"
+      done
+    done
+  } >"$apt_repo/dists/$dist/Release"
+  cat "$apt_repo/dists/$dist/Release"
+  grep -c '^Package: ' "$apt_repo/$dir/Packages"
+}
+timed apt-repo repo
+[ $step_ok = yes ] || { failed "the apt repository" apt-repo; exit 1; }
+
+# --- The fork's packages over stock, from the apt repository ----------------------
+# As a user would: a sources.list entry, apt-get update of that source
+# alone, apt-get install. Taken out again (and its lists) by remove_entry.
+from_apt=no
 install_fork() {
-  if ! apt-get -y -q -o DPkg::Lock::Timeout=900 install --allow-downgrades "${fork_debs[@]}"; then
-    [ $test_root -eq 1 ] || return 1
+  echo "deb [trusted=yes] file:$apt_repo $dist main" >"$entry"
+  cat "$entry"
+  apt-get -q -o Dir::Etc::SourceList="$entry" -o Dir::Etc::SourceParts=- \
+    -o APT::Get::List-Cleanup=0 update
+  local deb pkg want=() args=()
+  for deb in "${fork_debs[@]}"; do want+=("$(dpkg-deb -f "$deb" Package)=$fork_version"); done
+  [ $test_build -eq 0 ] || args+=(--allow-downgrades)
+  echo "apt-get install ${args[*]} ${want[*]}"
+  if ! apt-get -y -q -o DPkg::Lock::Timeout=900 install "${args[@]}" "${want[@]}"; then
+    [ $test_build -eq 1 ] && [ $test_root -eq 1 ] || return 1
     echo "apt refuses: installed packages need a newer revision than the tree's; in this test root:"
     echo "dpkg -i --force-depends-version ${fork_debs[*]}"
     dpkg -i --force-depends-version "${fork_debs[@]}"
   fi
-  local deb pkg
   for deb in "${fork_debs[@]}"; do
     pkg=$(dpkg-deb -f "$deb" Package)
-    [ "$(dpkg-query -W -f='${Version}' "$pkg")" = "$fork_version" ] || { echo "$pkg is not at $fork_version"; return 1; }
+    dpkg --compare-versions "$(dpkg-query -W -f='${Version}' "$pkg")" eq "$fork_version" ||
+      { echo "$pkg is not at $fork_version"; return 1; }
     dpkg -V "$pkg"
     echo "$pkg $fork_version installed, its files as packaged"
   done
@@ -271,9 +376,13 @@ install_fork() {
 timed install install_fork
 [ $step_ok = yes ] || { failed "installing the fork's packages" install; exit 1; }
 if grep -q '^dpkg -i --force-depends-version' "$logs/install.log"; then
-  say "apt refused the downgrade (installed packages were built against the newer stock revision):"
+  say "apt refused the test build (installed packages were built against the newer stock revision):"
   grep -A3 'have unmet dependencies' "$logs/install.log" | sed 's/^/  | /'
-  say "installed with dpkg --force-depends-version, as only a test root may"
+  say "installed with dpkg --force-depends-version, as only a test root may: from apt no"
+else
+  from_apt=yes
+  [ $test_build -eq 0 ] ||
+    say "installed from the apt repository with --allow-downgrades: a test build, in a test root"
 fi
 
 harness="?/?" crashes="?"
@@ -284,11 +393,7 @@ if [ -n "$line" ]; then
   crashes=$(echo "$line" | sed 's/.*crashes \([0-9]*\).*/\1/')
 fi
 if [ "$harness" != "36/36" ] || [ "$crashes" != 0 ]; then
-  if [ $placeholder -eq 1 ]; then
-    say "the harness gives $harness, crashes $crashes: stock libmongoc's behaviour, as the series is a placeholder (not failed)"
-  else
-    failed "harness $harness, crashes $crashes" harness
-  fi
+  failed "harness $harness, crashes $crashes" harness
 fi
 
 program=no
@@ -298,7 +403,7 @@ program_check() {
   lib=$(ldd "$client" | sed -n 's/.*libmongoc[^ ]* => \([^ ]*\) .*/\1/p' | head -n 1)
   owner=$(dpkg -S "$(readlink -f "$lib")" | cut -d: -f1)
   echo "$client loads $lib ($(readlink -f "$lib")), from $owner $(dpkg-query -W -f='${Version}' "$owner")"
-  [ "$(dpkg-query -W -f='${Version}' "$owner")" = "$fork_version" ]
+  dpkg --compare-versions "$(dpkg-query -W -f='${Version}' "$owner")" eq "$fork_version"
   $python "$top/tests/dropin/run_case.py" --client "$client" --mode plain
 }
 timed program program_check
@@ -319,6 +424,7 @@ esac
 # --- Back to stock -----------------------------------------------------------------
 revert=no
 revert_check() {
+  remove_entry
   apt_state_restore "$work/state"
   local deb pkg
   for deb in "${fork_debs[@]}"; do
@@ -335,10 +441,9 @@ if [ $step_ok = yes ]; then revert=yes; else failed "reverting to stock" revert;
 
 total=$(( $(date +%s) - t_start ))
 times+=("total $total s")
-(IFS=,; echo "fork-deb-times $rel: ${times[*]}") | sed 's/,/, /g' | tee "$work/times"
-[ $placeholder -eq 0 ] ||
-  say "PLACEHOLDER: built with $(wc -l <"$debian/series") throwaway patch(es), not the fork: the harness and crash counts are stock libmongoc's"
+(IFS=,; echo "fork-deb-times $dist: ${times[*]}") | sed 's/,/, /g' | tee "$work/times"
 for b in "${bad[@]}"; do say "FAILED: $b"; done
-echo "fork-deb $rel $fork_version: packages $packages, lintian new $lintian_new, symbols removed $symbols_removed, harness $harness, crashes $crashes, program built on stock runs $program, ferretdb $ferretdb, encryption $encryption, revert $revert" |
+[ $test_build -eq 0 ] || say "TEST BUILD: $fork_version is older than the installed $installed; only a test system should install it"
+echo "fork-deb $dist $fork_version: packages $packages, from apt $from_apt, upgrade $upgrade, lintian new $lintian_new, symbols removed $symbols_removed, harness $harness, crashes $crashes, program built on stock runs $program, ferretdb $ferretdb, encryption $encryption, revert $revert" |
   tee "$work/result"
 [ ${#bad[@]} -eq 0 ]
