@@ -10,10 +10,10 @@
 #                             again from those branches (the cover letters
 #                             and the lists kept)
 #   make fork-patches-check   every pull request applies with git am on its
-#                             base, and is byte for byte its own export; the
-#                             frozen Debian ports (fork/trixie/,
-#                             fork/bookworm/) apply on their trees (a CI
-#                             step; no compiling)
+#                             base, and is byte for byte its own export;
+#                             master's and the Debian ports' (fork/trixie/,
+#                             fork/bookworm/, on their trees) (CI; no
+#                             compiling)
 #
 #   FORK_AUTHOR="Name <mail>" the author of every exported commit (default:
 #                             each keeps its own)

@@ -7,7 +7,10 @@
 #                          on its base (master, or the one its file `base`
 #                          names), each commit built (maintainer flags, no
 #                          warning) and clang-format checked, test-libmongoc
-#                          on the base against the pull request test by test,
+#                          on the base against the pull request through
+#                          upstream's CTest registration (ctest -j2 --timeout
+#                          --repeat until-pass --output-junit; the two JUnit
+#                          files compared by scripts/lib/junit-compare.py),
 #                          its new tests (failing on the base, passing
 #                          patched, or declared guards); one line per pull
 #                          request; then the four applied together: the
@@ -27,11 +30,13 @@
 #                          (scripts/fork-source.sh --source DIR); without it
 #                          and without ../shared/upstream/ the check stops
 #                          with the git commands that fetch the tree
-#   FORK_TARGET=trixie     check the frozen port to Debian 13's 1.30.4
-#                          (fork/trixie/, a flat series) instead of master
+#   FORK_TARGET=trixie     check the ports' pull requests fork/trixie/K-NAME/
+#   FORK_TARGET=bookworm   (Debian 13's 1.30.4) or fork/bookworm/K-NAME/
+#                          (Debian 12's 1.23.1) on the Debian tree with
+#                          Debian's patches applied, instead of master
 #   FORK_ARGS="..."        more options of scripts/fork-check.sh (--ci,
 #                          --pr K, --no-live, --no-encryption, --match PREFIX,
-#                          --series DIR, ...)
+#                          --timeout S, --repeat N, --series DIR, ...)
 #   FORK_BENCH_ARGS="..."  options of the benchmark (--quick, --reps N, ...)
 
 FORK_SOURCE     ?=

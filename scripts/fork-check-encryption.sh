@@ -69,7 +69,7 @@ fi
 # --- Outside: the root, the copies --------------------------------------------------------------
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-. "$top/scripts/lib/suite-runs.sh"   # say, die, suite_find_ferretdb
+. "$top/scripts/lib/suite-common.sh"   # say, die, suite_find_ferretdb
 tree=""
 suite=sid
 while [ $# -gt 0 ]; do

@@ -2,20 +2,16 @@
 # The fork on mongo-c-driver, checked with upstream's own build and test
 # suite (`make check-fork`, mk/fork.mk, docs/fork.md).
 #
-# fork/TARGET/ holds the fork in one of two layouts:
-#
-#  - Pull requests (fork/master/): one folder per pull request, K-NAME/
-#    (1-no-abort/, 2-section-rules/, 3-reply-sequences/, 4-payload-arrays/),
-#    each a `git format-patch` series: 0000-cover-letter.patch (hand-written,
-#    never applied), 0001-*.patch ..., new-tests.txt, changed-tests.txt, and
-#    a file `base` that names where the pull request applies: one line,
-#    "master" or the folder of another pull request ("1-no-abort"; a number,
-#    "1", or "Base: 1-no-abort" say the same). Without the file the base is
-#    master. A base must have a lower number: the pull requests are applied
-#    in their numbers' order.
-#  - One flat series (fork/trixie/, fork/bookworm/: the Debian ports, frozen
-#    until they are redone as pull requests too): *.patch, new-tests.txt,
-#    changed-tests.txt, on the target's tree with Debian's patches applied.
+# fork/TARGET/ (master, and the Debian ports bookworm and trixie) holds one
+# folder per pull request, K-NAME/ (1-no-abort/, 2-section-rules/, ...),
+# each a `git format-patch` series: 0000-cover-letter.patch (hand-written,
+# never applied), 0001-*.patch ..., new-tests.txt, changed-tests.txt, and a
+# file `base` that names where the pull request applies: one line, "master"
+# or the folder of another pull request ("1-no-abort"; a number, "1", or
+# "Base: 1-no-abort" say the same). Without the file the base is the
+# target's tree ("master" names it for the ports too: Debian's tree with
+# Debian's patches applied). A base must have a lower number: the pull
+# requests are applied in their numbers' order.
 #
 # The pristine tree comes from scripts/fork-source.sh. Everything is built
 # in one working tree and one build directory (build/fork/TARGET/tree and
@@ -32,19 +28,22 @@
 #                     src/libbson/tests, and K's CMake lists without the
 #                     files K adds to the library)
 #   all               every pull request applied, in order (1, 2, 3, 4)
-# (flat: base, series, series.newtests; "all" is the series.)
 # build/fork/TARGET/unpatched and patched point at base and all (what
 # `make bench-fork` reads).
 #
-# For each pull request K (the flat series: once):
+# For each pull request K:
 #   1. it applies with `git am` on its base (master, or PR J's last commit);
 #   2. every commit builds alone with ENABLE_MAINTAINER_FLAGS=ON and no
 #      warning, the files it touches are formatted (upstream's
 #      tools/format.py with clang-format 20.1.8, 17.0.6 for the Debian ports,
 #      and the tree's .clang-format), it keeps upstream's prelude rule
 #      (check-preludes.py), and K's tests registered at that commit pass;
-#   3. test-libmongoc without a server, every test in its own process
-#      (scripts/lib/suite-runs.sh), K's base against K: every difference is
+#   3. test-libmongoc without a server through upstream's CTest registration
+#      (build/cmake/LoadTests.cmake: each test `--ctest-run NAME`; `ctest -j
+#      --timeout --repeat until-pass --output-junit`, the fixtures left out,
+#      MONGOC_TEST_SKIP_LIVE and MONGOC_TEST_OFFLINE on), K's base against K,
+#      the two JUnit files compared (scripts/lib/junit-compare.py; a test that
+#      differs runs once more per side before the verdict): every difference is
 #      explained by K's lists (new-tests.txt, changed-tests.txt) or by
 #      scripts/fork-check.explained;
 #   4. K's new tests on K's base built with K's test sources, and on K: each
@@ -91,19 +90,20 @@
 # (R, P0, P1, D, E) are that one comparison's, the same on every line.
 # That saves four whole-suite runs (about 3 minutes each on 2 cores).
 #
-# A flat series (--target trixie) prints, as before, one line:
-#   fork trixie 1.30.4: patches N, suite run R, unpatched passed P0, patched passed P1, new tests T (fail unpatched F, guards G, pass patched S), differences D, explained E, harness H/36, crashes C
-# (no conformance, no symbols: those are the upstream pull requests').
+# The ports (--target bookworm, trixie) print the same lines, "fork trixie
+# 1.30.4 PR K NAME: ..." (the upstream version for the commit); conformance
+# is master's alone, and their symbols are checked against their own
+# packaging's symbols files.
 #
 # Writes WORK/report.md (every table) and ends with the lines above.
 # Exit status 0 when all of it holds; 1 when something does not (each
 # failure said above the lines); 2 when the check could not run.
 #
 # Usage: scripts/fork-check.sh [OPTIONS]
-#   --target NAME       master (default: the pull requests), or a Debian
-#                       port with a flat series (trixie: fork/trixie/ on
-#                       Debian's 1.30.4 tree with Debian's patches applied);
-#                       the defaults below follow it
+#   --target NAME       master (default), or a Debian port: bookworm
+#                       (fork/bookworm/ on Debian's 1.23.1 tree) or trixie
+#                       (fork/trixie/ on 1.30.4), with Debian's patches
+#                       applied; the defaults below follow it
 #   --source DIR        the pristine tree, passed to scripts/fork-source.sh
 #                       (default: ../shared/upstream/ next to the repository)
 #   --series DIR        the fork's folder (default fork/TARGET)
@@ -118,7 +118,9 @@
 #                       (default 4; repeatable, the first use replaces it)
 #   --jobs N            tests at a time (default 2)
 #   --build-jobs N      compiler jobs (default 2)
-#   --timeout SECONDS   time limit per test (default 60)
+#   --timeout SECONDS   time limit per test (default 60; replaces upstream's
+#                       per-test limits, 10 s on master)
+#   --repeat N          ctest --repeat until-pass:N (default 3)
 #   --explained FILE    more explained differences, "test-name<TAB>reason"
 #                       (default scripts/fork-check.explained)
 #   --live-subset FILE  the live tests to run (default scripts/fork-check.live)
@@ -138,7 +140,7 @@ export LC_ALL=C
 prog=fork-check
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-. "$top/scripts/lib/suite-runs.sh"
+. "$top/scripts/lib/suite-common.sh"
 
 source_dir=""
 target=master
@@ -147,6 +149,7 @@ work=""
 jobs=2
 bjobs=2
 limit=60
+repeat=3
 explained=$top/scripts/fork-check.explained
 live_subset=$top/scripts/fork-check.live
 live=1
@@ -172,6 +175,7 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=${2:?}; shift 2 ;;
     --build-jobs) bjobs=${2:?}; shift 2 ;;
     --timeout) limit=${2:?}; shift 2 ;;
+    --repeat) repeat=${2:?}; shift 2 ;;
     --explained) explained=$(realpath -m -- "${2:?}"); shift 2 ;;
     --live-subset) live_subset=$(realpath -m -- "${2:?}"); shift 2 ;;
     --match) matches+=("${2:?}"); shift 2 ;;
@@ -196,8 +200,8 @@ case $target in
   bookworm) enc_suite=bookworm cf_pin=17.0.6 ;;
   *) echo "$prog: unknown target $target (master, trixie, bookworm)" >&2; exit 2 ;;
 esac
-for n in "$jobs" "$bjobs" "$limit"; do
-  case $n in ''|*[!0-9]*|0) die "--jobs, --build-jobs and --timeout need a positive number" ;; esac
+for n in "$jobs" "$bjobs" "$limit" "$repeat"; do
+  case $n in ''|*[!0-9]*|0) die "--jobs, --build-jobs, --timeout and --repeat need a positive number" ;; esac
 done
 
 # --- Phases and their times -----------------------------------------------------------------
@@ -255,55 +259,55 @@ short=${upstream_commit:0:8}
 # How the lines name the tree: master's commit, a Debian port's upstream
 # version (its packaging branch's commit says nothing to a reader).
 label=$short
-[ "$target" = master ] || label=$(git -C "$pristine" show opmsg-base:VERSION_CURRENT)
+# (1.23.1's Debian tree has no VERSION_CURRENT: its changelog's upstream
+# version, which Debian's rules pass as BUILD_VERSION, as the build does here.)
+build_version=()
+if [ "$target" != master ]; then
+  label=$(git -C "$pristine" show opmsg-base:VERSION_CURRENT 2>/dev/null) || {
+    label=$(git -C "$pristine" show opmsg-base:debian/changelog | sed -n '1s/^[^(]*(\([0-9]*:\)\{0,1\}\([^)-]*\).*/\2/p')
+    build_version=("-DBUILD_VERSION=$label")
+  }
+  [ -n "$label" ] || die "no upstream version in the $target tree"
+fi
 
 [ -d "$series" ] || die "no folder ${series#"$top"/}"
 
-# The units: the pull requests (folders K-NAME/), or the flat series.
+# The units: the pull requests (folders K-NAME/).
 units=()
 declare -A u_dir u_num u_base u_label u_head u_applied u_selected u_speed
 mapfile -t pr_dirs < <(find "$series" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*-*' | sort -V)
-if [ ${#pr_dirs[@]} -gt 0 ]; then
-  layout=prs
-  ls "$series"/*.patch >/dev/null 2>&1 &&
-    say "NOTE: ${series#"$top"/}/*.patch (a flat series) is left out: the pull request folders are the fork"
-  for d in "${pr_dirs[@]}"; do
-    name=$(basename "$d")
-    num=${name%%-*}
-    case $num in ''|*[!0-9]*) die "$name: a pull request folder is NUMBER-NAME" ;; esac
-    units+=("$name")
-    u_dir[$name]=$d
-    u_num[$name]=$num
-    u_label[$name]="PR $num ${name#*-}"
-  done
-  # Each one's base: its file `base`, or master.
-  for name in "${units[@]}"; do
-    b=master
-    if [ -f "${u_dir[$name]}/base" ]; then
-      b=$(sed 's/#.*//; s/^[[:space:]]*[Bb]ase:[[:space:]]*//' "${u_dir[$name]}/base" | awk 'NF {print $1; exit}')
-      b=${b:-master}
-    elif grep -qiE 'applies (only )?on (top of )?PR [0-9]' "${u_dir[$name]}/0000-cover-letter.patch" 2>/dev/null; then
-      die "$name: its cover letter says it applies on another pull request, but $name/base does not say which (one line: the folder, e.g. 1-no-abort)"
-    fi
-    if [ "$b" != master ]; then
-      found=""
-      for other in "${units[@]}"; do
-        if [ "$other" = "$b" ] || [ "${u_num[$other]}" = "${b#PR}" ]; then found=$other; fi
-      done
-      [ -n "$found" ] || die "$name/base names '$b': no such pull request folder"
-      [ "${u_num[$found]}" -lt "${u_num[$name]}" ] || die "$name/base names $found: a base must have a lower number"
-      b=$found
-    fi
-    u_base[$name]=$b
-  done
-else
-  layout=flat
-  units=(series)
-  u_dir[series]=$series
-  u_num[series]=0
-  u_label[series]=series
-  u_base[series]=master
-fi
+[ ${#pr_dirs[@]} -gt 0 ] || die "no pull request folders in ${series#"$top"/} (K-NAME/0001-*.patch)"
+ls "$series"/*.patch >/dev/null 2>&1 &&
+  say "NOTE: ${series#"$top"/}/*.patch (an old flat series) is left out: the pull request folders are the fork"
+for d in "${pr_dirs[@]}"; do
+  name=$(basename "$d")
+  num=${name%%-*}
+  case $num in ''|*[!0-9]*) die "$name: a pull request folder is NUMBER-NAME" ;; esac
+  units+=("$name")
+  u_dir[$name]=$d
+  u_num[$name]=$num
+  u_label[$name]="PR $num ${name#*-}"
+done
+# Each one's base: its file `base`, or master.
+for name in "${units[@]}"; do
+  b=master
+  if [ -f "${u_dir[$name]}/base" ]; then
+    b=$(sed 's/#.*//; s/^[[:space:]]*[Bb]ase:[[:space:]]*//' "${u_dir[$name]}/base" | awk 'NF {print $1; exit}')
+    b=${b:-master}
+  elif grep -qiE 'applies (only )?on (top of )?PR [0-9]' "${u_dir[$name]}/0000-cover-letter.patch" 2>/dev/null; then
+    die "$name: its cover letter says it applies on another pull request, but $name/base does not say which (one line: the folder, e.g. 1-no-abort)"
+  fi
+  if [ "$b" != master ]; then
+    found=""
+    for other in "${units[@]}"; do
+      if [ "$other" = "$b" ] || [ "${u_num[$other]}" = "${b#PR}" ]; then found=$other; fi
+    done
+    [ -n "$found" ] || die "$name/base names '$b': no such pull request folder"
+    [ "${u_num[$found]}" -lt "${u_num[$name]}" ] || die "$name/base names $found: a base must have a lower number"
+    b=$found
+  fi
+  u_base[$name]=$b
+done
 # The units checked (--pr), and the speed changes.
 for name in "${units[@]}"; do
   u_selected[$name]=1
@@ -318,7 +322,6 @@ for name in "${units[@]}"; do
     if [ "$o" = "$name" ] || [ "$o" = "${u_num[$name]}" ]; then u_speed[$name]=1; fi
   done
 done
-[ ${#only[@]} -eq 0 ] || [ "$layout" = prs ] || die "--pr needs the pull request layout (${series#"$top"/}/K-NAME/)"
 checked=()
 for name in "${units[@]}"; do [ "${u_selected[$name]}" -eq 0 ] || checked+=("$name"); done
 [ ${#checked[@]} -gt 0 ] || die "--pr ${only[*]}: no such pull request in ${series#"$top"/}"
@@ -327,11 +330,7 @@ whole=1
 [ ${#checked[@]} -eq ${#units[@]} ] || whole=0
 
 unit_patches() {  # NAME -> its patches, in order (not the cover letter)
-  if [ "$layout" = flat ]; then
-    find "${u_dir[$1]}" -maxdepth 1 -name '*.patch' | sort
-  else
-    find "${u_dir[$1]}" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort
-  fi
+  find "${u_dir[$1]}" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort
 }
 
 # The lists: test names, one per line (a reason may follow the name after a
@@ -366,7 +365,7 @@ for name in "${units[@]}"; do
   [ "$n" -gt 0 ] || die "no patches in ${d#"$top"/}"
   [ ! -f "$d/new-tests.txt" ] || [ -s "$w/new-tests.names" ] || say "NOTE: ${d#"$top"/}/new-tests.txt names no test"
   [ -f "$d/new-tests.txt" ] || say "NOTE: ${d#"$top"/} has no new-tests.txt"
-  say "${u_label[$name]}: $n patches in ${d#"$top"/}, on $([ "$layout" = flat ] && echo "the $target tree" || echo "${u_base[$name]}"), $(wc -l <"$w/new-tests.names") new tests ($(wc -l <"$w/guard-tests.names") guards), $(wc -l <"$w/changed-tests.names") changed$([ "${u_selected[$name]}" -eq 1 ] || echo " (not checked: --pr)")"
+  say "${u_label[$name]}: $n patches in ${d#"$top"/}, on ${u_base[$name]}, $(wc -l <"$w/new-tests.names") new tests ($(wc -l <"$w/guard-tests.names") guards), $(wc -l <"$w/changed-tests.names") changed$([ "${u_selected[$name]}" -eq 1 ] || echo " (not checked: --pr)")"
 done
 phase source
 
@@ -436,9 +435,7 @@ for name in "${units[@]}"; do
 done
 # Every pull request, in order, on the base.
 all_head=""
-if [ "$layout" = flat ]; then
-  [ "${u_applied[series]}" = no ] || all_head=${u_head[series]}
-elif [ "$whole" -eq 1 ]; then
+if [ "$whole" -eq 1 ]; then
   all_ok=1
   start=$base_ref
   for name in "${units[@]}"; do
@@ -467,7 +464,11 @@ cmake_args=(
   # (1.20) and 1.30.4's (1.12): encryption is checked in a Debian root
   # instead.
   -DENABLE_CLIENT_SIDE_ENCRYPTION=OFF
+  "${build_version[@]}"
 )
+# 1.23's uninstall script generator loops for ever on an install prefix
+# other than the configured one (cmake --install --prefix, in save below).
+[ "$target" != bookworm ] || cmake_args+=(-DENABLE_UNINSTALL=OFF)
 # The key of everything built: the options and the compilers (not the
 # launcher: ccache or not, the same objects).
 key_cfg=$( { printf '%s\n' "${cmake_args[@]}"; cmake --version | head -n 1; gcc --version | head -n 1; } |
@@ -504,10 +505,17 @@ build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
     say "build log: $log"
     return 1
   fi
-  BUILD_WARNINGS=$(grep -c 'warning:' "$log" || true)
+  # A warning the pristine tree's own build gives (1.23.1 has six with
+  # gcc 12 and OpenSSL 3) is not counted: "FILE: warning: MESSAGE", the
+  # line left out, as the base's build recorded it.
+  grep -o '[^ ]*: warning: .*' "$log" | sed -E 's/:[0-9]+:([0-9]+:)? warning:/: warning:/' | sort -u >"$log.warnings" || true
+  [ "$label" != base ] || cp "$log.warnings" "$work/base-warnings.txt"
+  touch "$work/base-warnings.txt"
+  BUILD_WARNINGS=$(comm -23 "$log.warnings" "$work/base-warnings.txt" | wc -l)
   BUILD_STEPS=$(grep -c '^\[[0-9]*/[0-9]*\] Building' "$log" || true)
   total_warnings=$((total_warnings + BUILD_WARNINGS))
-  [ "$BUILD_WARNINGS" -eq 0 ] || fail "$label: $BUILD_WARNINGS compiler warnings (log: $log)"
+  [ "$label" = base ] || [ "$BUILD_WARNINGS" -eq 0 ] || fail "$label: $BUILD_WARNINGS compiler warnings (log: $log)"
+  [ "$label" != base ] || [ ! -s "$log.warnings" ] || say "build: the pristine tree's own warnings, not counted: $(wc -l <"$log.warnings") ($log.warnings)"
 }
 
 # The working tree at COMMIT, clean (nothing done when it is there).
@@ -537,7 +545,8 @@ save() {  # NAME KEY COMMIT [--install]
   (cd "$bdir" && find src -name '*.h' -not -path '*/CMakeFiles/*' | tar -cf - -T -) |
     tar -xf - -C "$dest.new/headers/build"
   if [ "${4:-}" = --install ]; then
-    cmake --install "$bdir" --prefix "$dest.new/prefix" >"$work/logs/install-$1.log" 2>&1 ||
+    # (From $work: 1.23's install writes mongoc_install_manifest.txt where it runs.)
+    (cd "$work" && cmake --install "$bdir" --prefix "$dest.new/prefix") >"$work/logs/install-$1.log" 2>&1 ||
       { tail -n 20 "$work/logs/install-$1.log" >&2; die "cmake --install of $1 failed (log: $work/logs/install-$1.log)"; }
   fi
   git -C "$tree" rev-parse "$commit^{commit}" >"$dest.new/commit"
@@ -634,22 +643,25 @@ for line in sys.stdin:
 run_env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on)
 [ -n "${TMPDIR:-}" ] && run_env+=(TMPDIR="$TMPDIR")
 
-# One run of LIST with a test-libmongoc from SRC, JOBS at a time, into OUT
-# (suite_run: each test in its own process). (Every build is compiled in
-# the working tree: its messages name files there.)
+# One CTest run of a test-libmongoc from SRC (upstream's registration,
+# build/cmake/LoadTests.cmake), JOBS at a time, into OUT (junit.xml,
+# results.tsv): the tests named in LIST, or with LIST "-" every test
+# (those --match selects). (Every build is compiled in the working tree:
+# its messages name files there.)
 run_bin() {  # BIN SRC LIST OUT JOBS [ENV...] (default: run_env)
-  local bin=$1 src=$2 list=$3 out=$4 n=$5
+  local bin=$1 src=$2 list=$3 out=$4 n=$5 m
   shift 5
   [ $# -gt 0 ] || set -- "${run_env[@]}"
-  SUITE_SRC=$src SUITE_BIN=$bin SUITE_LIMIT=$limit SUITE_STRIP=$tree suite_run "$list" "$out" "$n" ctest "$@"
+  local -a sel=(--names "$list")
+  if [ "$list" = - ]; then sel=(); for m in "${matches[@]}"; do sel+=(--match "$m"); done; fi
+  rm -rf "$out"
+  "$jc" run --exe "$bin" --src "$src" --out "$out" --jobs "$n" --timeout "$limit" --repeat "${RUN_REPEAT:-$repeat}" \
+    --strip "$src" --strip "$tree" --strip ../tree "${sel[@]}" ${RUN_STOP:+--stop-file "$RUN_STOP"} -- "$@" ||
+    die "ctest did not run (log: $out/ctest.log)"
 }
-list_tests() {  # BIN SRC -> the registered test names
-  (cd "$2" && env -i "${run_env[@]}" "$1" --list-tests) | grep '^/' || true
-}
-selected() {  # the names of standard input that --match selects
-  if [ ${#matches[@]} -eq 0 ]; then cat; return 0; fi
-  awk 'BEGIN { for (i = 1; i < ARGC; i++) p[i] = ARGV[i]; n = ARGC - 1; ARGC = 1 }
-       { for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' "${matches[@]}"
+md_cell() { sed 's/|/\\|/g; s/`/'"'"'/g' <<<"$1"; }
+counts() {  # RESULTS.tsv -> "run passed failed skipped timeout"
+  awk -F'\t' '{n++; c[$2]++} END {printf "%d %d %d %d %d\n", n, c["pass"], c["fail"], c["skip"], c["timeout"]}' "$1"
 }
 # A kept build's tree, to run its test-libmongoc from (its JSON tests are
 # read relative to it, and tests write files there): made afresh once per
@@ -732,7 +744,7 @@ clang_format=$("$top/scripts/clang-format.sh" --pin "$cf_pin") || die "no clang-
 cf_version=$("$clang_format" --version | sed 's/.*version //')
 
 # The base.
-ensure base "$base_ref" full $([ "$layout" = prs ] && echo --install) || die "the pristine tree does not build"
+ensure base "$base_ref" full --install || die "the pristine tree does not build"
 phase build-base
 
 # Each unit: its new tests on its base, then each commit alone. A commit's
@@ -744,7 +756,7 @@ declare -A u_newtests u_commits_ok u_built
 # CI mode test-libmongoc alone (its shared libraries serve nothing there:
 # the harness runs on base and all).
 ukind=full
-[ "$ci" -eq 0 ] || [ "$layout" = flat ] || ukind=tests
+[ "$ci" -eq 0 ] || ukind=tests
 for name in "${units[@]}"; do
   [ "${u_applied[$name]}" = yes ] || continue
   b=${u_base[$name]}
@@ -807,13 +819,14 @@ for name in "${units[@]}"; do
     if build "$name-$n" "${commit_targets[@]}"; then
       built="$BUILD_STEPS files, $BUILD_WARNINGS warnings"
       bin=$bdir/src/libmongoc/test-libmongoc
-      list_tests "$bin" "$tree" | grep -xF -f "$w/tests.names" >"$w/commit-$n.tests" || true
-      if [ -s "$w/commit-$n.tests" ]; then
-        run_bin "$bin" "$tree" "$w/commit-$n.tests" "$work/runs/commit-$name-$n" "$jobs"
-        read -r tn tp _ <<<"$(suite_counts "$work/runs/commit-$name-$n/results.tsv")"
+      r=$work/runs/commit-$name-$n
+      [ ! -s "$w/tests.names" ] || run_bin "$bin" "$tree" "$w/tests.names" "$r" "$jobs"
+      # (Those of its tests this commit registers.)
+      if [ -s "$w/tests.names" ] && awk -F'\t' '$2 != "absent"' "$r/results.tsv" >"$r/registered.tsv" && [ -s "$r/registered.tsv" ]; then
+        read -r tn tp _ <<<"$(counts "$r/registered.tsv")"
         tests="$tp of $tn pass"
         if [ "$tp" -ne "$tn" ]; then
-          fail "${u_label[$name]} commit $n ($subject): $((tn - tp)) of its tests fail there: $(awk -F'\t' '$2 != "pass" {printf "%s%s (%s)", s, $1, $6; s = ", "}' "$work/runs/commit-$name-$n/results.tsv")"
+          fail "${u_label[$name]} commit $n ($subject): $((tn - tp)) of its tests fail there: $(awk -F'\t' '$2 != "pass" {printf "%s%s (%s)", s, $1, $6; s = ", "}' "$r/registered.tsv")"
         fi
       fi
       [ "$last" -eq 0 ] || save "$name" "$fkey" "$c"
@@ -835,9 +848,7 @@ done
 
 # Every pull request applied.
 all_state=""
-if [ "$layout" = flat ]; then
-  [ "${u_built[series]:-0}" != 1 ] || all_state=series
-elif [ -n "$all_head" ]; then
+if [ -n "$all_head" ]; then
   if ensure all "$all_head" full --install; then
     all_state=all
   else
@@ -861,91 +872,59 @@ fi
 
 runs=$work/runs
 mkdir -p "$runs"
-# A test killed by a signal other than its own abort (a failed assertion
-# aborts) crashed.
-crashes() {  # RESULTS.tsv... -> the names of the tests that crashed
-  awk -F'\t' '$4 == 132 || $4 == 135 || $4 == 136 || $4 == 139 {print $1}' "$@"
-}
 # The whole suite on a kept build, once per check: runs/NAME/.
 declare -A suite_done
 suite_state() {  # NAME
   local name=$1
   [ -z "${suite_done[$name]:-}" ] || return 0
-  state_src "$name"
-  list_tests "$work/builds/$name/bin/test-libmongoc" "$STATE_SRC" >"$runs/$name.all"
-  selected <"$runs/$name.all" >"$runs/$name.list"
-  say "suite: $name: $(wc -l <"$runs/$name.list") tests, $jobs at a time"
-  run_state "$name" "$runs/$name.list" "$runs/$name" "$jobs"
-  read -r _ p f s t <<<"$(suite_counts "$runs/$name/results.tsv")"
-  say "suite: $name: passed $p, failed $f, skipped $s, timed out $t in $(cat "$runs/$name/seconds") s"
+  say "suite: $name: ctest, $jobs at a time, ${limit} s a test, until-pass:$repeat"
+  run_state "$name" - "$runs/$name" "$jobs"
+  cut -f1 "$runs/$name/results.tsv" >"$runs/$name.list"
+  read -r n p f s t <<<"$(counts "$runs/$name/results.tsv")"
+  say "suite: $name: $n tests: passed $p, failed $f, skipped $s, timed out $t in $(cat "$runs/$name/seconds") s"
   suite_done[$name]=1
   phase "suite-$name"
 }
 [ ${#matches[@]} -eq 0 ] || say "suite: only the tests under ${matches[*]} (--match)"
 
-# Two kept builds' runs compared over the tests both have; a test of one
-# side only differs by being there. Sets CMP_* (counts, rows), fails on an
-# unexplained difference or a crash of B.
+# Two kept builds' runs compared; a test of one side only differs by being
+# there. Fails on an unexplained difference or a crash of B.
 cmp_a="" cmp_b=""
 run_cmp_a() { run_state "$cmp_a" "$@"; }
 run_cmp_b() { run_state "$cmp_b" "$@"; }
-align() {  # RESULTS.tsv LIST OUT-DIR: RESULTS' lines of LIST, in LIST's order
-  mkdir -p "$3"
-  awk -F'\t' 'NR == FNR { r[$1] = $0; next } { print r[$0] }' "$1" "$2" >"$3/results.tsv"
-}
 compare() {  # A B WHO EXPLANATION-FILE...
-  local a=$1 b=$2 who=$3 c=$runs/cmp-$1-vs-$2 t
+  local a=$1 b=$2 who=$3 t
   shift 3
   suite_state "$a"
   suite_state "$b"
-  rm -rf "$c"
-  mkdir -p "$c"
-  grep -xF -f "$runs/$a.list" "$runs/$b.list" >"$c/both.list" || true
-  grep -vxF -f "$runs/$a.list" "$runs/$b.list" >"$c/b-only.list" || true
-  grep -vxF -f "$runs/$b.list" "$runs/$a.list" >"$c/a-only.list" || true
-  align "$runs/$a/results.tsv" "$c/both.list" "$c/a"
-  align "$runs/$b/results.tsv" "$c/both.list" "$c/b"
   cmp_a=$a cmp_b=$b
-  suite_confirm "$c/a" "$c/b" "$c" run_cmp_a run_cmp_b
-  awk -F'\t' 'FILENAME == ARGV[1] { p[$0] = 1; next }
-              FILENAME == ARGV[2] { u[$0] = 1; next }
-              FILENAME == ARGV[3] && ($1 in p) { print $1 "\tabsent\t" $2 "\tdifference\tnot registered\t" $6 }
-              FILENAME == ARGV[4] && ($1 in u) { print $1 "\t" $2 "\tabsent\tdifference\t" $6 "\tnot registered" }' \
-    "$c/b-only.list" "$c/a-only.list" "$runs/$b/results.tsv" "$runs/$a/results.tsv" >>"$c/b/confirmed.tsv"
-  suite_tally "$c/b/confirmed.tsv" "$a" "$b" "$@"
-  CMP_RUN=$(sort -u "$runs/$a.list" "$runs/$b.list" | wc -l)
-  read -r _ CMP_P0 CMP_F0 CMP_S0 CMP_T0 <<<"$(suite_counts "$runs/$a/results.tsv")"
-  read -r _ CMP_P1 CMP_F1 CMP_S1 CMP_T1 <<<"$(suite_counts "$runs/$b/results.tsv")"
-  CMP_NDIFF=$SUITE_NDIFF CMP_NEXPL=$SUITE_NEXPL CMP_NFLAKY=$SUITE_NFLAKY
-  CMP_ROWS=$SUITE_ROWS CMP_FLAKY_ROWS=$SUITE_FLAKY_ROWS
-  for t in $(suite_unexplained "$c/b/confirmed.tsv" "$@"); do
-    fail "$who: unexplained difference: $t"
-  done
-  CMP_CRASHES=$(crashes "$runs/$b/results.tsv" | wc -l)
-  [ "$CMP_CRASHES" -eq 0 ] || fail "$who: $b's test-libmongoc crashed in: $(crashes "$runs/$b/results.tsv" | tr '\n' ' ')"
+  jcompare "$runs/$a" "$runs/$b" "$runs/cmp-$a-vs-$b" "$a" "$b" run_cmp_a run_cmp_b "$@"
+  while IFS= read -r t; do fail "$who: unexplained difference: $t"; done <"$CMP_DIR/unexplained.txt"
+  CMP_CRASHES=$CMP_C1
+  [ "$CMP_CRASHES" -eq 0 ] || fail "$who: $b's test-libmongoc crashed in: $(tr '\n' ' ' <"$CMP_DIR/crashes.txt")"
   say "suite: $who ($a against $b): run $CMP_RUN, passed $CMP_P0 and $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
 }
 cmp_table() {  # A B: the report's tables of the last compare
   echo "| run | tests | passed | failed | skipped | timed out | crashed | wall time |"
   echo "|---|---|---|---|---|---|---|---|"
-  echo "| $1 | $(wc -l <"$runs/$1.list") | $CMP_P0 | $CMP_F0 | $CMP_S0 | $CMP_T0 | $(crashes "$runs/$1/results.tsv" | wc -l) | $(cat "$runs/$1/seconds") s |"
-  echo "| $2 | $(wc -l <"$runs/$2.list") | $CMP_P1 | $CMP_F1 | $CMP_S1 | $CMP_T1 | $(crashes "$runs/$2/results.tsv" | wc -l) | $(cat "$runs/$2/seconds") s |"
+  echo "| $1 | $(wc -l <"$runs/$1.list") | $CMP_P0 | $CMP_F0 | $CMP_S0 | $CMP_T0 | $CMP_C0 | $(cat "$runs/$1/seconds") s |"
+  echo "| $2 | $(wc -l <"$runs/$2.list") | $CMP_P1 | $CMP_F1 | $CMP_S1 | $CMP_T1 | $CMP_C1 | $(cat "$runs/$2/seconds") s |"
   echo
-  echo "Differences: $CMP_NDIFF, explained $CMP_NEXPL (each run twice more per side, one test at a time,"
-  echo "with the same result in every try)."
+  echo "Differences: $CMP_NDIFF, explained $CMP_NEXPL (each try is ctest --repeat until-pass:$repeat; a test"
+  echo "that differs runs once more per side, one at a time, with the same result in every try)."
   if [ "$CMP_NDIFF" -gt 0 ]; then
     echo
     echo "| test | $1 | $2 | message | explanation |"
     echo "|---|---|---|---|---|"
-    printf '%s' "$CMP_ROWS"
+    cat "$CMP_DIR/rows.md"
   fi
   if [ "$CMP_NFLAKY" -gt 0 ]; then
     echo
-    echo "Flaky (results overlap between the sides over three tries; not counted): $CMP_NFLAKY"
+    echo "Flaky (results overlap between the sides over the tries; not counted): $CMP_NFLAKY"
     echo
     echo "| test | $1 tries | $2 tries | message |"
     echo "|---|---|---|---|"
-    printf '%s' "$CMP_FLAKY_ROWS"
+    cat "$CMP_DIR/flaky.md"
   fi
 }
 
@@ -958,21 +937,19 @@ all_expl+=("$explained")
 declare -A u_suite u_report
 # The comparison of all, first in CI mode: its figures stand for every line.
 all_suite="" all_report=""
-if [ -n "$all_state" ] && { [ "$ci" -eq 1 ] || [ "$layout" = prs ]; } && [ "$whole" -eq 1 ]; then
-  if [ "$layout" = prs ]; then
-    compare base "$all_state" "all" "${all_expl[@]}"
-    all_suite="suite run $CMP_RUN (all $all_words), unpatched passed $CMP_P0, patched passed $CMP_P1"
-    all_diff="differences $CMP_NDIFF, explained $CMP_NEXPL"
-    all_crashes_suite=$CMP_CRASHES
-    all_report=$(cmp_table base "$all_state")
-  fi
+if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
+  compare base "$all_state" "all" "${all_expl[@]}"
+  all_suite="suite run $CMP_RUN (all $all_words), unpatched passed $CMP_P0, patched passed $CMP_P1"
+  all_diff="differences $CMP_NDIFF, explained $CMP_NEXPL"
+  all_crashes_suite=$CMP_CRASHES
+  all_report=$(cmp_table base "$all_state")
 fi
 for name in "${checked[@]}"; do
   [ "${u_built[$name]:-0}" = 1 ] || continue
   b=${u_base[$name]}
   bstate=base
   [ "$b" = master ] || bstate=$b
-  if [ "$ci" -eq 1 ] && [ "$layout" = prs ]; then
+  if [ "$ci" -eq 1 ]; then
     [ -n "$all_suite" ] || continue
     u_suite[$name]="$all_suite, NEW, $all_diff"
     continue
@@ -981,11 +958,6 @@ for name in "${checked[@]}"; do
   compare "$bstate" "$name" "${u_label[$name]}" "$work/units/$name/explained" "$explained"
   u_suite[$name]="suite run $CMP_RUN, unpatched passed $CMP_P0, patched passed $CMP_P1, NEW, differences $CMP_NDIFF, explained $CMP_NEXPL"
   u_report[$name]=$(cmp_table "$bstate" "$name")
-  if [ "$layout" = flat ]; then
-    all_crashes_suite=$CMP_CRASHES
-    flat_suite="suite run $CMP_RUN, unpatched passed $CMP_P0, patched passed $CMP_P1"
-    flat_diff="differences $CMP_NDIFF, explained $CMP_NEXPL"
-  fi
 done
 phase compare
 
@@ -997,18 +969,14 @@ for name in "${checked[@]}"; do
   nt=$(wc -l <"$w/new-tests.names")
   fu=0 pp=0 gd=0 rows=""
   if [ "${u_newtests[$name]:-0}" = 1 ] && [ "${u_built[$name]:-0}" = 1 ] && [ "$nt" -gt 0 ]; then
-    state_src "$name.newtests"
-    list_tests "$work/builds/$name.newtests/bin/test-libmongoc" "$STATE_SRC" >"$w/newtests.registered"
-    state_src "$name"
-    list_tests "$work/builds/$name/bin/test-libmongoc" "$STATE_SRC" >"$w/patched.registered"
     run_state "$name.newtests" "$w/new-tests.names" "$runs/new-$name-unpatched" "$jobs"
     run_state "$name" "$w/new-tests.names" "$runs/new-$name-patched" "$jobs"
     while IFS=$'\t' read -r t ures _ _ _ umsg; do
       IFS=$'\t' read -r _ pres _ _ _ pmsg < <(awk -F'\t' -v n="$t" '$1 == n' "$runs/new-$name-patched/results.tsv")
       guard=0
       grep -qxF -- "$t" "$w/guard-tests.names" && guard=1
-      if ! grep -qxF -- "$t" "$w/newtests.registered"; then
-        ures=absent; verdict="not registered on the base"
+      if [ "$ures" = absent ]; then
+        verdict="not registered on the base"
       elif [ "$ures" = fail ] || [ "$ures" = timeout ]; then
         fu=$((fu + 1))
         verdict=right
@@ -1019,8 +987,8 @@ for name in "${checked[@]}"; do
       else
         verdict="**$ures on the base: it does not test the change**"
       fi
-      if ! grep -qxF -- "$t" "$w/patched.registered"; then
-        pres=absent; verdict="not registered patched"
+      if [ "$pres" = absent ]; then
+        verdict="not registered patched"
       elif [ "$pres" = pass ]; then
         pp=$((pp + 1))
       else
@@ -1029,7 +997,7 @@ for name in "${checked[@]}"; do
       [ "${verdict%% *}" = right ] || fail "${u_label[$name]}: new test $t: ${verdict//\*/}"
       msg=$umsg
       [ "$pres" = pass ] || [ "$pres" = absent ] || msg="patched: $pmsg"
-      rows+="| \`$t\` | $ures | $pres | $verdict | $(suite_md_cell "$(suite_first_msg "$msg")") |"$'\n'
+      rows+="| \`$t\` | $ures | $pres | $verdict | $(md_cell "$msg") |"$'\n'
     done <"$runs/new-$name-unpatched/results.tsv"
   elif [ "$nt" -gt 0 ]; then
     fail "${u_label[$name]}: its new tests could not run (a build is missing)"
@@ -1039,7 +1007,7 @@ for name in "${checked[@]}"; do
   # T = F + G = S; and, but for a speed change, F >= 2 and G <= T/4.
   [ $((fu + gd)) -eq "$nt" ] && [ "$pp" -eq "$nt" ] ||
     fail "${u_label[$name]}: new tests $nt, but fail unpatched $fu + guards $gd = $((fu + gd)) and pass patched $pp"
-  if [ "$layout" = prs ] && [ "${u_speed[$name]}" -eq 0 ]; then
+  if [ "${u_speed[$name]}" -eq 0 ]; then
     [ "$fu" -ge 2 ] || fail "${u_label[$name]}: $fu new tests fail unpatched (at least 2 must)"
     [ $((4 * gd)) -le "$nt" ] || fail "${u_label[$name]}: $gd guards of $nt new tests (at most a quarter)"
   fi
@@ -1091,9 +1059,9 @@ if [ "$live" -eq 1 ]; then
     live_port_p=$(suite_free_port)
     while [ "$live_port_p" = "$live_port_u" ]; do live_port_p=$(suite_free_port); done
     # Each run, and each run again of a difference, against a fresh FerretDB.
-    # Should FerretDB die all the same, the run stops starting tests (each
-    # would wait for a server that is gone) and runs once more against a
-    # fresh one; a second death fails the check.
+    # Should FerretDB die all the same, the run stops (its tests would only
+    # wait for a server that is gone) and is made once more against a fresh
+    # one; a second death fails the check.
     live_run() {  # SIDE LIST OUT
       local side=$1 list=$2 out=$3 port state dir try stop env
       case $side in
@@ -1108,7 +1076,9 @@ if [ "$live" -eq 1 ]; then
         env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_OFFLINE=on
              "MONGOC_TEST_URI=mongodb://127.0.0.1:$port/")
         [ -z "${TMPDIR:-}" ] || env+=(TMPDIR="$TMPDIR")
-        SUITE_STOP=$stop run_bin "$work/builds/$state/bin/test-libmongoc" "$work/builds/$state/src" "$list" "$out" 1 "${env[@]}"
+        # (Once: a live test that fails against FerretDB fails every time,
+        # and a difference runs again anyway.)
+        RUN_REPEAT=1 RUN_STOP=$stop run_bin "$work/builds/$state/bin/test-libmongoc" "$work/builds/$state/src" "$list" "$out" 1 "${env[@]}"
         kill "$SUITE_WATCH_PID" 2>/dev/null || true
         wait "$SUITE_WATCH_PID" 2>/dev/null || true
         [ -s "$stop" ] || { suite_stop_ferretdb; return 0; }
@@ -1130,22 +1100,18 @@ if [ "$live" -eq 1 ]; then
     live_pid=$!
     live_patched "$runs/live.list" "$runs/live-patched"
     wait "$live_pid" || die "live: the unpatched run failed"
-    suite_confirm "$runs/live-unpatched" "$runs/live-patched" "$runs" live_unpatched live_patched
+    jcompare "$runs/live-unpatched" "$runs/live-patched" "$runs/cmp-live" unpatched patched \
+      live_unpatched live_patched "${all_expl[@]}"
     if [ -s "$runs/live.failures" ]; then
       while IFS= read -r f; do fail "$f"; done <"$runs/live.failures"
     fi
     rm -rf "$runs"/ferretdb-*
-    read -r ln lp0 _ _ _ <<<"$(suite_counts "$runs/live-unpatched/results.tsv")"
-    read -r _ lp1 _ _ _ <<<"$(suite_counts "$runs/live-patched/results.tsv")"
-    suite_tally "$runs/live-patched/confirmed.tsv" unpatched patched "${all_expl[@]}"
-    live_rows=$SUITE_ROWS$SUITE_FLAKY_ROWS
-    for t in $(suite_unexplained "$runs/live-patched/confirmed.tsv" "${all_expl[@]}"); do
-      fail "live: unexplained difference: $t"
-    done
-    lcrash=$(crashes "$runs/live-patched/results.tsv" | wc -l)
-    patched_crashes=$((patched_crashes + lcrash))
-    [ "$lcrash" -eq 0 ] || fail "live: patched test-libmongoc crashed in: $(crashes "$runs/live-patched/results.tsv" | tr '\n' ' ')"
-    live_line="live (FerretDB $fdb_version): run $ln, unpatched passed $lp0, patched passed $lp1, differences $SUITE_NDIFF, explained $SUITE_NEXPL, flaky $SUITE_NFLAKY"
+    live_rows=$(cat "$CMP_DIR/rows.md" "$CMP_DIR/flaky.md")
+    while IFS= read -r t; do fail "live: unexplained difference: $t"; done <"$CMP_DIR/unexplained.txt"
+    patched_crashes=$((patched_crashes + CMP_C1))
+    [ "$CMP_C1" -eq 0 ] || fail "live: patched test-libmongoc crashed in: $(tr '\n' ' ' <"$CMP_DIR/crashes.txt")"
+    ln=$CMP_RUN
+    live_line="live (FerretDB $fdb_version): run $ln, unpatched passed $CMP_P0, patched passed $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
     if [ ${#failures[@]} -eq "$live_failed" ] && [ "$ln" -gt 0 ]; then live_word=yes; else live_word=no; fi
   fi
   say "$live_line"
@@ -1164,9 +1130,13 @@ if [ "$harness" -eq 1 ]; then
     mongoc=$(cd "$a/lib" && ls libmongoc*.so | head -n 1)
     bson=$(cd "$a/lib" && ls libbson*.so | head -n 1)
     mongoc=${mongoc#lib} bson=${bson#lib}
+    # (1.23's headers include their neighbours by bare name: "bson-config.h".)
+    local -a hinc=()
+    [ "$target" != bookworm ] || hinc=(-I"$a/headers/build/src/libbson/src/bson" -I"$a/headers/tree/src/libbson/src/bson"
+                                       -I"$a/headers/build/src/libmongoc/src/mongoc" -I"$a/headers/tree/src/libmongoc/src/mongoc")
     cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L \
       -I"$a/headers/build/src/libmongoc/src" -I"$a/headers/build/src/libbson/src" \
-      -I"$a/headers/tree/src/libmongoc/src" -I"$a/headers/tree/src/libbson/src" \
+      -I"$a/headers/tree/src/libmongoc/src" -I"$a/headers/tree/src/libbson/src" "${hinc[@]}" \
       "$top/tests/dropin/dropin-client.c" -o "$out" -L"$a/lib" -l"${mongoc%.so}" -l"${bson%.so}" -pthread ||
       die "harness: dropin-client does not build against the $1 headers"
     got=$(LD_LIBRARY_PATH=$a/lib ldd "$out" | awk -v m="lib$mongoc" 'index($1, m) == 1 {print $3}')
@@ -1253,7 +1223,7 @@ fi
 # --- Conformance and symbols (the pull requests) ------------------------------------------------
 
 conf_line=""
-if [ "$layout" = prs ] && [ "$whole" -eq 1 ]; then
+if [ "$target" = master ] && [ "$whole" -eq 1 ]; then
   if [ "$conformance" -eq 0 ]; then
     conf_line="fork conformance: not run$([ -n "$all_state" ] && echo " (--no-conformance)" || echo " (no build of every pull request applied)")"
   elif [ ! -f "$top/scripts/fork-conformance.sh" ]; then
@@ -1272,7 +1242,7 @@ if [ "$layout" = prs ] && [ "$whole" -eq 1 ]; then
 fi
 
 sym_line="" sym_rows=""
-if [ "$layout" = prs ] && [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
+if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
   sd=$work/symbols
   rm -rf "$sd"
   mkdir -p "$sd"
@@ -1304,20 +1274,22 @@ if [ "$layout" = prs ] && [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
   if ! diff -r "$pa/include" "$pb/include" >"$sd/headers.diff" 2>&1; then
     fail "symbols: the installed headers differ (diff: $sd/headers.diff): $(grep -E '^(Only in|diff )' "$sd/headers.diff" | head -n 5 | tr '\n' ' ')"
   fi
-  # Debian's sid packages keep every symbol their symbols files list.
-  deb=$("$top/scripts/fork-source.sh" unstable 2>/dev/null) || deb=""
+  # Debian's packages keep every symbol their symbols files list: sid's
+  # for master, a port's own (its pristine tree is the packaging tree).
+  deb=$pristine deb_name=$target
+  [ "$target" != master ] || { deb=$("$top/scripts/fork-source.sh" unstable 2>/dev/null) || deb=""; deb_name=sid; }
   deb_note=""
   if [ -z "$deb" ]; then
-    deb_note="Debian's sid packaging tree is missing (scripts/fork-source.sh unstable): its symbols files not checked"
+    deb_note="Debian's $deb_name packaging tree is missing (scripts/fork-source.sh unstable): its symbols files not checked"
     fail "symbols: $deb_note"
   else
     mapfile -t symfiles < <(find "$deb/debian" -maxdepth 1 -name '*symbols*' -type f | sort)
     if [ ${#symfiles[@]} -eq 0 ]; then
-      deb_note="Debian's sid packaging ($(cd "$deb" && dpkg-parsechangelog -S Version 2>/dev/null || echo unstable)) has no symbols file (debian/*.symbols): no removed symbol is listed there"
+      deb_note="Debian's $deb_name packaging ($(cd "$deb" && dpkg-parsechangelog -S Version 2>/dev/null || echo unstable)) has no symbols file (debian/*.symbols): no removed symbol is listed there"
     else
       awk '/^ / {print $1}' "${symfiles[@]}" | sed 's/@.*//' | sort -u >"$sd/debian.syms"
       comm -12 "$sd/removed" "$sd/debian.syms" >"$sd/debian-removed"
-      deb_note="Debian's sid symbols files ($(printf '%s ' "${symfiles[@]##*/}")): $(wc -l <"$sd/debian.syms") symbols, $(wc -l <"$sd/debian-removed") of them removed"
+      deb_note="Debian's $deb_name symbols files ($(printf '%s ' "${symfiles[@]##*/}")): $(wc -l <"$sd/debian.syms") symbols, $(wc -l <"$sd/debian-removed") of them removed"
       [ ! -s "$sd/debian-removed" ] || fail "symbols: removed, yet listed in Debian's symbols files: $(tr '\n' ' ' <"$sd/debian-removed")"
     fi
   fi
@@ -1331,25 +1303,20 @@ fi
 # --- The lines, and the report -------------------------------------------------------------------
 
 lines=()
-if [ "$layout" = flat ]; then
-  nall=$(unit_patches series | wc -l)
-  lines+=("fork $target ${label}: patches $nall, ${flat_suite:-suite not run}, ${u_new[series]:-new tests -}, ${flat_diff:-differences -}, harness $harness_right, crashes $patched_crashes")
-else
-  for name in "${checked[@]}"; do
-    b=${u_base[$name]}
-    if [ "$b" = master ]; then
-      applies="applies alone $([ "${u_applied[$name]}" = yes ] && echo yes || echo no)"
-    else
-      applies="applies on PR ${u_num[$b]}$([ "${u_applied[$name]}" = yes ] || echo " no")"
-    fi
-    s=${u_suite[$name]:-suite run -, unpatched passed -, patched passed -, NEW, differences -, explained -}
-    lines+=("fork $target $label ${u_label[$name]}: patches $(unit_patches "$name" | wc -l), $applies, ${s/NEW/${u_new[$name]:-new tests -}}")
-  done
-  if [ "$whole" -eq 1 ]; then
-    lines+=("fork $target $label all: harness $harness_right, crashes $patched_crashes, live ferretdb $live_word, encryption $enc_word")
-    [ -z "$conf_line" ] || lines+=("$conf_line")
-    [ -z "$sym_line" ] || lines+=("$sym_line")
+for name in "${checked[@]}"; do
+  b=${u_base[$name]}
+  if [ "$b" = master ]; then
+    applies="applies alone $([ "${u_applied[$name]}" = yes ] && echo yes || echo no)"
+  else
+    applies="applies on PR ${u_num[$b]}$([ "${u_applied[$name]}" = yes ] || echo " no")"
   fi
+  s=${u_suite[$name]:-suite run -, unpatched passed -, patched passed -, NEW, differences -, explained -}
+  lines+=("fork $target $label ${u_label[$name]}: patches $(unit_patches "$name" | wc -l), $applies, ${s/NEW/${u_new[$name]:-new tests -}}")
+done
+if [ "$whole" -eq 1 ]; then
+  lines+=("fork $target $label all: harness $harness_right, crashes $patched_crashes, live ferretdb $live_word, encryption $enc_word")
+  [ -z "$conf_line" ] || lines+=("$conf_line")
+  [ -z "$sym_line" ] || lines+=("$sym_line")
 fi
 
 pristine_dirty=$(git -C "$pristine" status --porcelain | head -n 5)
@@ -1358,7 +1325,7 @@ total=$(( $(date +%s) - phase_start ))
 {
   echo "# The fork on mongo-c-driver $target ${short}"
   echo
-  echo "- ${series#"$top"/}: $([ "$layout" = prs ] && echo "${#units[@]} pull requests" || echo "one flat series")$([ "$ci" -eq 0 ] || echo "; CI mode (--ci): the whole suite once, base against all")"
+  echo "- ${series#"$top"/}: ${#units[@]} pull requests$([ "$ci" -eq 0 ] || echo "; CI mode (--ci): the whole suite once, base against all")"
   echo "- built with upstream's CMake, ENABLE_MAINTAINER_FLAGS=ON, $(gcc --version | head -n 1)${launcher[*]:+, through ccache}"
   echo "- compiler warnings: $total_warnings"
   echo "- total time: $total s"
@@ -1389,8 +1356,9 @@ total=$(( $(date +%s) - phase_start ))
       echo
       echo "### test-libmongoc without a server"
       echo
-      echo "Every test each build registers, each in its own process (\`--ctest-run\`), ${limit} s at most,"
-      echo "$jobs at a time, MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on."
+      echo "Every test each build registers (upstream's build/cmake/LoadTests.cmake: \`--ctest-run NAME\`),"
+      echo "run by \`ctest -j $jobs --timeout $limit --repeat until-pass:$repeat --output-junit\`,"
+      echo "MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on."
       echo
       echo "${u_report[$name]}"
     fi
@@ -1422,7 +1390,7 @@ total=$(( $(date +%s) - phase_start ))
     echo
     echo "| test | unpatched | patched | message | explanation |"
     echo "|---|---|---|---|---|"
-    printf '%s' "$live_rows"
+    echo "$live_rows"
   fi
   echo
   echo "## The hostile-reply harness"
@@ -1451,7 +1419,7 @@ total=$(( $(date +%s) - phase_start ))
   fi
   if [ -n "$sym_line" ]; then
     echo
-    echo "## Exported symbols of libmongoc2.so, master against all"
+    echo "## Exported symbols of libmongoc, $target's tree against all"
     echo
     echo "$deb_note."
     echo

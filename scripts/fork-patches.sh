@@ -24,9 +24,9 @@
 #       folder has its cover letter (with the right count) and applies with
 #       `git am` on its base, and exporting what it gives again, with the
 #       identity and dates its patches carry, gives the same files byte for
-#       byte; every frozen folder (fork/trixie/, fork/bookworm/: a flat
-#       series of *.patch, the Debian ports until they are redone) applies
-#       on its tree (scripts/fork-source.sh TARGET, Debian's patches applied).
+#       byte; the Debian ports fork/trixie/K-NAME/ and fork/bookworm/K-NAME/
+#       the same way on their trees (scripts/fork-source.sh TARGET, Debian's
+#       patches applied).
 #       TARGET: master, trixie, bookworm (default: every folder of fork/ but
 #       debian/).
 #   --series DIR    master's folder (default fork/master; for a trial)
@@ -80,7 +80,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   fi
 fi
 [ $mode = check ] || [ "${targets[*]}" = master ] ||
-  die "only master's pull requests are exported and edited (the ports in fork/trixie/ and fork/bookworm/ are frozen)"
+  die "only master's pull requests are exported and edited here; the ports in fork/trixie/ and fork/bookworm/ are checked (--check) and exported with the same format-patch options"
 
 # Git as the same tool everywhere: no user or system configuration.
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_SYSTEM=/dev/null GIT_CONFIG_NOSYSTEM=1
@@ -296,19 +296,8 @@ case $mode in
           fi
         done
       else
-        # A frozen flat series: it applies where it did.
-        mapfile -t ps < <(find "$sdir" -maxdepth 1 -name '*.patch' | sort)
-        [ ${#ps[@]} -gt 0 ] || { say "${sdir#"$top"/}: no patches"; continue; }
-        git clone -q "$(pristine "$target")" "$work/$target"
-        git -C "$work/$target" fetch -q origin "+refs/tags/*:refs/tags/*"
-        git -C "$work/$target" checkout -q --detach opmsg-series-base
-        if git -C "$work/$target" am -q --keep-cr "${ps[@]}" >"$work/$target.log" 2>&1; then
-          say "${sdir#"$top"/}: ${#ps[@]} patches apply on its tree (frozen)"
-        else
-          say "${sdir#"$top"/} does not apply on its tree (git am):"
-          sed 's/^/  /' "$work/$target.log" >&2
-          status=1
-        fi
+        say "${sdir#"$top"/}: no pull request folders (K-NAME/0001-*.patch)"
+        status=1
       fi
     done
     [ $status -eq 0 ] || die "the committed patches are not what they should be (above)"

@@ -5,9 +5,11 @@
 # test-libmongoc from the source of exactly that version, linked with the
 # system's *shared* libmongoc and libbson (upstream links it statically,
 # where nothing can be interposed); runs every test that needs no live
-# server twice, stock and with libopmsg-mongoc.so preloaded, one process per
-# test under a time limit; compares the two runs test by test; writes the
-# differences to WORK/VERSION/differences.md and ends with one line:
+# server twice through upstream's CTest registration (build/cmake/LoadTests.cmake:
+# `ctest -j N --timeout S --repeat until-pass:R --output-junit`), stock and
+# with libopmsg-mongoc.so preloaded; compares the two JUnit files
+# (scripts/lib/junit-compare.py); writes the differences to
+# WORK/VERSION/differences.md and ends with one line:
 #
 #   libmongoc-suite 1.23.1: run N, stock passed P0, drop-in passed P1, differences D, explained E, active yes
 #
@@ -37,8 +39,9 @@
 #                        the work directory and the paths given are mounted
 #                        at the same places inside)
 #   --work DIR           work files (default build/libmongoc-suite)
-#   --jobs N             tests run in parallel (default 2)
+#   --jobs N             tests run in parallel (ctest -j, default 2)
 #   --timeout SECONDS    time limit per test (default 60)
+#   --repeat N           ctest --repeat until-pass:N (default 3)
 #   --subset FILE        only tests whose names start with one of the prefixes
 #                        in FILE (one per line, # comments) and with none of
 #                        its "!PREFIX" lines
@@ -62,9 +65,9 @@ export LC_ALL=C
 prog=libmongoc-suite
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-# Running test-libmongoc test by test and comparing two runs (shared with
+# say, die, packages, two CTest runs compared, FerretDB (shared with
 # scripts/fork-check.sh).
-. "$top/scripts/lib/suite-runs.sh"
+. "$top/scripts/lib/suite-common.sh"
 
 # --- Options -----------------------------------------------------------------
 
@@ -76,6 +79,7 @@ root_dir=""
 work=$top/build/libmongoc-suite
 jobs=2
 limit=60
+repeat=3
 subset=""
 matches=()
 explained=$top/scripts/libmongoc-suite.explained
@@ -100,6 +104,7 @@ while [ $# -gt 0 ]; do
     --work) work=$(abspath "${2:?}"); shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
     --timeout) limit=${2:?}; shift 2 ;;
+    --repeat) repeat=${2:?}; shift 2 ;;
     --subset) subset=$(abspath "${2:?}"); shift 2 ;;
     --match) matches+=("${2:?}"); shift 2 ;;
     --explained) explained=$(abspath "${2:?}"); shift 2 ;;
@@ -116,6 +121,7 @@ while [ $# -gt 0 ]; do
 done
 case $jobs in ''|*[!0-9]*|0) die "--jobs needs a positive number" ;; esac
 case $limit in ''|*[!0-9]*|0) die "--timeout needs a positive number of seconds" ;; esac
+case $repeat in ''|*[!0-9]*|0) die "--repeat needs a positive number" ;; esac
 [ -z "$subset" ] || [ -f "$subset" ] || die "no subset file $subset"
 
 find_ferretdb() { suite_find_ferretdb "$ferretdb"; }
@@ -268,10 +274,6 @@ fi
 
 # --- The source ------------------------------------------------------------------
 
-ver_key() {  # 1.23.1 -> sortable number
-  echo "$1" | awk -F. '{printf "%d%06d%06d\n", $1, $2, $3}'
-}
-
 # The nearest release tag: the version itself, else the closest older one of
 # the same major.minor, else the closest newer one of it.
 nearest_tag() {
@@ -283,7 +285,7 @@ nearest_tag() {
   local tags
   tags=$(git -C "$repo" tag -l "$mm.*" | grep -E '^[0-9]+\.[0-9]+\.[0-9]+$' | sort -t. -k3,3n || true)
   for t in $tags; do
-    [ "$(ver_key "$t")" -le "$(ver_key "$want")" ] && best=$t
+    if dpkg --compare-versions "$t" le "$want"; then best=$t; fi
   done
   if [ -z "$best" ]; then
     for t in $tags; do best=$t; break; done
@@ -607,32 +609,16 @@ if [ ${#prefixes[@]} -gt 0 ]; then
        { for (i = 1; i <= m; i++) if (index($0, x[i]) == 1) next
          for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
     "$vdir/prefixes.txt" "$vdir/tests.txt" >"$vdir/selected.txt"
+  selection_list=$vdir/selected.txt
   selection="$(wc -l <"$vdir/selected.txt") of $total tests (${#prefixes[@]} prefixes${subset:+ from $(basename "$subset")})"
 else
   cp "$vdir/tests.txt" "$vdir/selected.txt"
+  selection_list=""
   selection="all $total tests"
 fi
 count=$(wc -l <"$vdir/selected.txt")
 [ "$count" -gt 0 ] || die "no test selected"
 say "tests: $selection"
-
-ctest_ok=$bdir/ctest-run.ok
-check_secs=""
-if [ ! -f "$ctest_ok" ] || [ "$(head -n 1 "$ctest_ok")" != "# $build_key names-2" ]; then
-  t0=$(date +%s)
-  {
-    echo "# $build_key names-2"
-    # (A name the suite registers twice fails under --ctest-run: -l runs both.)
-    if (cd "$src" && env -i "${base_env[@]}" "$test_bin" --help 2>&1) | grep -q -- '--ctest-run'; then
-      sort "$vdir/tests.txt" | uniq -u | SUITE_SRC=$src SUITE_BIN=$test_bin SUITE_LIMIT=$limit \
-        suite_each_line "$jobs" suite_check_ctest "${base_env[@]}" | sort
-    fi
-  } >"$ctest_ok.new"
-  mv "$ctest_ok.new" "$ctest_ok"
-  check_secs=" (names checked in $(( $(date +%s) - t0 )) s)"
-fi
-n_ctest=$(grep -vc '^#' "$ctest_ok" || true)
-say "tests: $n_ctest of $total run with --ctest-run NAME, the others with -l NAME$check_secs"
 
 # --- FerretDB on 127.0.0.1:27017 ---------------------------------------------------------
 
@@ -659,18 +645,27 @@ start_ferretdb() { suite_start_ferretdb "$fdb_bin" "$1" 27017; }
 # --- One run -----------------------------------------------------------------------------
 
 
-# run_tests MODE LIST OUTDIR JOBS: MODE is stock, dropin or patched; live when LIVE=1.
+# run_tests MODE LIST OUTDIR JOBS: MODE is stock, dropin or patched; live
+# when LIVE=1; LIST "-" the selection (every test, without a subset).
 run_tests() {
   local mode=$1 list=$2 out=$3 n=$4 env_run
+  local -a sel=(--names "$list") tenv=()
+  [ "$list" != - ] || [ -n "$selection_list" ] || sel=()
+  [ "$list" != - ] || [ -z "$selection_list" ] || sel=(--names "$selection_list")
   env_run=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 LD_LIBRARY_PATH="$libdir")
   [ -n "${TMPDIR:-}" ] && env_run+=(TMPDIR="$TMPDIR")
   [ "${LIVE:-0}" -eq 1 ] || env_run+=(MONGOC_TEST_SKIP_LIVE=on)
-  [ "$mode" = dropin ] && env_run+=(LD_PRELOAD="$dropin" OPMSG_MONGOC_DEBUG=1)
-  [ "$mode" = patched ] && env_run+=(LD_LIBRARY_PATH="$patched_libdir:$libdir")
-  SUITE_SRC=$src SUITE_BIN=$test_bin SUITE_LIMIT=$limit suite_run "$list" "$out" "$n" "$ctest_ok" "${env_run[@]}"
+  # (The drop-in and the patched library for the tests only, not for ctest.)
+  [ "$mode" = dropin ] && tenv=(--test-env "LD_PRELOAD=$dropin" --test-env OPMSG_MONGOC_DEBUG=1)
+  [ "$mode" = patched ] && tenv=(--test-env "LD_LIBRARY_PATH=$patched_libdir:$libdir")
+  rm -rf "$out"
+  "$jc" run --exe "$test_bin" --src "$src" --out "$out" --jobs "$n" --timeout "$limit" --repeat "$repeat" \
+    --strip "$src" "${sel[@]}" "${tenv[@]}" -- "${env_run[@]}" || die "ctest did not run (log: $out/ctest.log)"
 }
 
-counts() { suite_counts "$1"; }
+counts() {  # RESULTS.tsv -> "run passed failed skipped timeout"
+  awk -F'\t' '{n++; c[$2]++} END {printf "%d %d %d %d %d\n", n, c["pass"], c["fail"], c["skip"], c["timeout"]}' "$1"
+}
 
 run_mode() {  # MODE OUTDIR LABEL
   local mode=$1 out=$2 label=$3
@@ -680,34 +675,27 @@ run_mode() {  # MODE OUTDIR LABEL
   fi
   local where=""
   [ "$fdb_used" = no ] || where=", FerretDB on 127.0.0.1:27017"
-  say "run $label: $count tests, $jobs at a time, ${limit} s each at most$where"
-  run_tests "$mode" "$vdir/selected.txt" "$out" "$jobs"
+  say "run $label: $count tests, ctest -j $jobs, ${limit} s each at most, until-pass:$repeat$where"
+  run_tests "$mode" - "$out" "$jobs"
   stop_ferretdb
   rm -rf "$out.ferretdb"
-  echo "$fdb_used" >"$out/ferretdb"
+  echo "$fdb_used" >"$out.fdb"
   read -r n p f s t <<<"$(counts "$out/results.tsv")"
   say "run $label: $n tests in $(cat "$out/seconds") s: passed $p, failed $f, skipped $s, timed out $t"
 }
 
 # --- Comparing ------------------------------------------------------------------------------
 
-# Differences are run again, serially, twice per mode (suite_confirm), each
-# run with FerretDB as the first run had it.
+# A test that differs runs again, one at a time, once per mode (jcompare),
+# with FerretDB as the first run had it.
 confirm_run() {  # MODE LIST OUT
   if [ "$use_ferretdb" -eq 1 ] || [ "${LIVE:-0}" -eq 1 ]; then start_ferretdb "$vdir/confirm.ferretdb" || true; fi
   run_tests "$1" "$2" "$3" 1
   stop_ferretdb
+  rm -rf "$vdir/confirm.ferretdb"
 }
 confirm_stock() { confirm_run stock "$@"; }
 confirm_second() { confirm_run "$second" "$@"; }
-confirm() {  # STOCK-DIR SECOND-DIR -> writes SECOND-DIR/confirmed.tsv
-  suite_confirm "$1" "$2" "$vdir" confirm_stock confirm_second
-  rm -rf "$vdir/confirm.ferretdb"
-}
-
-explain() { suite_explain "$1" "$explained"; }
-md_cell() { suite_md_cell "$1"; }
-first_msg() { suite_first_msg "$@"; }
 
 # --- Main -------------------------------------------------------------------------------------
 
@@ -715,25 +703,21 @@ if [ "$nolive" -eq 1 ]; then
 run_mode stock "$vdir/stock" stock
 run_mode "$second" "$vdir/$second" "$second_label"
 
+LIVE=0 jcompare "$vdir/stock" "$vdir/$second" "$vdir/compare" stock "$second_label" \
+  confirm_stock confirm_second "$explained"
+n0=$(wc -l <"$vdir/stock/results.tsv") p0=$CMP_P0 f0=$CMP_F0 s0=$CMP_S0 t0=$CMP_T0 p1=$CMP_P1 f1=$CMP_F1 s1=$CMP_S1 t1=$CMP_T1
+n1=$(wc -l <"$vdir/$second/results.tsv")
+# (LoadTests.cmake lists the tests with --no-fork: those the suite registers
+# only when it may fork are not CTest tests.)
+[ "$n0" -eq "$count" ] || notes+=("CTest registers $n0 of the $count tests --list-tests names (build/cmake/LoadTests.cmake lists them with --no-fork; not registered: $(cut -f1 "$vdir/stock/results.tsv" | grep -vxF -f - "$vdir/selected.txt" | head -n 5 | tr '\n' ' '))")
+ndiff=$CMP_NDIFF nexpl=$CMP_NEXPL nflaky=$CMP_NFLAKY
 active=yes
 if [ "$second" = dropin ]; then
-  inactive=$(awk -F'\t' '$5 != "yes"' "$vdir/dropin/results.tsv" | wc -l)
-  [ "$inactive" -eq 0 ] || active=no
-  [ "$active" = yes ] || say "the drop-in did not report itself active in $inactive test processes"
+  [ "$CMP_INACTIVE" -eq 0 ] || active=no
+  [ "$active" = yes ] || say "the drop-in did not report itself active in $CMP_INACTIVE test processes"
 fi
 # (The patched library: the loader check above stops the run unless
 # test-libmongoc loads it.)
-
-LIVE=0 confirm "$vdir/stock" "$vdir/$second"
-
-read -r n0 p0 f0 s0 t0 <<<"$(counts "$vdir/stock/results.tsv")"
-read -r n1 p1 f1 s1 t1 <<<"$(counts "$vdir/$second/results.tsv")"
-suite_tally "$vdir/$second/confirmed.tsv" stock "$second_label" "$explained"
-ndiff=$SUITE_NDIFF
-nexpl=$SUITE_NEXPL
-nflaky=$SUITE_NFLAKY
-rows=$SUITE_ROWS
-flaky_rows=$SUITE_FLAKY_ROWS
 
 if [ "$second" = patched ]; then
   line="libmongoc-suite $version: run $n0, stock passed $p0, patched passed $p1, differences $ndiff, explained $nexpl, loaded $active"
@@ -751,8 +735,8 @@ fi
   else
     echo "- drop-in: $(basename "$dropin") (sha256 $dropin_sum...); libmongoc binds to it: ${bound:-nothing}"
   fi
-  echo "- tests: $selection; $jobs at a time; ${limit} s per test at most; MONGOC_TEST_SKIP_LIVE=on"
-  echo "- FerretDB ${fdb_version:-} on 127.0.0.1:27017 during the runs: $(cat "$vdir/stock/ferretdb") (tests that still try localhost:27017 fail fast instead of waiting for server selection)"
+  echo "- tests: $selection; upstream's CTest registration (build/cmake/LoadTests.cmake), \`ctest -j $jobs --timeout $limit --repeat until-pass:$repeat --output-junit\`; MONGOC_TEST_SKIP_LIVE=on"
+  echo "- FerretDB ${fdb_version:-} on 127.0.0.1:27017 during the runs: $(cat "$vdir/stock.fdb") (tests that still try localhost:27017 fail fast instead of waiting for server selection)"
   echo "- build of test-libmongoc: ${build_secs}$([ "$build_secs" = cached ] || echo " s")"
   for nline in "${notes[@]}"; do echo "- $nline"; done
   echo
@@ -763,23 +747,24 @@ fi
   echo
   echo "## Differences: $ndiff, explained $nexpl"
   echo
-  echo "Each was run twice more per mode, one test at a time, with the same result in every try."
+  echo "Each try is ctest's until-pass:$repeat; each difference ran once more per mode, one test at a time,"
+  echo "with the same result in every try."
   echo "Explanations: \`scripts/$(basename "$explained")\`."
   echo
   if [ "$ndiff" -gt 0 ]; then
     echo "| test | stock | $second_label | message | explanation |"
     echo "|---|---|---|---|---|"
-    printf '%s' "$rows"
+    cat "$vdir/compare/rows.md"
   else
     echo "None."
   fi
   if [ "$nflaky" -gt 0 ]; then
     echo
-    echo "## Flaky: $nflaky (results overlap between the modes over three tries; not counted)"
+    echo "## Flaky: $nflaky (results overlap between the modes over the tries; not counted)"
     echo
     echo "| test | stock tries | $second_label tries | message |"
     echo "|---|---|---|---|"
-    printf '%s' "$flaky_rows"
+    cat "$vdir/compare/flaky.md"
   fi
 } >"$vdir/differences.md"
 fi
@@ -789,11 +774,11 @@ fi
 if [ "$live" -eq 1 ]; then
   LIVE=1 run_mode stock "$vdir/live-stock" "live stock"
   LIVE=1 run_mode "$second" "$vdir/live-$second" "live $second_label"
-  LIVE=1 confirm "$vdir/live-stock" "$vdir/live-$second"
+  LIVE=1 jcompare "$vdir/live-stock" "$vdir/live-$second" "$vdir/live-compare" stock "$second_label" \
+    confirm_stock confirm_second "$explained"
   read -r ln0 lp0 lf0 ls0 lt0 <<<"$(counts "$vdir/live-stock/results.tsv")"
   read -r ln1 lp1 lf1 ls1 lt1 <<<"$(counts "$vdir/live-$second/results.tsv")"
-  ldiff=$(awk -F'\t' '$4 == "difference"' "$vdir/live-$second/confirmed.tsv" | wc -l)
-  lflaky=$(awk -F'\t' '$4 == "flaky"' "$vdir/live-$second/confirmed.tsv" | wc -l)
+  ldiff=$CMP_NDIFF lflaky=$CMP_NFLAKY
   {
     echo "## libmongoc $version: live tests against FerretDB ${fdb_version} (not gating)"
     echo
@@ -805,14 +790,17 @@ if [ "$live" -eq 1 ]; then
     echo "| live $second_label | $ln1 | $lp1 | $lf1 | $ls1 | $lt1 | $(cat "$vdir/live-$second/seconds") s |"
     echo
     echo "Differences: $ldiff (flaky: $lflaky)"
-    if [ "$ldiff" -gt 0 ] || [ "$lflaky" -gt 0 ]; then
+    if [ "$ldiff" -gt 0 ]; then
       echo
-      echo "| test | stock tries | $second_label tries | status | message | explanation |"
-      echo "|---|---|---|---|---|---|"
-      while IFS=$'\t' read -r name s d status smsg dmsg; do
-        reason=$(explain "$name")
-        echo "| \`$name\` | $s | $d | $status | $(md_cell "$(first_msg "$dmsg" "$smsg")") | $(md_cell "${reason:--}") |"
-      done <"$vdir/live-$second/confirmed.tsv"
+      echo "| test | stock | $second_label | message | explanation |"
+      echo "|---|---|---|---|---|"
+      cat "$vdir/live-compare/rows.md"
+    fi
+    if [ "$lflaky" -gt 0 ]; then
+      echo
+      echo "| test | stock tries | $second_label tries | message |"
+      echo "|---|---|---|---|"
+      cat "$vdir/live-compare/flaky.md"
     fi
   } >"$vdir/live.md"
   if [ "$nolive" -eq 1 ]; then
@@ -825,7 +813,7 @@ fi
 say "differences: $vdir/differences.md"
 [ "$nflaky" -eq 0 ] || say "flaky (not counted): $nflaky, listed in differences.md"
 if [ "$ndiff" -gt "$nexpl" ]; then
-  suite_unexplained "$vdir/$second/confirmed.tsv" "$explained" | sed "s|^|$prog: unexplained: |" >&2
+  sed "s|^|$prog: unexplained: |" "$vdir/compare/unexplained.txt" >&2
 fi
 echo "$line" >"$vdir/summary.txt"
 echo "$line"

@@ -4,7 +4,7 @@
 # request folder fork/master/K-NAME/ has its cover letter and lists, applies
 # with git am on its base (master, or the pull request its file `base`
 # names), and is byte for byte what `make fork-patches` exports from it; the
-# frozen Debian ports (fork/trixie/, fork/bookworm/) apply on their trees.
+# Debian ports (fork/trixie/, fork/bookworm/) the same way on their trees.
 # No compiling; a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

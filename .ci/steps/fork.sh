@@ -5,7 +5,8 @@
 # built alone with upstream's maintainer flags (no warning) and
 # clang-format-checked, its tests at each commit, its new tests on the base
 # (built with its test sources) and patched; then the whole no-server suite
-# once, unpatched master against the four applied (not once per pull
+# once through upstream's CTest registration (ctest --output-junit, the two
+# JUnit files compared), unpatched master against the four applied (not once per pull
 # request, as `make check-fork` does: that is most of the time saved), the
 # live tests against FerretDB, the hostile-reply harness with no preload,
 # client-side encryption in the sid root (made by the distros step before
@@ -27,6 +28,9 @@ if [ -z "${FORK_SOURCE:-}" ] && ! ls ../shared/upstream/mongo-c-driver-master-*.
   echo "fork: FAILED: no mongo-c-driver master tree (../shared/upstream/ next to the clone, or FORK_SOURCE=DIR)" >&2
   exit 1
 fi
+for c in ctest python3 git; do
+  command -v "$c" >/dev/null || { echo "fork: FAILED: $c is missing (the suite runs on upstream's CTest registration)" >&2; exit 1; }
+done
 start=$(date +%s)
 make --no-print-directory check-fork-ci FORK_SOURCE="${FORK_SOURCE:-}" FORK_ARGS="${FORK_CI_ARGS:-}"
 echo "fork: CI step done in $(( $(date +%s) - start )) s"
