@@ -12,19 +12,6 @@
  * message. */
 #define HEAD_SIZE (OPMSG_OFF_SECTIONS + 1)
 
-/* The encoder's codes and words for the shared rules' faults (rules.c):
- * its caller knows the body as the command it handed in, and build.h
- * promises OPMSG_ERR_BAD_COMMAND for a fault in its bytes or a key twice,
- * OPMSG_ERR_DOCUMENT_OVER_LIMIT for a document the server's limits will not
- * take; a sender sets the flag bits it does not use to 0. */
-const opmsg_side_t opmsg_encoder_side = {
-   .body = "command",
-   .body_fault = OPMSG_ERR_BAD_COMMAND,
-   .duplicate_key = OPMSG_ERR_BAD_COMMAND,
-   .doc_over_limit = OPMSG_ERR_DOCUMENT_OVER_LIMIT,
-   .flags_refused = UINT32_MAX,
-};
-
 /* Command keys go into a key set on the stack up to this many keys; a
  * larger command borrows one table from the heap (build.h says so). */
 #define STACK_KEYS 512

@@ -11,13 +11,10 @@ snappy_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t
    size_t declared;
 
    if (snappy_uncompressed_length((const char *) src, src_len, &declared) != SNAPPY_OK) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "snappy payload at offset %d has no valid length preamble",
-                        OPMSG_COMPRESSED_OVERHEAD);
+      return opmsg_codec_fail_payload(error, "snappy", "has no valid length preamble");
    }
    if (declared != usize) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "snappy payload at offset %d declares %zu bytes, uncompressedSize says %zu",
-                        OPMSG_COMPRESSED_OVERHEAD, declared, usize);
+      return opmsg_codec_fail_declared(error, "snappy", declared, usize);
    }
    return true;
 }
@@ -32,10 +29,7 @@ snappy_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, 
    size_t out = dst_len;
 
    if (snappy_uncompress((const char *) src, src_len, (char *) dst, &out) != SNAPPY_OK) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                        "snappy payload at offset %d is corrupt or "
-                        "truncated",
-                        OPMSG_COMPRESSED_OVERHEAD);
+      return opmsg_codec_fail_payload(error, "snappy", "is corrupt or truncated");
    }
    if (out != dst_len) {
       return opmsg_codec_fail_size(error, "snappy", "another number of bytes", dst_len);

@@ -27,13 +27,10 @@ zstd_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *
    unsigned long long frame = ZSTD_getFrameContentSize(src, src_len);
 
    if (frame == ZSTD_CONTENTSIZE_ERROR) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "zstd payload at offset %d is not a zstd frame",
-                        OPMSG_COMPRESSED_OVERHEAD);
+      return opmsg_codec_fail_payload(error, "zstd", "is not a zstd frame");
    }
    if (frame != ZSTD_CONTENTSIZE_UNKNOWN && frame != usize) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "zstd payload at offset %d declares %llu bytes, uncompressedSize says %zu",
-                        OPMSG_COMPRESSED_OVERHEAD, frame, usize);
+      return opmsg_codec_fail_declared(error, "zstd", frame, usize);
    }
    return true;
 }

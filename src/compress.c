@@ -95,6 +95,20 @@ opmsg_codec_fail_size(bson_error_t *error, const char *codec, const char *what, 
                      codec, OPMSG_COMPRESSED_OVERHEAD, what, usize);
 }
 
+bool
+opmsg_codec_fail_payload(bson_error_t *error, const char *codec, const char *what)
+{
+   return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "%s payload at offset %d %s", codec, OPMSG_COMPRESSED_OVERHEAD, what);
+}
+
+bool
+opmsg_codec_fail_declared(bson_error_t *error, const char *codec, unsigned long long declared, size_t usize)
+{
+   return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                     "%s payload at offset %d declares %llu bytes, uncompressedSize says %zu", codec,
+                     OPMSG_COMPRESSED_OVERHEAD, declared, usize);
+}
+
 /* Indexed by compressorId; an id this build has no codec for stays NULL. */
 static const opmsg_codec_t *const codecs[OPMSG_COMPRESSOR_ZSTD + 1] = {
    [OPMSG_COMPRESSOR_NOOP] = &opmsg_codec_noop,
@@ -230,7 +244,7 @@ static bool
 check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
 {
    return codecs[msg->compressor_id]->check_size(msg->compressed, msg->compressed_len, (size_t) msg->uncompressed_size,
-                                                error);
+                                                 error);
 }
 
 bool
@@ -256,7 +270,7 @@ opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size
    opmsg_write_u32(buf + OPMSG_OFF_RESPONSE_TO, (uint32_t) msg->response_to);
    opmsg_write_u32(buf + OPMSG_OFF_OPCODE, (uint32_t) msg->original_opcode);
    if (!codecs[msg->compressor_id]->decode(msg->compressed, msg->compressed_len, buf + OPMSG_HEADER_SIZE,
-                                          total - OPMSG_HEADER_SIZE, error)) {
+                                           total - OPMSG_HEADER_SIZE, error)) {
       return false;
    }
    if (written) {

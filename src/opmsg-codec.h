@@ -30,13 +30,21 @@ typedef struct {
    /* Compresses src into dst[0..*dst_len); *dst_len becomes the size
     * written. */
    opmsg_codec_rc_t (*encode)(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len,
-                        bson_error_t *error);
+                              bson_error_t *error);
 } opmsg_codec_t;
 
 /* A payload that decompresses to another size than uncompressedSize
  * (usize): OPMSG_ERR_UNCOMPRESSED_SIZE, "more bytes", "fewer bytes"... as
  * what, in every codec's words. Always false. */
 bool opmsg_codec_fail_size(bson_error_t *error, const char *codec, const char *what, size_t usize);
+
+/* A payload the codec cannot read: OPMSG_ERR_DECOMPRESS, "<codec> payload
+ * at offset 25 <what>". Always false. */
+bool opmsg_codec_fail_payload(bson_error_t *error, const char *codec, const char *what);
+
+/* A payload whose own account of its size (declared) is not
+ * uncompressedSize (usize): OPMSG_ERR_UNCOMPRESSED_SIZE. Always false. */
+bool opmsg_codec_fail_declared(bson_error_t *error, const char *codec, unsigned long long declared, size_t usize);
 
 /* The codecs: noop always, the others when built (compress.c's table). */
 extern const opmsg_codec_t opmsg_codec_noop;

@@ -61,8 +61,8 @@ const char *opmsg_printable(char *out, const char *name, size_t len);
 /* The codes and words a caller gives the faults of the rules shared by the
  * parser and the encoder (rules.c), where the two part ways. A rule says
  * what broke and where; the side it reports for turns that into its own
- * code and noun. The parser's is opmsg_parser_side (parse.c), the
- * encoder's opmsg_encoder_side (build.c). */
+ * code and noun. The parser's is opmsg_parser_side, the encoder's
+ * opmsg_encoder_side: one table of the two, side by side, in rules.c. */
 typedef struct {
    /* What the messages call the body: the parser's "body", the encoder's
     * "command" (its caller knows the body as the command it handed in). */

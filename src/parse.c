@@ -27,18 +27,6 @@
 /* A body alone with up to this many keys has them compared pairwise. */
 #define PAIRWISE_KEYS 8
 
-/* The parser's codes and words for the shared rules' faults (rules.c): a
- * received message's body, each fault under its rule's own code, and only
- * the required flag bits opmsg does not know refused (the spec has a
- * receiver ignore the optional ones). */
-const opmsg_side_t opmsg_parser_side = {
-   .body = "body",
-   .body_fault = OPMSG_OK,
-   .duplicate_key = OPMSG_ERR_DUPLICATE_KEY,
-   .doc_over_limit = OPMSG_ERR_DOCUMENT_TOO_LARGE,
-   .flags_refused = OPMSG_FLAG_REQUIRED_MASK,
-};
-
 /* ---------------------------------------------------------------------------
  * Checksum
  * ------------------------------------------------------------------------- */

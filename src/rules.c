@@ -8,8 +8,8 @@
  * opmsg-rules.h, and both sides call it with the same limits: that is
  * what makes "the encoder never writes what the parser rejects" hold. A
  * rule says what broke and where; where the two sides give that a different
- * code or noun, the report's side (opmsg_side_t: the parser's in parse.c,
- * the encoder's in build.c) says which, so no rule asks who calls it.
+ * code or noun, the report's side (opmsg_side_t, the two in one table
+ * below) says which, so no rule asks who calls it.
  */
 #include "opmsg-rules.h"
 
@@ -17,6 +17,24 @@
 
 /* Room for seq_name()'s. */
 #define SEQ_NAME_BUF (OPMSG_PRINTABLE_SIZE + 48)
+
+/* ---------------------------------------------------------------------------
+ * The two sides' codes and words, side by side (opmsg_side_t)
+ *
+ * The parser: a received message's body, each fault under its rule's own
+ * code, and only the required flag bits opmsg does not know refused (the
+ * spec has a receiver ignore the optional ones). The encoder: its caller
+ * knows the body as the command it handed in, and build.h promises
+ * OPMSG_ERR_BAD_COMMAND for a fault in its bytes or a key twice,
+ * OPMSG_ERR_DOCUMENT_OVER_LIMIT for a document the server's limits will
+ * not take; a sender sets the flag bits it does not use to 0.
+ * ------------------------------------------------------------------------- */
+
+/* clang-format off */
+/*                                         body       body_fault             duplicate_key            doc_over_limit                  flags_refused */
+const opmsg_side_t opmsg_parser_side  = {"body",    OPMSG_OK,              OPMSG_ERR_DUPLICATE_KEY, OPMSG_ERR_DOCUMENT_TOO_LARGE,  OPMSG_FLAG_REQUIRED_MASK};
+const opmsg_side_t opmsg_encoder_side = {"command", OPMSG_ERR_BAD_COMMAND, OPMSG_ERR_BAD_COMMAND,   OPMSG_ERR_DOCUMENT_OVER_LIMIT, UINT32_MAX};
+/* clang-format on */
 
 /* ---------------------------------------------------------------------------
  * Naming things in messages
@@ -178,8 +196,7 @@ opmsg_duplicate_key_fail(opmsg_report_t *r, const char *key)
    char name[OPMSG_PRINTABLE_SIZE];
    /* The element starts at the type byte before its key. */
    size_t off = opmsg_report_at(r, key) - 1;
-   return opmsg_report(r, r->side->duplicate_key, off,
-                       "%s key \"%s\" at offset %zu appears twice", body_noun(r),
+   return opmsg_report(r, r->side->duplicate_key, off, "%s key \"%s\" at offset %zu appears twice", body_noun(r),
                        opmsg_printable(name, key, strlen(key)), off);
 }
 
@@ -384,8 +401,7 @@ typedef struct {
  * path's first component may be in the body twice: looked for past its
  * first place. */
 static int
-path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opmsg_element_t *e,
-           const uint8_t **db)
+path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opmsg_element_t *e, const uint8_t **db)
 {
    if (keys) {
       /* The identifier's NUL follows it, in the message or the C string:
@@ -499,6 +515,7 @@ opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, ui
       }
    }
    char where[SEQ_NAME_BUF];
-   return opmsg_report(r, OPMSG_ERR_IDENTIFIER_CLASH, seq_offset(seq), "%s: the %s already has that field (at offset %zu)",
-                       seq_name(where, seq), body_noun(r), opmsg_report_at(r, e.start));
+   return opmsg_report(r, OPMSG_ERR_IDENTIFIER_CLASH, seq_offset(seq),
+                       "%s: the %s already has that field (at offset %zu)", seq_name(where, seq), body_noun(r),
+                       opmsg_report_at(r, e.start));
 }

@@ -72,7 +72,8 @@ _Static_assert(DROPIN_OFF_REPLY_CURSOR_ID == OPMSG_OFF_CURSOR_ID, "cursorID at t
 _Static_assert(DROPIN_OFF_REPLY_START_FROM == OPMSG_OFF_STARTING_FROM, "startingFrom at the wire's offset");
 _Static_assert(DROPIN_OFF_REPLY_N_RETURNED == OPMSG_OFF_NUMBER_RETURNED, "numberReturned at the wire's offset");
 _Static_assert(DROPIN_OFF_COMP_ORIGINAL_OPCODE == OPMSG_OFF_ORIGINAL_OPCODE, "originalOpcode at the wire's offset");
-_Static_assert(DROPIN_OFF_COMP_UNCOMPRESSED_SIZE == OPMSG_OFF_UNCOMPRESSED_SIZE, "uncompressedSize at the wire's offset");
+_Static_assert(DROPIN_OFF_COMP_UNCOMPRESSED_SIZE == OPMSG_OFF_UNCOMPRESSED_SIZE,
+               "uncompressedSize at the wire's offset");
 _Static_assert(DROPIN_OFF_COMP_COMPRESSOR_ID == OPMSG_OFF_COMPRESSOR_ID, "compressorId at the wire's offset");
 _Static_assert(DROPIN_OFF_COMP_MESSAGE == OPMSG_COMPRESSED_OVERHEAD, "the compressed bytes after the fixed fields");
 _Static_assert(DROPIN_OFF_MSG_FLAGS == OPMSG_OFF_FLAG_BITS, "flagBits at the wire's offset");
