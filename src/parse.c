@@ -151,34 +151,36 @@ body_key_step(const uint8_t **bp, const uint8_t *bend, const char *id, size_t id
 }
 
 /* The frame of a kind-1 section starting after its kind byte at p (offset
- * off of the kind byte), up to end: its size in *n and its identifier, a
- * sound one, in *seq (whether it is dotted in *dotted). Faults of the
- * section's frame are reported at its kind byte. */
-static OPMSG_ALWAYS_INLINE bool
-sequence_frame(const uint8_t *p, const uint8_t *end, size_t off, int32_t *n, opmsg_seq_ref_t *seq, bool *dotted,
-               opmsg_report_t *r)
+ * off of the kind byte), up to end: returns its size, and its identifier, a
+ * sound one, in *seq (whether it is dotted in *dotted); 0 on a fault. Faults
+ * of the section's frame are reported at its kind byte. */
+static OPMSG_ALWAYS_INLINE int32_t
+sequence_frame(const uint8_t *p, const uint8_t *end, size_t off, opmsg_seq_ref_t *seq, bool *dotted, opmsg_report_t *r)
 {
    size_t avail = (size_t) (end - p);
    if (avail < 4) {
-      return opmsg_report(r, OPMSG_ERR_SECTION_TRUNCATED, off,
+      (void) opmsg_report(r, OPMSG_ERR_SECTION_TRUNCATED, off,
                           "document sequence at offset %zu: %zu bytes left, its size needs 4", off, avail);
+      return 0;
    }
-   *n = opmsg_read_i32(p);
-   if (*n < OPMSG_SEQ_MIN_SIZE || (size_t) *n > avail) {
-      return opmsg_report(r, OPMSG_ERR_SEQUENCE_SIZE, off, "document sequence at offset %zu: size %d is %s", off, *n,
-                          *n < OPMSG_SEQ_MIN_SIZE ? "below the minimum of 5 (size, identifier and NUL)"
-                                                  : "past the end of the sections");
+   int32_t n = opmsg_read_i32(p);
+   if (n < OPMSG_SEQ_MIN_SIZE || (size_t) n > avail) {
+      (void) opmsg_report(r, OPMSG_ERR_SEQUENCE_SIZE, off, "document sequence at offset %zu: size %d is %s", off, n,
+                          n < OPMSG_SEQ_MIN_SIZE ? "below the minimum of 5 (size, identifier and NUL)"
+                                                 : "past the end of the sections");
+      return 0;
    }
    const char *id = (const char *) p + 4;
-   const uint8_t *nul = memchr(id, 0, (size_t) *n - 4);
+   const uint8_t *nul = memchr(id, 0, (size_t) n - 4);
    if (!nul) {
-      return opmsg_report(r, OPMSG_ERR_SEQUENCE_IDENTIFIER, off,
+      (void) opmsg_report(r, OPMSG_ERR_SEQUENCE_IDENTIFIER, off,
                           "document sequence at offset %zu: identifier has no NUL inside the section's %d bytes", off,
-                          *n);
+                          n);
+      return 0;
    }
    const opmsg_seq_ref_t ref = {id, (size_t) ((const char *) nul - id), off, false};
    *seq = ref;
-   return opmsg_rule_identifier(r, seq, dotted);
+   return opmsg_rule_identifier(r, seq, dotted) ? n : 0;
 }
 
 /* The walk of the body's keys for the first sequence's identifier at the
@@ -190,13 +192,17 @@ typedef struct {
    bool clean;
 } body_walk_t;
 
+/* sequence_docs()'s answer for a fault: a sequence of 5-byte documents
+ * inside an int32 size never counts this many. */
+#define SEQ_DOCS_FAULT UINT32_MAX
+
 /* The documents of a sequence, from q to its section's end sec_end: each
- * framed (and, by the level, its elements checked). Stores how many there
- * are in *count. Walks the body's keys beside them through w (w->p NULL:
- * no walk). */
-static OPMSG_ALWAYS_INLINE bool
+ * framed (and, by the level, its elements checked). Returns how many there
+ * are, or SEQ_DOCS_FAULT. Walks the body's keys beside them through w (w->p
+ * NULL: no walk). */
+static OPMSG_ALWAYS_INLINE uint32_t
 sequence_docs(const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, const uint8_t *q, const uint8_t *sec_end,
-              body_walk_t *w, uint32_t *count_out, opmsg_report_t *r)
+              body_walk_t *w, opmsg_report_t *r)
 {
    uint32_t count = 0;
    bool top = opmsg_checks_top(limits);
@@ -236,14 +242,13 @@ sequence_docs(const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, const ui
       if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size, top, deep, &flen))) {
          flen = sequence_doc_fault(r, limits, seq, count, q, sec_end);
          if (flen == 0) {
-            return false;
+            return SEQ_DOCS_FAULT;
          }
       }
       q += flen;
       count++;
    }
-   *count_out = count;
-   return true;
+   return count;
 }
 
 /* Checks one kind-1 section starting after its kind byte at p. Returns the
@@ -253,10 +258,10 @@ scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p,
               size_t *size, opmsg_report_t *r)
 {
    size_t off = (size_t) (p - m->data) - 1;
-   int32_t n = 0; /* set when sequence_frame() returns true; gcc cannot tell */
    opmsg_seq_ref_t seq;
    bool dotted;
-   if (!sequence_frame(p, end, off, &n, &seq, &dotted, r)) {
+   int32_t n = sequence_frame(p, end, off, &seq, &dotted, r);
+   if (n == 0) {
       return false;
    }
    const char *id = seq.id;
@@ -278,8 +283,8 @@ scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p,
       w.end = m->body + m->body_len - 1;
       w.clean = true;
    }
-   uint32_t count;
-   if (!sequence_docs(limits, &seq, q, sec_end, &w, &count, r)) {
+   uint32_t count = sequence_docs(limits, &seq, q, sec_end, &w, r);
+   if (count == SEQ_DOCS_FAULT) {
       return false;
    }
    if (w.p) {
