@@ -204,14 +204,19 @@ static OPMSG_ALWAYS_INLINE uint32_t
 sequence_docs(const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, const uint8_t *q, const uint8_t *sec_end,
               body_walk_t *w, opmsg_report_t *r)
 {
+   /* Locals, so that the loop keeps them in registers. */
+   const char *id = seq->id;
+   size_t id_len = seq->len;
+   const uint8_t *bp = w->p, *bend = w->end, *bdb = w->db;
+   bool bclean = w->clean;
    uint32_t count = 0;
    bool top = opmsg_checks_top(limits);
    opmsg_deep_check_fn deep = limits->deep;
    /* See the prefetch below: only a sequence larger than a cache needs it. */
    bool prefetch = !top && (size_t) (sec_end - q) > OPMSG_PREFETCH_ABOVE;
    while (q < sec_end) {
-      if (w->p < w->end) {
-         body_key_step(&w->p, w->end, seq->id, seq->len, &w->clean, &w->db);
+      if (bp < bend) {
+         body_key_step(&bp, bend, id, id_len, &bclean, &bdb);
       }
       /* The top-level level, two documents at a time: the walk of one
        * document's elements is a chain of loads, each element's place known
@@ -248,6 +253,9 @@ sequence_docs(const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, const ui
       q += flen;
       count++;
    }
+   w->p = bp;
+   w->clean = bclean;
+   w->db = bdb;
    return count;
 }
 
