@@ -16,7 +16,7 @@ WERROR_ARG = $(if $(OPMSG_WERROR),-DOPMSG_WERROR=$(OPMSG_WERROR))
 # one out); `make check-no-codecs` (mk/codecs.mk) checks a build without.
 CODEC_ARGS = -DOPMSG_WITH_SNAPPY=ON -DOPMSG_WITH_ZLIB=ON -DOPMSG_WITH_ZSTD=ON
 
-.PHONY: all deps configure check check-asan demo bench clean
+.PHONY: all deps configure check check-asan demo clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -47,17 +47,9 @@ check-asan: deps
 demo: deps all
 	@scripts/demo.sh $(BUILD)
 
-# The merger's benchmark (on the thread's CPU clock: the machine is shared),
-# then (when their targets are built) the drop-in's overhead and the tap's
-# added latency against a local FerretDB.
-bench: all
-	$(BUILD)/bench/opmsg-bench --cpu-time
-	@for t in bench-dropin bench-tap; do \
-	  if cmake --build $(BUILD) --target help | grep -q "^$$t:"; then \
-	    cmake --build $(BUILD) --target $$t || exit 1; fi; done
-
 clean:
 	rm -rf $(BUILD) build-asan
 
-# Further targets (fuzz, package, dist, bench-report, ...) live in mk/*.mk.
+# Further targets (bench, fuzz, package, dist, ...) live in mk/*.mk;
+# CONTRIBUTING.md lists every one, what it runs and which CI step calls it.
 -include $(wildcard mk/*.mk)

@@ -82,12 +82,18 @@ typedef struct {
    bool skipped;
 } bench_case_t;
 
-/* The cases, in the order they run. make() fills a zeroed case; false when
- * it cannot (a message says why; with skipped set, the run goes on). */
-typedef struct {
+/* One row of the case table (cases.c): the cases, in the order they run.
+ * make() fills a zeroed case from its row (the row's name is the case's;
+ * arg says which seed file, sequence identifier or codec); false when it
+ * cannot (a message says why; with skipped set, the run goes on). */
+typedef struct bench_case_def bench_case_def_t;
+typedef bool (*bench_make_fn)(bench_case_t *c, const bench_case_def_t *def, const char *data_dir);
+struct bench_case_def {
    const char *name;
-   const char *what;
-   bool (*make)(bench_case_t *c, const char *data_dir);
+   bench_make_fn make;
+   /* What make() builds the case from: the seed's name (NULL: the case's),
+    * a sequence's identifier, or a compressor's name. */
+   const char *arg;
    /* The implementation the others are compared with (the "x limit"
     * column): what the operation cannot beat. */
    const char *baseline;
@@ -96,14 +102,19 @@ typedef struct {
     * reply_plain) compares cells measured under the same load. NULL: the
     * case runs alone. */
    const char *group;
-} bench_case_def_t;
+   const char *what;
+};
 
 extern const bench_case_def_t bench_cases[];
 extern const size_t bench_n_cases;
 
-/* Loads the seed case `name` ("flat", "deep", "seq") from the first data
- * directory that has it. False (with a message on stderr) when missing. */
-bool bench_case_load_seed(bench_case_t *c, const char *name, const char *data_dir);
+/* The makers of the table's rows that live outside cases.c: the seed
+ * vectors ("flat", "deep", "seq", from the first data directory that has
+ * them), big as OP_COMPRESSED with the codec arg names (compressed.c), and
+ * big's documents to encode (encode.c). */
+bool bench_case_load_seed(bench_case_t *c, const bench_case_def_t *def, const char *data_dir);
+bool bench_case_make_compressed(bench_case_t *c, const bench_case_def_t *def, const char *data_dir);
+bool bench_case_make_encode(bench_case_t *c, const bench_case_def_t *def, const char *data_dir);
 /* Builds the generated `big` insert (100,000 documents of ~350 bytes). */
 void bench_case_make_big(bench_case_t *c);
 /* Computes c->merged with opmsg, counts the sequences, their documents and
@@ -134,29 +145,35 @@ typedef struct {
  * output in *keep instead of freeing it. */
 typedef size_t (*bench_op_fn)(bench_case_t *c, bench_out_t *keep);
 
-typedef struct {
-   const char *name;
-   const char *what; /* one line for --list and the docs */
-   bench_op_fn op;
-   /* Which case kinds it applies to (bit per bench_kind_t). */
-   unsigned kinds;
+/* What an implementation does besides its operation (bench_impl_t.flags). */
+enum {
    /* It calls opmsg_parse() (with c->opts): it runs once per check level.
     * The others (the limits, the libbson baselines, the encoder) run once
     * per case and are compared with every level's cells. */
-   bool per_level;
+   BENCH_PER_LEVEL = 1u << 0,
+   /* It writes an output (compared with the reference and reported as
+    * bytes_out); the view, the parse and the validation write none. */
+   BENCH_WRITES = 1u << 1,
+   /* The output is the decompressed message (c->plain), not the merge. */
+   BENCH_WRITES_PLAIN = 1u << 2,
    /* Only handles plain identifiers ("documents"): skipped on cases with a
     * dotted one (the libbson baselines, written as libmongoc 1.23 and a
     * careful programmer would, append each sequence at the top level). */
-   bool plain_identifiers;
-   /* Whether it writes an output (compared with the reference and reported
-    * as bytes_out); the view, the parse and the validation write none. */
-   bool writes_output;
-   /* The output is the decompressed message (c->plain), not the merge. */
-   bool expects_plain;
+   BENCH_PLAIN_IDS = 1u << 3,
+};
+
+/* One row of the implementation table (impls.c). */
+typedef struct {
+   const char *name;
+   bench_op_fn op;
+   /* Which case kinds it applies to (bit per bench_kind_t). */
+   unsigned kinds;
+   unsigned flags; /* BENCH_PER_LEVEL, BENCH_WRITES, ... */
    /* Checks the output instead of the comparison with the reference (NULL:
     * compare when the impl writes an output, nothing otherwise). Fatal on a
     * difference. */
    void (*check)(const bench_case_t *c, const bench_out_t *out);
+   const char *what; /* one line for --list and the docs */
 } bench_impl_t;
 
 extern const bench_impl_t bench_impls[];
@@ -186,14 +203,13 @@ uint32_t bench_read_u32(const uint8_t *p);
 
 #define BENCH_KIND_BIT(k) (1u << (k))
 
-/* Compressed cases and their implementations (compressed.c). */
-bool bench_case_make_compressed(bench_case_t *c, const char *name, int compressor_id);
+/* The implementations of compressed cases (compressed.c). */
 size_t bench_op_decompress(bench_case_t *c, bench_out_t *keep);
 size_t bench_op_decompress_merge(bench_case_t *c, bench_out_t *keep);
 size_t bench_op_merge_compressed(bench_case_t *c, bench_out_t *keep);
 
-/* The encode case (encode.c): big's documents split into messages. */
-bool bench_case_make_encode(bench_case_t *c);
+/* The encode case's implementation (encode.c): big's documents split into
+ * messages. */
 size_t bench_op_encode_split(bench_case_t *c, bench_out_t *keep);
 void bench_check_encode(const bench_case_t *c, const bench_out_t *out);
 

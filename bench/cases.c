@@ -84,8 +84,9 @@ read_from_dir(const char *dir, const char *file, size_t *len, char *found, size_
 }
 
 bool
-bench_case_load_seed(bench_case_t *c, const char *name, const char *data_dir)
+bench_case_load_seed(bench_case_t *c, const bench_case_def_t *def, const char *data_dir)
 {
+   const char *name = def->arg ? def->arg : def->name;
    const char *dirs[3];
    size_t n_dirs = 0;
    if (data_dir) {
@@ -395,7 +396,7 @@ make_body_only(bench_case_t *c, const char *name, bson_t *body, bool ok)
 /* reply101: a find reply with its first batch in the body, the way every
  * server sends it: {cursor: {firstBatch: [101 x 500 bytes], id, ns}, ok}. */
 static bool
-make_reply101(bench_case_t *c, const char *data_dir)
+make_reply101(bench_case_t *c, const bench_case_def_t *def, const char *data_dir)
 {
    (void) data_dir;
    uint64_t state = REPLY_SEED;
@@ -416,23 +417,23 @@ make_reply101(bench_case_t *c, const char *data_dir)
    ok = ok && bson_append_array_end(&cursor, &batch) && BSON_APPEND_INT64(&cursor, "id", INT64_C(7238172654231623)) &&
         BSON_APPEND_UTF8(&cursor, "ns", "db.coll") && bson_append_document_end(&body, &cursor) &&
         BSON_APPEND_DOUBLE(&body, "ok", 1.0);
-   return make_body_only(c, "reply101", &body, ok);
+   return make_body_only(c, def->name, &body, ok);
 }
 
 /* ok: the reply most commands get, {ok: 1.0} (a 17-byte body, small
  * enough for the bytes libbson keeps inside a bson_t). */
 static bool
-make_ok(bench_case_t *c, const char *data_dir)
+make_ok(bench_case_t *c, const bench_case_def_t *def, const char *data_dir)
 {
    (void) data_dir;
    bson_t body = BSON_INITIALIZER;
-   return make_body_only(c, "ok", &body, BSON_APPEND_DOUBLE(&body, "ok", 1.0));
+   return make_body_only(c, def->name, &body, BSON_APPEND_DOUBLE(&body, "ok", 1.0));
 }
 
 /* hello: a server's answer to the handshake and to every monitoring
  * check (447 bytes, the fields a replica set member sends). */
 static bool
-make_hello(bench_case_t *c, const char *data_dir)
+make_hello(bench_case_t *c, const bench_case_def_t *def, const char *data_dir)
 {
    (void) data_dir;
    bson_t body = BSON_INITIALIZER, tv, hosts;
@@ -453,13 +454,13 @@ make_hello(bench_case_t *c, const char *data_dir)
       BSON_APPEND_INT32(&body, "logicalSessionTimeoutMinutes", 30) && BSON_APPEND_INT64(&body, "connectionId", 4711) &&
       BSON_APPEND_INT32(&body, "minWireVersion", 0) && BSON_APPEND_INT32(&body, "maxWireVersion", 25) &&
       BSON_APPEND_BOOL(&body, "readOnly", false) && BSON_APPEND_DOUBLE(&body, "ok", 1.0);
-   return make_body_only(c, "hello", &body, ok);
+   return make_body_only(c, def->name, &body, ok);
 }
 
 /* insert1k: an insert as a driver sends it in a session and a transaction
  * (5-key body) with 1,000 documents of 1 KB in a "documents" sequence. */
 static bool
-make_insert1k(bench_case_t *c, const char *data_dir)
+make_insert1k(bench_case_t *c, const bench_case_def_t *def, const char *data_dir)
 {
    (void) data_dir;
    uint64_t state = INSERT1K_SEED;
@@ -473,126 +474,73 @@ make_insert1k(bench_case_t *c, const char *data_dir)
        !BSON_APPEND_BINARY(&lsid, "id", BSON_SUBTYPE_UUID, uuid, (uint32_t) sizeof uuid) ||
        !bson_append_document_end(&body, &lsid) || !BSON_APPEND_INT64(&body, "txnNumber", 1) ||
        !BSON_APPEND_UTF8(&body, "$db", "db")) {
-      bench_fatal("cannot build the body of insert1k");
+      bench_fatal("cannot build the body of %s", def->name);
    }
    size_t docs_len;
    uint8_t *docs = make_documents(INSERT1K_DOCS, next_random(&state), 1024, make_insert1k_document, &docs_len);
-   make_message(c, "insert1k", &body, "documents", docs, docs_len, INSERT1K_DOCS);
+   make_message(c, def->name, &body, "documents", docs, docs_len, INSERT1K_DOCS);
    bson_destroy(&body);
    free(docs);
    return true;
 }
 
 /* A find or getMore reply whose 101 small documents travel as a sequence
- * named identifier; the body keeps the cursor's id and ns:
+ * named by the row's arg; the body keeps the cursor's id and ns:
  * {cursor: {id: 0, ns}, ok: 1.0}. */
-static void
-make_reply_sequence(bench_case_t *c, const char *name, const char *identifier)
+static bool
+make_reply_sequence(bench_case_t *c, const bench_case_def_t *def, const char *data_dir)
 {
+   (void) data_dir;
    bson_t body = BSON_INITIALIZER, cursor;
    if (!BSON_APPEND_DOCUMENT_BEGIN(&body, "cursor", &cursor) || !BSON_APPEND_INT64(&cursor, "id", 0) ||
        !BSON_APPEND_UTF8(&cursor, "ns", "db.coll") || !bson_append_document_end(&body, &cursor) ||
        !BSON_APPEND_DOUBLE(&body, "ok", 1.0)) {
-      bench_fatal("cannot build the body of %s", name);
+      bench_fatal("cannot build the body of %s", def->name);
    }
    size_t docs_len;
    uint8_t *docs = make_documents(REPLY_DOCS, SMALL_SEED, SMALL_DOC_SIZE, make_small_document, &docs_len);
-   make_message(c, name, &body, identifier, docs, docs_len, REPLY_DOCS);
+   make_message(c, def->name, &body, def->arg, docs, docs_len, REPLY_DOCS);
    bson_destroy(&body);
    free(docs);
-}
-
-static bool
-make_reply_plain(bench_case_t *c, const char *data_dir)
-{
-   (void) data_dir;
-   make_reply_sequence(c, "reply_plain", "documents");
    return true;
 }
 
 static bool
-make_reply_seq(bench_case_t *c, const char *data_dir)
+make_big(bench_case_t *c, const bench_case_def_t *def, const char *data_dir)
 {
-   (void) data_dir;
-   make_reply_sequence(c, "reply_seq", "cursor.firstBatch");
-   return true;
-}
-
-static bool
-make_reply_next(bench_case_t *c, const char *data_dir)
-{
-   (void) data_dir;
-   make_reply_sequence(c, "reply_next", "cursor.nextBatch");
-   return true;
-}
-
-static bool
-make_flat(bench_case_t *c, const char *data_dir)
-{
-   return bench_case_load_seed(c, "flat", data_dir);
-}
-
-static bool
-make_deep(bench_case_t *c, const char *data_dir)
-{
-   return bench_case_load_seed(c, "deep", data_dir);
-}
-
-static bool
-make_seq(bench_case_t *c, const char *data_dir)
-{
-   return bench_case_load_seed(c, "seq", data_dir);
-}
-
-static bool
-make_big(bench_case_t *c, const char *data_dir)
-{
+   (void) def;
    (void) data_dir;
    bench_case_make_big(c);
    return true;
 }
 
-static bool
-make_big_zstd(bench_case_t *c, const char *data_dir)
-{
-   (void) data_dir;
-   return bench_case_make_compressed(c, "big_zstd", OPMSG_COMPRESSOR_ZSTD);
-}
-
-static bool
-make_big_snappy(bench_case_t *c, const char *data_dir)
-{
-   (void) data_dir;
-   return bench_case_make_compressed(c, "big_snappy", OPMSG_COMPRESSOR_SNAPPY);
-}
-
-static bool
-make_encode(bench_case_t *c, const char *data_dir)
-{
-   (void) data_dir;
-   return bench_case_make_encode(c);
-}
-
+/* The cases, in the order they run: name, maker, its argument, the
+ * implementation the others are compared with, the group it runs in, and
+ * what it is (--list, docs/benchmarks.md). */
+#define SEED bench_case_load_seed
+#define COMPRESSED bench_case_make_compressed
 const bench_case_def_t bench_cases[] = {
-   {"ok", "generated: the reply {ok: 1.0}, body only (38 bytes)", make_ok, "memcpy", NULL},
-   {"hello", "generated: a replica set member's hello reply, body only (about 400 bytes)", make_hello, "memcpy", NULL},
-   {"flat", "seed: a cursor reply, body only, one document of 145 scalar fields (6 KB)", make_flat, "memcpy", NULL},
-   {"deep", "seed: a cursor reply, body only, one binary tree 9 levels deep (2 KB)", make_deep, "memcpy", NULL},
-   {"reply101", "generated: a find reply, body only, firstBatch of 101 documents of 500 bytes (50 KB)", make_reply101,
-    "memcpy", NULL},
-   {"seq", "seed: an insert, 148-field body + 100 documents in a sequence (11 KB)", make_seq, "memcpy", NULL},
-   {"insert1k", "generated: an insert, 5-key body (lsid, txnNumber) + 1,000 documents of 1 KB (1 MB)", make_insert1k,
-    "memcpy", NULL},
-   {"reply_plain", "generated: a find reply, 101 documents of 140 bytes as a \"documents\" sequence", make_reply_plain,
-    "memcpy", "reply"},
-   {"reply_seq", "generated: reply_plain's documents as a \"cursor.firstBatch\" sequence", make_reply_seq, "memcpy",
-    "reply"},
-   {"reply_next", "generated: reply_plain's documents as a \"cursor.nextBatch\" sequence (getMore)", make_reply_next,
-    "memcpy", "reply"},
-   {"big", "generated: an insert of 100,000 documents of ~350 bytes (35 MB)", make_big, "memcpy", NULL},
-   {"big_zstd", "big as OP_COMPRESSED with zstd (default level)", make_big_zstd, "decompress", NULL},
-   {"big_snappy", "big as OP_COMPRESSED with snappy", make_big_snappy, "decompress", NULL},
-   {"encode", "big's documents encoded as inserts split at maxWriteBatchSize 1000", make_encode, "memcpy", NULL},
+   {"ok", make_ok, NULL, "memcpy", NULL, "generated: the reply {ok: 1.0}, body only (38 bytes)"},
+   {"hello", make_hello, NULL, "memcpy", NULL,
+    "generated: a replica set member's hello reply, body only (about 400 bytes)"},
+   {"flat", SEED, NULL, "memcpy", NULL, "seed: a cursor reply, body only, one document of 145 scalar fields (6 KB)"},
+   {"deep", SEED, NULL, "memcpy", NULL, "seed: a cursor reply, body only, one binary tree 9 levels deep (2 KB)"},
+   {"reply101", make_reply101, NULL, "memcpy", NULL,
+    "generated: a find reply, body only, firstBatch of 101 documents of 500 bytes (50 KB)"},
+   {"seq", SEED, NULL, "memcpy", NULL, "seed: an insert, 148-field body + 100 documents in a sequence (11 KB)"},
+   {"insert1k", make_insert1k, NULL, "memcpy", NULL,
+    "generated: an insert, 5-key body (lsid, txnNumber) + 1,000 documents of 1 KB (1 MB)"},
+   {"reply_plain", make_reply_sequence, "documents", "memcpy", "reply",
+    "generated: a find reply, 101 documents of 140 bytes as a \"documents\" sequence"},
+   {"reply_seq", make_reply_sequence, "cursor.firstBatch", "memcpy", "reply",
+    "generated: reply_plain's documents as a \"cursor.firstBatch\" sequence"},
+   {"reply_next", make_reply_sequence, "cursor.nextBatch", "memcpy", "reply",
+    "generated: reply_plain's documents as a \"cursor.nextBatch\" sequence (getMore)"},
+   {"big", make_big, NULL, "memcpy", NULL, "generated: an insert of 100,000 documents of ~350 bytes (35 MB)"},
+   {"big_zstd", COMPRESSED, "zstd", "decompress", NULL, "big as OP_COMPRESSED with zstd (default level)"},
+   {"big_snappy", COMPRESSED, "snappy", "decompress", NULL, "big as OP_COMPRESSED with snappy"},
+   {"encode", bench_case_make_encode, NULL, "memcpy", NULL,
+    "big's documents encoded as inserts split at maxWriteBatchSize 1000"},
 };
 const size_t bench_n_cases = sizeof bench_cases / sizeof bench_cases[0];
 

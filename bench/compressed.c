@@ -12,8 +12,14 @@
 #include <string.h>
 
 bool
-bench_case_make_compressed(bench_case_t *c, const char *name, int compressor_id)
+bench_case_make_compressed(bench_case_t *c, const bench_case_def_t *def, const char *data_dir)
 {
+   (void) data_dir;
+   const char *name = def->name;
+   int compressor_id = opmsg_compressor_from_name(def->arg);
+   if (compressor_id < 0) {
+      bench_fatal("%s: no compressor named %s", name, def->arg);
+   }
    if (!opmsg_compressor_available(compressor_id)) {
       fprintf(stderr, "opmsg-bench: %s skipped: this build has no %s\n", name, opmsg_compressor_name(compressor_id));
       c->skipped = true;

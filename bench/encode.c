@@ -56,10 +56,11 @@ encode_split(const bench_case_t *c, uint8_t *out, size_t out_cap, uint32_t *n_me
 }
 
 bool
-bench_case_make_encode(bench_case_t *c)
+bench_case_make_encode(bench_case_t *c, const bench_case_def_t *def, const char *data_dir)
 {
+   (void) data_dir;
    bench_case_make_big(c);
-   c->name = "encode";
+   c->name = def->name;
    c->kind = BENCH_KIND_ENCODE;
    c->command = BCON_NEW("insert", BCON_UTF8("coll"), "ordered", BCON_BOOL(true), "$db", BCON_UTF8("test"));
 

@@ -356,22 +356,31 @@ cell_finish(cell_t *cell, result_t *r)
    r->ops = ops;
 }
 
+/* Whether impl parses with opmsg: it runs once per check level. */
+static bool
+per_level(const bench_impl_t *impl)
+{
+   return (impl->flags & BENCH_PER_LEVEL) != 0;
+}
+
 /* Runs op once, keeping its output, and compares it with the reference. */
 static size_t
 check_output(const bench_impl_t *impl, bench_case_t *c)
 {
    bench_out_t keep = {NULL, 0, NULL};
    size_t value = impl->op(c, &keep);
-   size_t bytes_out = impl->writes_output ? keep.len : 0;
+   bool writes = (impl->flags & (BENCH_WRITES | BENCH_WRITES_PLAIN)) != 0;
+   bool plain = (impl->flags & BENCH_WRITES_PLAIN) != 0;
+   size_t bytes_out = writes ? keep.len : 0;
    if (impl->check) {
       impl->check(c, &keep);
-   } else if (impl->writes_output) {
-      const uint8_t *want = impl->expects_plain ? c->plain : c->merged;
-      size_t want_len = impl->expects_plain ? c->plain_len : c->merged_len;
+   } else if (writes) {
+      const uint8_t *want = plain ? c->plain : c->merged;
+      size_t want_len = plain ? c->plain_len : c->merged_len;
       if (keep.len != want_len || memcmp(keep.data, want, want_len) != 0) {
          bench_fatal("%s/%s at %s: output (%zu bytes) differs from opmsg's "
                      "merge (%zu bytes)",
-                     c->name, impl->name, impl->per_level ? opmsg_check_name(c->opts.check) : "-", keep.len, want_len);
+                     c->name, impl->name, per_level(impl) ? opmsg_check_name(c->opts.check) : "-", keep.len, want_len);
       }
    }
    if (keep.owned) {
@@ -613,7 +622,7 @@ list_everything(void)
    printf("  %-12s opmsg_crc32c over 1 MiB in cache, and the portable table\n", "crc32c");
    printf("impls (* once per check level):\n");
    for (size_t i = 0; i < bench_n_impls; i++) {
-      printf("  %-17s %s %s\n", bench_impls[i].name, bench_impls[i].per_level ? "*" : " ", bench_impls[i].what);
+      printf("  %-17s %s %s\n", bench_impls[i].name, per_level(&bench_impls[i]) ? "*" : " ", bench_impls[i].what);
    }
    printf("check levels (--check):\n");
    for (size_t k = 0; k < BENCH_N_LEVELS; k++) {
@@ -630,7 +639,7 @@ static bool
 impl_applies(const bench_impl_t *impl, const bench_case_t *c, const options_t *o)
 {
    return (impl->kinds & BENCH_KIND_BIT(c->kind)) && selected(o->impls, impl->name) &&
-          !(impl->plain_identifiers && c->dotted);
+          !((impl->flags & BENCH_PLAIN_IDS) && c->dotted);
 }
 
 #define MAX_CELLS 256
@@ -675,7 +684,7 @@ run_cases(const bench_case_def_t *const *defs, bench_case_t *cs, size_t n_cs, co
             for (size_t i = 0; i < bench_n_impls; i++) {
                const bench_impl_t *impl = &bench_impls[i];
                bool is_baseline = !strcmp(impl->name, def->baseline);
-               if ((pass == 0) != is_baseline || impl->per_level != (k >= 0) || !impl_applies(impl, c, o)) {
+               if ((pass == 0) != is_baseline || per_level(impl) != (k >= 0) || !impl_applies(impl, c, o)) {
                   continue;
                }
                if (n == MAX_CELLS) {
@@ -807,7 +816,7 @@ main(int argc, char **argv)
          }
          n_selected++;
          memset(&cs[n_cs], 0, sizeof cs[n_cs]);
-         if (!def->make(&cs[n_cs], o.data_dir)) {
+         if (!def->make(&cs[n_cs], def, o.data_dir)) {
             if (cs[n_cs].skipped) {
                continue;
             }

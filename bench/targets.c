@@ -361,33 +361,40 @@ summary_figure(char *buf, size_t size, double x, int decimals, bool sign)
    return buf;
 }
 
+/* The summary line of issue 29, figure by figure: the text before it, the
+ * figure (computed as a target's), and the unit after it. Each is taken at
+ * the default level (what NULL options and opmsg_options_init() give),
+ * except the per-element cost, which is the top-level check's. */
+#define SUMMARY_FIGURE(case_name, figure, a, b) {NULL, NULL, case_name, figure, a, b, NULL, AT_MOST, 0}
+static const struct {
+   const char *before;
+   target_t t;
+   int decimals;
+   const char *after;
+} summary[] = {
+   {": seq reencode ", SUMMARY_FIGURE("seq", FIG_SPEEDUP, "merge_bson", "reencode_libbson"), 1, " x"},
+   {", mongoc_append ", SUMMARY_FIGURE("seq", FIG_SPEEDUP, "merge_bson", "mongoc_append"), 2, " x"},
+   {"; body-only merge_into ", SUMMARY_FIGURE("flat", FIG_EXCESS_NS, "merge_into", "memcpy_wire"), 1, " ns flat"},
+   {", ", SUMMARY_FIGURE("deep", FIG_EXCESS_NS, "merge_into", "memcpy_wire"), 1, " ns deep"},
+   {"; merge_bson ", SUMMARY_FIGURE("flat", FIG_EXCESS_NS, "merge_bson", "alloc_copy_wire"), 1, " ns flat"},
+   {", ", SUMMARY_FIGURE("deep", FIG_EXCESS_NS, "merge_bson", "alloc_copy_wire"), 1, " ns deep"},
+   {"; top-level ", SUMMARY_FIGURE("seq", FIG_PER_ELEMENT, "parse", NULL), 2, " ns/element"},
+};
+
 void
 bench_print_summary(const bench_run_t *run, FILE *f)
 {
-   /* The level NULL options and opmsg_options_init() give. */
    opmsg_options_t defaults;
    opmsg_options_init(&defaults);
-   int d = (int) defaults.check;
-   const bench_case_info_t *seq = case_info(run, "seq");
-   double per_element = NAN;
-   if (seq && seq->seq_elements) {
-      per_element = (t_of(run, "seq", "parse", OPMSG_CHECK_TOP_LEVEL) - t_of(run, "seq", "parse", OPMSG_CHECK_FRAMES)) /
-                    (double) seq->seq_elements;
+   fprintf(f, "\ndefault level %s", opmsg_check_name(defaults.check));
+   for (size_t i = 0; i < sizeof summary / sizeof summary[0]; i++) {
+      const target_t *t = &summary[i].t;
+      int level = t->figure == FIG_PER_ELEMENT ? (int) OPMSG_CHECK_TOP_LEVEL : (int) defaults.check;
+      char buf[32];
+      fprintf(f, "%s%s%s", summary[i].before,
+              summary_figure(buf, sizeof buf, figure_of(run, t, t->cases, level), summary[i].decimals,
+                             t->figure == FIG_EXCESS_NS),
+              summary[i].after);
    }
-   char a[32], b[32], c[32], e[32], g[32], h[32], k[32];
-   fprintf(
-      f,
-      "\ndefault level %s: seq reencode %s x, mongoc_append %s x; body-only merge_into %s ns flat, %s ns deep; "
-      "merge_bson %s ns flat, %s ns deep; top-level %s ns/element\n",
-      opmsg_check_name(defaults.check),
-      summary_figure(a, sizeof a, t_of(run, "seq", "reencode_libbson", d) / t_of(run, "seq", "merge_bson", d), 1,
-                     false),
-      summary_figure(b, sizeof b, t_of(run, "seq", "mongoc_append", d) / t_of(run, "seq", "merge_bson", d), 2, false),
-      summary_figure(c, sizeof c, t_of(run, "flat", "merge_into", d) - t_of(run, "flat", "memcpy_wire", d), 1, true),
-      summary_figure(e, sizeof e, t_of(run, "deep", "merge_into", d) - t_of(run, "deep", "memcpy_wire", d), 1, true),
-      summary_figure(g, sizeof g, t_of(run, "flat", "merge_bson", d) - t_of(run, "flat", "alloc_copy_wire", d), 1,
-                     true),
-      summary_figure(h, sizeof h, t_of(run, "deep", "merge_bson", d) - t_of(run, "deep", "alloc_copy_wire", d), 1,
-                     true),
-      summary_figure(k, sizeof k, per_element, 2, false));
+   fprintf(f, "\n");
 }

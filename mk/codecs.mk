@@ -5,7 +5,7 @@
 # CLI (test_compress, cli.codecs), the other paths work with noop and the
 # portable CRC-32C (test_checksum, test_legacy, test_reader, test_wire), and
 # the library links none of those libraries. Only those targets are built
-# (a CI step: .ci/steps/codecs.sh). `make check` and the packages build
+# (a CI step: .ci/run calls it). `make check` and the packages build
 # with every codec.
 
 NOCODECS_BUILD ?= build-nocodecs

@@ -11,16 +11,10 @@
 /* header, flagBits, the body's kind byte: the command's offset in the
  * message. */
 #define HEAD_SIZE (OPMSG_OFF_SECTIONS + 1)
-/* A kind-1 section's kind byte and int32 size. */
-#define SEQ_HEAD_SIZE OPMSG_SECTION_OFF_IDENTIFIER
-#define CRC_SIZE OPMSG_CHECKSUM_SIZE
 
 /* Command keys go into a key set on the stack up to this many keys; a
  * larger command borrows one table from the heap (build.h says so). */
 #define STACK_KEYS 512
-
-/* Room for a name escaped by opmsg_printable(). */
-#define NAME_BUF 200
 
 /* An identifier or key made safe for an error message (escaped, cut). */
 static const char *
@@ -110,11 +104,11 @@ check_doc(opmsg_report_t *r, const opmsg_limits_t *dl, const opmsg_seq_ref_t *se
    uint32_t n;
    if (OPMSG_LIKELY(opmsg_seq_doc_ok(data, avail, dl->max_bson_size, opmsg_checks_top(dl), false, &flen))) {
       n = (uint32_t) flen;
-   } else if (!opmsg_rule_seq_doc(r, dl, seq, index, data, avail, &n)) {
+   } else if ((n = opmsg_rule_seq_doc(r, dl, seq, index, data, avail)) == 0) {
       return false;
    }
    if (want && n != want) {
-      char nm[NAME_BUF];
+      char nm[OPMSG_PRINTABLE_SIZE];
       return opmsg_report(r, OPMSG_ERR_DOCUMENT_LENGTH, opmsg_report_at(r, data),
                           "document %zu of sequence \"%s\": length field says %u bytes but the bson_t holds %zu", index,
                           printable(nm, seq->id), n, want);
@@ -138,7 +132,7 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index, const opmsg_limi
 {
    size_t total = 0;
    uint32_t len;
-   char nm[NAME_BUF];
+   char nm[OPMSG_PRINTABLE_SIZE];
    opmsg_seq_ref_t ref = {seq->identifier, strlen(seq->identifier), seq_index, true};
    opmsg_report_t r;
 
@@ -154,7 +148,7 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index, const opmsg_limi
       *count = seq->raw_len / 5;
       if (!trusted) {
          size_t off = 0, i;
-         opmsg_report_init(&r, error, seq->raw, 0, true);
+         opmsg_report_init(&r, error, seq->raw, 0, &opmsg_encoder_side);
          for (i = 0; off < seq->raw_len; i++) {
             if (!check_doc(&r, dl, &ref, i, seq->raw + off, seq->raw_len - off, 0, &len)) {
                return false;
@@ -173,7 +167,7 @@ sequence_docs(const opmsg_sequence_in_t *seq, size_t seq_index, const opmsg_limi
                            printable(nm, seq->identifier));
       }
       if (!trusted) {
-         opmsg_report_init(&r, error, bson_get_data(doc), total, true);
+         opmsg_report_init(&r, error, bson_get_data(doc), total, &opmsg_encoder_side);
          if (!check_doc(&r, dl, &ref, i, bson_get_data(doc), doc->len, doc->len, &len)) {
             return false;
          }
@@ -214,7 +208,7 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
 
    opmsg_limits_set(&l, b->max_message_size, b->max_bson_size, 0);
    doc_limits(&dl, &l, b->trust_documents);
-   opmsg_report_init(&r, error, NULL, HEAD_SIZE, true);
+   opmsg_report_init(&r, error, NULL, HEAD_SIZE, &opmsg_encoder_side);
    if (!opmsg_rule_flags(&r, b->flags) || !check_command(&r, b, &l, keys, local, &plan->body_len, error)) {
       return false;
    }
@@ -246,7 +240,7 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
             return false;
          }
       }
-      if (!opmsg_rule_path(&r, keys, body, plan->body_len, &ref, NULL, NULL) ||
+      if (!opmsg_rule_path(&r, keys, body, plan->body_len, &ref, NULL) ||
           !sequence_docs(seq, i, &dl, b->priv_checked != 0, &bytes, &count, error)) {
          return false;
       }
@@ -254,7 +248,7 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
       if (id_len > l.max_message_size || bytes > l.max_message_size) {
          return too_large(id_len > bytes ? id_len : bytes, &l, error);
       }
-      size += SEQ_HEAD_SIZE + id_len + 1 + bytes;
+      size += OPMSG_SECTION_OFF_IDENTIFIER + id_len + 1 + bytes;
       if (size > l.max_message_size) {
          return too_large(size, &l, error);
       }
@@ -269,7 +263,7 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
    }
    plan->checksum = (b->flags & OPMSG_FLAG_CHECKSUM_PRESENT) != 0;
    if (plan->checksum) {
-      size += CRC_SIZE;
+      size += OPMSG_CHECKSUM_SIZE;
    }
    if (size > l.max_message_size) {
       return too_large(size, &l, error);
@@ -326,7 +320,7 @@ write_head(const opmsg_build_t *b, size_t total, uint8_t *out)
    out[OPMSG_OFF_SECTIONS] = OPMSG_SECTION_BODY;
 }
 
-/* A sequence's kind byte and size, into out[0..SEQ_HEAD_SIZE). The size
+/* A sequence's kind byte and size, into out[0..OPMSG_SECTION_OFF_IDENTIFIER). The size
  * counts itself, the identifier with its NUL and the documents; not the
  * kind byte. */
 static size_t
@@ -371,7 +365,7 @@ opmsg_build_into(const opmsg_build_t *b, uint8_t *buf, size_t buf_len, size_t *w
       const opmsg_sequence_in_t *seq = &b->sequences[i];
       size_t id_len;
       write_seq_head(seq, p, &id_len);
-      p += SEQ_HEAD_SIZE;
+      p += OPMSG_SECTION_OFF_IDENTIFIER;
       put(&p, seq->identifier, id_len + 1);
       put(&p, seq->raw, seq->raw_len);
       for (size_t d = 0; d < seq->n_docs; d++) {
@@ -470,8 +464,8 @@ opmsg_build_iovec(const opmsg_build_t *b, uint8_t *scratch, size_t scratch_len, 
       const opmsg_sequence_in_t *seq = &b->sequences[i];
       size_t id_len;
       write_seq_head(seq, s, &id_len);
-      add_iov(iov, &n, s, SEQ_HEAD_SIZE);
-      s += SEQ_HEAD_SIZE;
+      add_iov(iov, &n, s, OPMSG_SECTION_OFF_IDENTIFIER);
+      s += OPMSG_SECTION_OFF_IDENTIFIER;
       add_iov(iov, &n, seq->identifier, id_len + 1);
       if (seq->raw_len) {
          add_iov(iov, &n, seq->raw, seq->raw_len);
@@ -488,7 +482,7 @@ opmsg_build_iovec(const opmsg_build_t *b, uint8_t *scratch, size_t scratch_len, 
          crc = opmsg_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
       }
       opmsg_write_u32(s, crc);
-      add_iov(iov, &n, s, CRC_SIZE);
+      add_iov(iov, &n, s, OPMSG_CHECKSUM_SIZE);
    }
    *iov_count = n;
    if (total) {
@@ -529,7 +523,7 @@ check_split_docs(const opmsg_splitter_t *s, const opmsg_limits_t *dl, bson_error
    size_t off = 0;
    size_t count = seq->raw_len ? SIZE_MAX : seq->n_docs;
    uint32_t len;
-   char nm[NAME_BUF];
+   char nm[OPMSG_PRINTABLE_SIZE];
    opmsg_seq_ref_t ref = {seq->identifier, strlen(seq->identifier), 0, true};
    opmsg_report_t r;
 
@@ -550,7 +544,7 @@ check_split_docs(const opmsg_splitter_t *s, const opmsg_limits_t *dl, bson_error
          data = bson_get_data(seq->docs[i]);
          avail = seq->docs[i]->len;
       }
-      opmsg_report_init(&r, error, data, off, true);
+      opmsg_report_init(&r, error, data, off, &opmsg_encoder_side);
       if (!check_doc(&r, dl, &ref, i, data, avail, seq->raw_len ? 0 : avail, &len)) {
          return false;
       }

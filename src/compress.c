@@ -1,23 +1,13 @@
 /*
  * compress.c - OP_COMPRESSED: framing checks (called by opmsg_parse()),
- * decompression and compression with noop and whichever of snappy, zlib
- * and zstd the build has (codecs[]).
+ * decompression and compression through the codecs this build has
+ * (codecs[]: noop and whichever of snappy, zlib and zstd, each in its own
+ * file, codec-*.c, behind opmsg-codec.h's table of functions).
  */
+#include "opmsg-codec.h"
+#include "opmsg-document.h"
 #include "opmsg-msg.h"
 #include "opmsg-parse.h"
-
-/* The codecs this build has (codecs[] below). */
-#ifdef OPMSG_HAVE_SNAPPY
-#include <snappy-c.h>
-#endif
-#ifdef OPMSG_HAVE_ZLIB
-#define ZLIB_CONST
-#include <zlib.h>
-#endif
-#ifdef OPMSG_HAVE_ZSTD
-#include <zstd.h>
-#include <zstd_errors.h>
-#endif
 
 /* The largest value a messageLength can carry. */
 #define OPMSG_INT32_MAX_SIZE ((size_t) INT32_MAX)
@@ -90,36 +80,14 @@ opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_rep
 /* ---------------------------------------------------------------------------
  * Codecs
  *
- * One entry per compressorId in codecs[] below, each codec's functions
- * built only when its library is (OPMSG_WITH_SNAPPY, _ZLIB, _ZSTD in
- * CMakeLists.txt, as libmongoc's ENABLE_SNAPPY, ...): an id whose entry is
- * empty is OPMSG_ERR_COMPRESSOR_UNAVAILABLE to every function here.
+ * One entry per compressorId in codecs[] below, each codec's file
+ * (codec-*.c) built only when its library is (OPMSG_WITH_SNAPPY, _ZLIB,
+ * _ZSTD in CMakeLists.txt, as libmongoc's ENABLE_SNAPPY, ...): an id whose
+ * entry is empty is OPMSG_ERR_COMPRESSOR_UNAVAILABLE to every function here.
  * ------------------------------------------------------------------------- */
 
-/* What compressing did; CODEC_NO_ROOM lets the caller say whose room ran
- * out (codec_encode()). */
-typedef enum { CODEC_DONE, CODEC_NO_ROOM, CODEC_FAILED } codec_rc_t;
-
-typedef struct {
-   /* Before a byte is allocated for the output: whether the payload's own
-    * account of its size agrees with uncompressedSize (usize), so that a
-    * small message cannot make opmsg allocate up to the size limit for
-    * nothing. */
-   bool (*check_size)(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error);
-   /* Exactly dst_len bytes from src, or an error. */
-   bool (*decode)(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error);
-   /* The most compressing src_len bytes can give. */
-   size_t (*bound)(size_t src_len);
-   /* Whether the codec takes this level; NULL: it ignores the level. */
-   bool (*level_ok)(int level);
-   /* Compresses src into dst[0..*dst_len); *dst_len becomes the size
-    * written. */
-   codec_rc_t (*encode)(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len,
-                        bson_error_t *error);
-} codec_t;
-
-static bool
-fail_size(bson_error_t *error, const char *codec, const char *what, size_t usize)
+bool
+opmsg_codec_fail_size(bson_error_t *error, const char *codec, const char *what, size_t usize)
 {
    return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
                      "%s payload at offset %d decompresses to %s than "
@@ -127,362 +95,31 @@ fail_size(bson_error_t *error, const char *codec, const char *what, size_t usize
                      codec, OPMSG_COMPRESSED_OVERHEAD, what, usize);
 }
 
-/* noop: the bytes as they are; always built. */
-
-static bool
-noop_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error)
+bool
+opmsg_codec_fail_payload(bson_error_t *error, const char *codec, const char *what)
 {
-   (void) src;
-   if (src_len != usize) {
-      return fail_size(error, "noop", src_len > usize ? "more bytes" : "fewer bytes", usize);
-   }
-   return true;
+   return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "%s payload at offset %d %s", codec, OPMSG_COMPRESSED_OVERHEAD, what);
 }
 
-static bool
-noop_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
+bool
+opmsg_codec_fail_declared(bson_error_t *error, const char *codec, unsigned long long declared, size_t usize)
 {
-   if (src_len != dst_len) {
-      return fail_size(error, "noop", src_len > dst_len ? "more bytes" : "fewer bytes", dst_len);
-   }
-   memcpy(dst, src, dst_len);
-   return true;
+   return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
+                     "%s payload at offset %d declares %llu bytes, uncompressedSize says %zu", codec,
+                     OPMSG_COMPRESSED_OVERHEAD, declared, usize);
 }
 
-static size_t
-noop_bound(size_t src_len)
-{
-   return src_len;
-}
-
-static codec_rc_t
-noop_encode(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bson_error_t *error)
-{
-   (void) level;
-   (void) error;
-   if (*dst_len < src_len) {
-      return CODEC_NO_ROOM;
-   }
-   memcpy(dst, src, src_len);
-   *dst_len = src_len;
-   return CODEC_DONE;
-}
-
+/* Indexed by compressorId; an id this build has no codec for stays NULL. */
+static const opmsg_codec_t *const codecs[OPMSG_COMPRESSOR_ZSTD + 1] = {
+   [OPMSG_COMPRESSOR_NOOP] = &opmsg_codec_noop,
 #ifdef OPMSG_HAVE_SNAPPY
-
-static bool
-snappy_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error)
-{
-   size_t declared;
-
-   if (snappy_uncompressed_length((const char *) src, src_len, &declared) != SNAPPY_OK) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "snappy payload at offset %d has no valid length preamble",
-                        OPMSG_COMPRESSED_OVERHEAD);
-   }
-   if (declared != usize) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "snappy payload at offset %d declares %zu bytes, uncompressedSize says %zu",
-                        OPMSG_COMPRESSED_OVERHEAD, declared, usize);
-   }
-   return true;
-}
-
-/* snappy_uncompress() rejects corrupt input by itself, so the separate
- * validation pass snappy offers would only read the stream twice. The
- * declared length was compared with uncompressedSize before the output was
- * allocated (snappy_check_size). */
-static bool
-snappy_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
-{
-   size_t out = dst_len;
-
-   if (snappy_uncompress((const char *) src, src_len, (char *) dst, &out) != SNAPPY_OK) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                        "snappy payload at offset %d is corrupt or "
-                        "truncated",
-                        OPMSG_COMPRESSED_OVERHEAD);
-   }
-   if (out != dst_len) {
-      return fail_size(error, "snappy", "another number of bytes", dst_len);
-   }
-   return true;
-}
-
-static size_t
-snappy_bound(size_t src_len)
-{
-   return snappy_max_compressed_length(src_len);
-}
-
-static codec_rc_t
-snappy_encode(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bson_error_t *error)
-{
-   (void) level;
-   /* snappy refuses any buffer smaller than its bound. */
-   if (*dst_len < snappy_max_compressed_length(src_len)) {
-      return CODEC_NO_ROOM;
-   }
-   if (snappy_compress((const char *) src, src_len, (char *) dst, dst_len) != SNAPPY_OK) {
-      opmsg_fail(error, OPMSG_ERR_COMPRESS, "snappy failed");
-      return CODEC_FAILED;
-   }
-   return CODEC_DONE;
-}
-
-#endif /* OPMSG_HAVE_SNAPPY */
-
-#ifdef OPMSG_HAVE_ZLIB
-
-/* zlib's working memory goes through libbson's allocator, so an
- * application's bson_mem_set_vtable() sees it, and running out of it
- * aborts as every bson_malloc() does: zlib never reports Z_MEM_ERROR. */
-static voidpf
-zlib_alloc(voidpf opaque, uInt items, uInt size)
-{
-   (void) opaque;
-   return bson_malloc((size_t) items * size);
-}
-
-static void
-zlib_free(voidpf opaque, voidpf address)
-{
-   (void) opaque;
-   bson_free(address);
-}
-
-static void
-zlib_stream_init(z_stream *zs)
-{
-   memset(zs, 0, sizeof *zs);
-   zs->zalloc = zlib_alloc;
-   zs->zfree = zlib_free;
-}
-
-/* Deflate cannot expand input by more than about 1032:1; anything claiming
- * more is a lie, whatever the stream holds. zlib's stream does not say its
- * size, so that ratio is the only bound before decompressing. */
-#define ZLIB_MAX_RATIO 1032u
-
-static bool
-zlib_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error)
-{
-   (void) src;
-   if (usize / ZLIB_MAX_RATIO > src_len) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "uncompressedSize %zu at offset %d is more than %u times the %zu-byte zlib payload: no "
-                        "deflate stream expands that far",
-                        usize, OPMSG_OFF_UNCOMPRESSED_SIZE, ZLIB_MAX_RATIO, src_len);
-   }
-   return true;
-}
-
-/* After the output is full, finds out whether the stream has more to give
- * (then it is longer than uncompressedSize) or just ends. */
-static int
-zlib_drain(z_stream *zs, bool *longer)
-{
-   uint8_t extra;
-   int rc;
-
-   zs->next_out = &extra;
-   zs->avail_out = 1;
-   rc = inflate(zs, Z_FINISH);
-   *longer = zs->avail_out == 0;
-   return rc;
-}
-static bool
-zlib_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
-{
-   z_stream zs;
-   bool longer = false;
-   bool ok = false;
-   int rc;
-
-   zlib_stream_init(&zs);
-   /* Its memory cannot fail (zlib_alloc); a zlib of another version can. */
-   rc = inflateInit(&zs);
-   if (rc != Z_OK) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "zlib: cannot initialise the inflater (%d)", rc);
-   }
-   /* Both sizes are below 2 GiB: they come from int32 fields. */
-   zs.next_in = src;
-   zs.avail_in = (uInt) src_len;
-   zs.next_out = dst;
-   zs.avail_out = (uInt) dst_len;
-   rc = inflate(&zs, Z_FINISH);
-   if (rc != Z_STREAM_END && zs.avail_out == 0) {
-      rc = zlib_drain(&zs, &longer);
-   }
-   if (longer) {
-      fail_size(error, "zlib", "more bytes", dst_len);
-   } else if (rc == Z_STREAM_END && zs.total_out != dst_len) {
-      fail_size(error, "zlib", "fewer bytes", dst_len);
-   } else if (rc == Z_STREAM_END && zs.avail_in != 0) {
-      opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                 "zlib payload has %u bytes after the end of its stream "
-                 "at offset %zu",
-                 (unsigned) zs.avail_in, OPMSG_COMPRESSED_OVERHEAD + src_len - zs.avail_in);
-   } else if (rc == Z_STREAM_END) {
-      ok = true;
-   } else if (rc == Z_BUF_ERROR) {
-      opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                 "zlib payload at offset %d is truncated: it ends after "
-                 "%lu of %zu bytes",
-                 OPMSG_COMPRESSED_OVERHEAD, zs.total_out, dst_len);
-   } else {
-      opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "zlib payload is corrupt near offset %zu: %s",
-                 OPMSG_COMPRESSED_OVERHEAD + src_len - zs.avail_in, zs.msg ? zs.msg : "bad data");
-   }
-   inflateEnd(&zs);
-   return ok;
-}
-
-
-static size_t
-zlib_bound(size_t src_len)
-{
-   /* deflate with the default window and memory level, as used here,
-    * stays within compressBound() at every level. */
-   return (size_t) compressBound((uLong) src_len);
-}
-
-static bool
-zlib_level_ok(int level)
-{
-   return level >= -1 && level <= 9;
-}
-
-static codec_rc_t
-zlib_encode(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bson_error_t *error)
-{
-   z_stream zs;
-   int rc;
-
-   zlib_stream_init(&zs);
-   rc = deflateInit(&zs, level);
-   if (rc != Z_OK) {
-      opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib: cannot initialise the deflater (%d)", rc);
-      return CODEC_FAILED;
-   }
-   zs.next_in = src;
-   zs.avail_in = (uInt) src_len;
-   zs.next_out = dst;
-   zs.avail_out = (uInt) BSON_MIN(*dst_len, (size_t) UINT32_MAX);
-   rc = deflate(&zs, Z_FINISH);
-   *dst_len = zs.total_out;
-   deflateEnd(&zs);
-   if (rc == Z_STREAM_END) {
-      return CODEC_DONE;
-   }
-   if (rc == Z_OK || rc == Z_BUF_ERROR) {
-      return CODEC_NO_ROOM;
-   }
-   opmsg_fail(error, OPMSG_ERR_COMPRESS, "zlib deflate failed (%d)", rc);
-   return CODEC_FAILED;
-}
-
-#endif /* OPMSG_HAVE_ZLIB */
-
-#ifdef OPMSG_HAVE_ZSTD
-
-/* zstd's working memory comes from its own malloc(), which can fail
- * without aborting: the one OPMSG_ERR_NO_MEMORY (docs/design.md). True
- * when that is what n says. */
-static bool
-zstd_out_of_memory(size_t n, bson_error_t *error)
-{
-   if (ZSTD_getErrorCode(n) != ZSTD_error_memory_allocation) {
-      return false;
-   }
-   opmsg_fail(error, OPMSG_ERR_NO_MEMORY, "zstd: out of memory");
-   return true;
-}
-
-/* A frame may leave its size out; then the overrun is found while
- * decompressing, into exactly usize bytes. */
-static bool
-zstd_check_size(const uint8_t *src, size_t src_len, size_t usize, bson_error_t *error)
-{
-   unsigned long long frame = ZSTD_getFrameContentSize(src, src_len);
-
-   if (frame == ZSTD_CONTENTSIZE_ERROR) {
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS, "zstd payload at offset %d is not a zstd frame",
-                        OPMSG_COMPRESSED_OVERHEAD);
-   }
-   if (frame != ZSTD_CONTENTSIZE_UNKNOWN && frame != usize) {
-      return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
-                        "zstd payload at offset %d declares %llu bytes, uncompressedSize says %zu",
-                        OPMSG_COMPRESSED_OVERHEAD, frame, usize);
-   }
-   return true;
-}
-
-static bool
-zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, bson_error_t *error)
-{
-   size_t n = ZSTD_decompress(dst, dst_len, src, src_len);
-
-   if (ZSTD_isError(n)) {
-      if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall) {
-         return fail_size(error, "zstd", "more bytes", dst_len);
-      }
-      if (zstd_out_of_memory(n, error)) {
-         return false;
-      }
-      return opmsg_fail(error, OPMSG_ERR_DECOMPRESS,
-                        "zstd payload at offset %d is corrupt or truncated: "
-                        "%s",
-                        OPMSG_COMPRESSED_OVERHEAD, ZSTD_getErrorName(n));
-   }
-   if (n != dst_len) {
-      return fail_size(error, "zstd", "fewer bytes", dst_len);
-   }
-   return true;
-}
-
-static size_t
-zstd_bound(size_t src_len)
-{
-   return ZSTD_compressBound(src_len);
-}
-
-static bool
-zstd_level_ok(int level)
-{
-   return level == OPMSG_COMPRESS_DEFAULT_LEVEL || (level >= ZSTD_minCLevel() && level <= ZSTD_maxCLevel());
-}
-
-static codec_rc_t
-zstd_encode(int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bson_error_t *error)
-{
-   size_t n = ZSTD_compress(dst, *dst_len, src, src_len, level == OPMSG_COMPRESS_DEFAULT_LEVEL ? 0 : level);
-
-   if (!ZSTD_isError(n)) {
-      *dst_len = n;
-      return CODEC_DONE;
-   }
-   if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall) {
-      return CODEC_NO_ROOM;
-   }
-   if (!zstd_out_of_memory(n, error)) {
-      opmsg_fail(error, OPMSG_ERR_COMPRESS, "zstd failed: %s", ZSTD_getErrorName(n));
-   }
-   return CODEC_FAILED;
-}
-
-#endif /* OPMSG_HAVE_ZSTD */
-
-/* Indexed by compressorId; an id this build has no codec for stays empty. */
-static const codec_t codecs[OPMSG_COMPRESSOR_ZSTD + 1] = {
-   [OPMSG_COMPRESSOR_NOOP] = {noop_check_size, noop_decode, noop_bound, NULL, noop_encode},
-#ifdef OPMSG_HAVE_SNAPPY
-   [OPMSG_COMPRESSOR_SNAPPY] = {snappy_check_size, snappy_decode, snappy_bound, NULL, snappy_encode},
+   [OPMSG_COMPRESSOR_SNAPPY] = &opmsg_codec_snappy,
 #endif
 #ifdef OPMSG_HAVE_ZLIB
-   [OPMSG_COMPRESSOR_ZLIB] = {zlib_check_size, zlib_decode, zlib_bound, zlib_level_ok, zlib_encode},
+   [OPMSG_COMPRESSOR_ZLIB] = &opmsg_codec_zlib,
 #endif
 #ifdef OPMSG_HAVE_ZSTD
-   [OPMSG_COMPRESSOR_ZSTD] = {zstd_check_size, zstd_decode, zstd_bound, zstd_level_ok, zstd_encode},
+   [OPMSG_COMPRESSOR_ZSTD] = &opmsg_codec_zstd,
 #endif
 };
 
@@ -520,7 +157,7 @@ opmsg_compressor_from_name(const char *name)
 bool
 opmsg_compressor_available(int compressor_id)
 {
-   return compressor_id >= 0 && compressor_id <= OPMSG_COMPRESSOR_ZSTD && codecs[compressor_id].decode;
+   return compressor_id >= 0 && compressor_id <= OPMSG_COMPRESSOR_ZSTD && codecs[compressor_id] != NULL;
 }
 
 /* The id is known (0-3) but this build has no codec for it. */
@@ -539,10 +176,10 @@ static bool
 codec_encode(int id, int level, const uint8_t *src, size_t src_len, uint8_t *dst, size_t *dst_len, bool capped,
              bson_error_t *error)
 {
-   codec_rc_t rc = codecs[id].encode(level, src, src_len, dst, dst_len, error);
+   opmsg_codec_rc_t rc = codecs[id]->encode(level, src, src_len, dst, dst_len, error);
 
-   if (rc != CODEC_NO_ROOM) {
-      return rc == CODEC_DONE;
+   if (rc != OPMSG_CODEC_NO_ROOM) {
+      return rc == OPMSG_CODEC_DONE;
    }
    if (capped) {
       return opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE,
@@ -606,8 +243,8 @@ opmsg_decompressed_size(const opmsg_msg_t *msg)
 static bool
 check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
 {
-   return codecs[msg->compressor_id].check_size(msg->compressed, msg->compressed_len, (size_t) msg->uncompressed_size,
-                                                error);
+   return codecs[msg->compressor_id]->check_size(msg->compressed, msg->compressed_len, (size_t) msg->uncompressed_size,
+                                                 error);
 }
 
 bool
@@ -632,8 +269,8 @@ opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size
    opmsg_write_u32(buf + OPMSG_OFF_REQUEST_ID, (uint32_t) msg->request_id);
    opmsg_write_u32(buf + OPMSG_OFF_RESPONSE_TO, (uint32_t) msg->response_to);
    opmsg_write_u32(buf + OPMSG_OFF_OPCODE, (uint32_t) msg->original_opcode);
-   if (!codecs[msg->compressor_id].decode(msg->compressed, msg->compressed_len, buf + OPMSG_HEADER_SIZE,
-                                          total - OPMSG_HEADER_SIZE, error)) {
+   if (!codecs[msg->compressor_id]->decode(msg->compressed, msg->compressed_len, buf + OPMSG_HEADER_SIZE,
+                                           total - OPMSG_HEADER_SIZE, error)) {
       return false;
    }
    if (written) {
@@ -747,7 +384,7 @@ opmsg_compress_bound(size_t msg_len, int compressor_id)
    if (msg_len < OPMSG_HEADER_SIZE || !opmsg_compressor_available(compressor_id)) {
       return 0;
    }
-   return OPMSG_COMPRESSED_OVERHEAD + codecs[compressor_id].bound(msg_len - OPMSG_HEADER_SIZE);
+   return OPMSG_COMPRESSED_OVERHEAD + codecs[compressor_id]->bound(msg_len - OPMSG_HEADER_SIZE);
 }
 
 /* The first key of the document at doc (avail bytes there), or NULL when it
@@ -761,18 +398,14 @@ first_key(const uint8_t *doc, size_t avail, size_t offset, const char *what, con
    if (avail < 5 || (len = opmsg_read_i32(doc)) < 5 || (size_t) len > avail) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_LENGTH, "the %s at offset %zu has a bad length", what, offset);
    }
-   *key = NULL;
-   if (len == 5) {
-      return true;
-   }
-   nul = memchr(doc + 5, 0, (size_t) len - 6);
+   nul = len > 5 ? memchr(doc + 5, 0, (size_t) len - 6) : doc;
    if (!nul) {
       return opmsg_fail(error, OPMSG_ERR_DOCUMENT_ELEMENT,
                         "the first key of the %s at offset %zu is not "
                         "terminated",
                         what, offset);
    }
-   *key = (const char *) doc + 5;
+   *key = opmsg_doc_first_key(doc, (size_t) len);
    return true;
 }
 
@@ -812,10 +445,10 @@ query_command(const uint8_t *msg, size_t len, const char **name, bson_error_t *e
    const uint8_t *nul = len > ns ? memchr(msg + ns, 0, len - ns) : NULL;
    size_t off;
 
-   if (!nul || (size_t) (msg + len - nul) < 1 + 8) {
+   if (!nul || (size_t) (msg + len - nul) < 1 + OPMSG_QUERY_SKIP_RETURN_SIZE) {
       return opmsg_fail(error, OPMSG_ERR_NO_BODY, "cannot find the OP_QUERY query to compress");
    }
-   off = (size_t) (nul - msg) + 1 + 8;
+   off = (size_t) (nul - msg) + 1 + OPMSG_QUERY_SKIP_RETURN_SIZE;
    return first_key(msg + off, len - off, off, "OP_QUERY query", name, error);
 }
 
@@ -863,7 +496,7 @@ check_compressible(const uint8_t *msg, size_t msg_len, bson_error_t *error)
 static bool
 check_level(int compressor_id, int level, bson_error_t *error)
 {
-   bool (*level_ok)(int) = codecs[compressor_id].level_ok;
+   bool (*level_ok)(int) = codecs[compressor_id]->level_ok;
 
    if (level_ok && !level_ok(level)) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "level %d is out of range for %s", level,

@@ -43,7 +43,7 @@ bool
 opmsg_deep_ok(opmsg_deep_check_fn deep, const uint8_t *doc, size_t len)
 {
    opmsg_report_t quiet;
-   opmsg_report_init(&quiet, NULL, doc, 0, false);
+   opmsg_report_init(&quiet, NULL, doc, 0, &opmsg_parser_side);
    return deep(&quiet, doc, (uint32_t) len, "");
 }
 
@@ -168,7 +168,7 @@ opmsg_element_error(opmsg_report_t *r, const char *what, const uint8_t *p, const
       return opmsg_report(r, OPMSG_ERR_DOCUMENT_ELEMENT, offset,
                           "%s%selement at offset %zu: key has no terminating NUL inside the document", in, sep, offset);
    }
-   char name[200];
+   char name[OPMSG_PRINTABLE_SIZE];
    opmsg_printable(name, key, (size_t) ((const char *) nul - key));
    if (type == BSON_TYPE_BOOL && nul + 1 < end) {
       return opmsg_report(r, OPMSG_ERR_INVALID_BOOLEAN, offset,

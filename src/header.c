@@ -91,7 +91,7 @@ opmsg_frame_length(const uint8_t *data, size_t len, const opmsg_options_t *opts,
       return opmsg_fail(error, OPMSG_ERR_TRUNCATED, "%zu bytes are fewer than the 16-byte header", len);
    }
    opmsg_limits_from(opts, &limits);
-   opmsg_report_init(&r, error, data, 0, false);
+   opmsg_report_init(&r, error, data, 0, &opmsg_parser_side);
    return check_header(data, &limits, message_length, &r);
 }
 
@@ -256,7 +256,7 @@ parse_whole(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_
    if (!data || !msg) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");
    }
-   opmsg_report_init(&r, error, data, 0, false);
+   opmsg_report_init(&r, error, data, 0, &opmsg_parser_side);
    return parse_reported(data, len, opts, msg, &r);
 }
 
@@ -280,7 +280,7 @@ opmsg_parse_with_offset(const uint8_t *data, size_t len, const opmsg_options_t *
       }
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "data and msg must not be NULL");
    }
-   opmsg_report_init(&r, error, data, 0, false);
+   opmsg_report_init(&r, error, data, 0, &opmsg_parser_side);
    bool ok = parse_alone(data, len, opts, msg) || parse_reported(data, len, opts, msg, &r);
    if (offset) {
       *offset = ok ? len : r.offset;

@@ -31,7 +31,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
    const size_t ns_off = OPMSG_OFF_FULL_COLLECTION_NAME;
    /* The namespace must end early enough to leave room for the two int32s
     * and the smallest document; the header check guarantees len >= 35. */
-   const size_t ns_room = msg->len - ns_off - 8 - 5;
+   const size_t ns_room = msg->len - ns_off - OPMSG_QUERY_SKIP_RETURN_SIZE - 5;
    const uint8_t *ns = msg->data + ns_off;
    const uint8_t *nul = memchr(ns, 0, ns_room);
    size_t off;
@@ -56,7 +56,7 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
    off = (size_t) (nul - msg->data) + 1;
    msg->number_to_skip = opmsg_read_i32(msg->data + off);
    msg->number_to_return = opmsg_read_i32(msg->data + off + 4);
-   off += 8;
+   off += OPMSG_QUERY_SKIP_RETURN_SIZE;
 
    if (!legacy_doc(r, msg, limits, off, opmsg_body_limit(limits), "query", &len)) {
       return false;
@@ -255,7 +255,7 @@ hello_doc_size(const opmsg_hello_query_t *q)
 }
 
 /* header, flags, "admin.$cmd", numberToSkip, numberToReturn */
-#define HELLO_QUERY_PREFIX (OPMSG_HEADER_SIZE + 4 + sizeof OPMSG_ADMIN_CMD_NS + 8)
+#define HELLO_QUERY_PREFIX (OPMSG_HEADER_SIZE + 4 + sizeof OPMSG_ADMIN_CMD_NS + OPMSG_QUERY_SKIP_RETURN_SIZE)
 
 size_t
 opmsg_hello_query_size(const opmsg_hello_query_t *q)

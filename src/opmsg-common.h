@@ -38,10 +38,15 @@
  * through a report context (opmsg_report()), which records where it is. */
 bool opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt, ...) OPMSG_PRINTF(3, 4);
 
-/* Copies at most 48 bytes of a key or identifier into out (at least 200
- * bytes) for an error message, escaping every byte that is not printable
- * ASCII as \xNN, so a message stays on one line whatever the wire held.
- * Returns out. */
+/* How many bytes of a key or identifier opmsg_printable() quotes, and the
+ * room its output needs: each byte as \xNN at worst, "..." and the NUL. */
+#define OPMSG_PRINTABLE_BYTES 48
+#define OPMSG_PRINTABLE_SIZE 200
+
+/* Copies at most OPMSG_PRINTABLE_BYTES bytes of a key or identifier into
+ * out (OPMSG_PRINTABLE_SIZE bytes) for an error message, escaping every
+ * byte that is not printable ASCII as \xNN, so a message stays on one line
+ * whatever the wire held. Returns out. */
 const char *opmsg_printable(char *out, const char *name, size_t len);
 
 /* ---------------------------------------------------------------------------
@@ -53,8 +58,33 @@ const char *opmsg_printable(char *out, const char *name, size_t len);
  * goes down a whole call (a parse, a plan of the encoder) in place of an
  * error pointer, an offset base and the side each check serves.
  * ------------------------------------------------------------------------- */
+/* The codes and words a caller gives the faults of the rules shared by the
+ * parser and the encoder (rules.c), where the two part ways. A rule says
+ * what broke and where; the side it reports for turns that into its own
+ * code and noun. The parser's is opmsg_parser_side, the encoder's
+ * opmsg_encoder_side: one table of the two, side by side, in rules.c. */
 typedef struct {
-   /* What a fault writes. */
+   /* What the messages call the body: the parser's "body", the encoder's
+    * "command" (its caller knows the body as the command it handed in). */
+   const char *body;
+   /* The code of any fault in the body's bytes, instead of the rule's own;
+    * OPMSG_OK: the rule's own (build.h promises OPMSG_ERR_BAD_COMMAND). */
+   opmsg_error_code_t body_fault;
+   /* A body key twice. */
+   opmsg_error_code_t duplicate_key;
+   /* A framed sequence document above max_bson_size. */
+   opmsg_error_code_t doc_over_limit;
+   /* The flag bits opmsg does not know that fail a message: the required
+    * ones on receipt, every one when sending (a sender sets the bits it
+    * does not use to 0). */
+   uint32_t flags_refused;
+} opmsg_side_t;
+
+extern const opmsg_side_t opmsg_parser_side;
+extern const opmsg_side_t opmsg_encoder_side;
+
+typedef struct {
+   /* What a fault writes: which rule broke (as the side's code) and where. */
    bson_error_t *error;     /* the message, when not NULL */
    opmsg_error_code_t code; /* the rule broken; OPMSG_OK while none is */
    size_t offset;           /* where: its byte offset in the message */
@@ -66,28 +96,20 @@ typedef struct {
     * place in the message) or a sequence's documents. */
    const uint8_t *start;
    size_t start_off;
-   /* The encoder's checks, which build.h words differently: its caller knows
-    * the body as the command it handed in, any fault in whose bytes is
-    * OPMSG_ERR_BAD_COMMAND, and a sequence document above the limit is
-    * OPMSG_ERR_DOCUMENT_OVER_LIMIT (the parser's OPMSG_ERR_DOCUMENT_TOO_LARGE). */
-   bool encoder;
-   /* Not OPMSG_OK: the code every fault is reported under instead of its
-    * rule's own. rules.c sets it to OPMSG_ERR_BAD_COMMAND while document.c
-    * checks the encoder's command, so that the error is written once, in
-    * document.c's words, with the code build.h promises. */
-   opmsg_error_code_t as;
+   /* The caller's codes and words for the faults where the sides part. */
+   const opmsg_side_t *side;
 } opmsg_report_t;
 
 static inline void
-opmsg_report_init(opmsg_report_t *r, bson_error_t *error, const uint8_t *start, size_t start_off, bool encoder)
+opmsg_report_init(opmsg_report_t *r, bson_error_t *error, const uint8_t *start, size_t start_off,
+                  const opmsg_side_t *side)
 {
    r->error = error;
    r->code = OPMSG_OK;
    r->offset = 0;
    r->start = start;
    r->start_off = start_off;
-   r->encoder = encoder;
-   r->as = OPMSG_OK;
+   r->side = side;
 }
 
 /* The offset in the message of the byte at p, one of the bytes at hand. */
@@ -97,11 +119,15 @@ opmsg_report_at(const opmsg_report_t *r, const void *p)
    return r->start_off + (size_t) ((const uint8_t *) p - r->start);
 }
 
-/* Records a fault of the rule code at offset (r->as instead, when set) and
- * writes the message into r->error when there is one. Always returns false,
- * for `return opmsg_report(...)`. */
+/* Records a fault of the rule code at offset and writes the message into
+ * r->error when there is one. Always returns false, for
+ * `return opmsg_report(...)`. */
 bool opmsg_report(opmsg_report_t *r, opmsg_error_code_t code, size_t offset, const char *fmt, ...)
    OPMSG_PRINTF(4, 5) OPMSG_COLD;
+
+/* The fault just reported, under the caller's code instead of the rule's
+ * (when code is not OPMSG_OK): the words stay. Always returns false. */
+bool opmsg_report_as(opmsg_report_t *r, opmsg_error_code_t code) OPMSG_COLD;
 
 /* The full check level's walk of every nested level of a framed document
  * (validate.c's opmsg_doc_validate_deep()), what naming it in messages. */

@@ -36,6 +36,17 @@ bool opmsg_doc_frame(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t
                      uint32_t *len);
 
 
+/* The first key of a framed document of len bytes whose first key is
+ * known to end inside it (a command's name: the body's first key), or NULL
+ * when the document is empty. The one read of a command name: the view's
+ * (opmsg_command_name()) and the compressor's, which frames the body
+ * itself first. */
+static inline const char *
+opmsg_doc_first_key(const uint8_t *doc, size_t len)
+{
+   return len > 5 ? (const char *) doc + 5 : NULL;
+}
+
 /* Walking from document to document of a large sequence is a chain of
  * loads, one or two per document, each waiting on memory: the hardware's
  * prefetcher does not run ahead of a chain. Asking for the lines a few

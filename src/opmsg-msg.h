@@ -171,16 +171,20 @@ opmsg_op_msg_db(const opmsg_op_msg_t *m, uint32_t *len)
  * breaks, so it walks on its own.
  * ------------------------------------------------------------------------- */
 
+/* The smallest size a section's int32 size field can hold: itself and, for
+ * a sequence, an empty identifier's NUL; for a body, an empty document. */
+#define OPMSG_SEQ_MIN_SIZE 5
+
 /* The bytes (kind byte included) of the section at p, avail bytes there,
  * when it has a known kind and a size that fits: 0 when it does not. */
 static inline size_t
 opmsg_section_frame(const uint8_t *p, size_t avail)
 {
-   if (avail < 5 || (*p != OPMSG_SECTION_BODY && *p != OPMSG_SECTION_SEQUENCE)) {
+   if (avail < OPMSG_SEQ_MIN_SIZE || (*p != OPMSG_SECTION_BODY && *p != OPMSG_SECTION_SEQUENCE)) {
       return 0;
    }
    int32_t n = opmsg_read_i32(p + OPMSG_SECTION_OFF_SIZE);
-   return n >= 5 && (size_t) n <= avail - 1 ? 1 + (size_t) n : 0;
+   return n >= OPMSG_SEQ_MIN_SIZE && (size_t) n <= avail - 1 ? 1 + (size_t) n : 0;
 }
 
 /* One section of a parsed OP_MSG. For kind 0 body and body_len; for kind 1

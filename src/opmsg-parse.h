@@ -13,6 +13,10 @@
 #include "opmsg-document.h"
 #include "opmsg-msg.h"
 
+/* OP_QUERY's numberToSkip and numberToReturn, the two int32s right after
+ * fullCollectionName's NUL (opmsg/wire.h). */
+#define OPMSG_QUERY_SKIP_RETURN_SIZE 8
+
 /* opmsg_msg_t keeps the core's parsed OP_MSG in its priv_ (its size is the
  * ABI, its contents are opmsg's): the public functions hand the core its
  * own struct, with nothing to copy. */

@@ -18,11 +18,12 @@
  * never writes what the parser rejects. What is hot is inline here; the
  * rest, and every error report, is in rules.c.
  *
- * Every rule reports into the caller's report context (opmsg-common.h),
- * which also says which side asks: the two name things differently in
- * messages (the parser a sequence by its offset, the encoder by the index
- * the caller gave it, see opmsg_seq_ref_t) and, where build.h promises it,
- * report under another code (r->encoder).
+ * Every rule reports what broke and where into the caller's report context
+ * (opmsg-common.h), whose side (opmsg_side_t) gives the codes and nouns
+ * where the parser and the encoder part ways (build.h promises other codes
+ * for the encoder's command). A sequence is named by its offset (the
+ * parser) or by the index the caller gave it (the encoder): see
+ * opmsg_seq_ref_t.
  * ------------------------------------------------------------------------- */
 
 /* A sequence as the rules name it: its identifier (len bytes, no NUL among
@@ -46,15 +47,12 @@ bool opmsg_flags_fail(opmsg_report_t *r, uint32_t flags, uint32_t unknown) OPMSG
 /* flagBits: a required bit (0-15) that opmsg does not know fails the
  * message, as the spec has a receiver refuse it. An unknown optional bit
  * (16-31) is ignored on receipt but never sent, since a sender sets the bits
- * it does not use to 0: when sending (the encoder) it is the caller's
- * mistake, OPMSG_ERR_INVALID_ARGUMENT. */
+ * it does not use to 0: when sending (the encoder, whose side refuses every
+ * unknown bit) it is the caller's mistake, OPMSG_ERR_INVALID_ARGUMENT. */
 static inline bool
 opmsg_rule_flags(opmsg_report_t *r, uint32_t flags)
 {
-   uint32_t unknown = flags & ~(uint32_t) OPMSG_FLAGS_KNOWN;
-   if (!r->encoder) {
-      unknown &= OPMSG_FLAG_REQUIRED_MASK;
-   }
+   uint32_t unknown = flags & ~(uint32_t) OPMSG_FLAGS_KNOWN & r->side->flags_refused;
    return OPMSG_LIKELY(unknown == 0) || opmsg_flags_fail(r, flags, unknown);
 }
 
@@ -73,14 +71,15 @@ opmsg_seq_doc_ok(const uint8_t *doc, size_t avail, size_t max_bson, bool top, op
 }
 
 /* The checks of opmsg_seq_doc_ok() again, at the limits' level, for a
- * document it refused: stores the length, or names the rule broken, calling
- * the document "document <index> of sequence "<id>"". A framed document above
- * max_bson_size is OPMSG_ERR_DOCUMENT_TOO_LARGE to the parser (a received
- * document breaks the limit), OPMSG_ERR_DOCUMENT_OVER_LIMIT to the encoder
- * (build.h: one document the server's limits will not take, as the splitter
- * reports it too). */
-bool opmsg_rule_seq_doc(opmsg_report_t *r, const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, size_t index,
-                        const uint8_t *doc, size_t avail, uint32_t *len) OPMSG_COLD;
+ * document it refused: returns its length, or 0 with the rule broken
+ * named, calling the document "document <index> of sequence "<id>"". A
+ * framed document above max_bson_size takes the side's doc_over_limit:
+ * OPMSG_ERR_DOCUMENT_TOO_LARGE to the parser (a received document breaks
+ * the limit), OPMSG_ERR_DOCUMENT_OVER_LIMIT to the encoder (build.h: one
+ * document the server's limits will not take, as the splitter reports it
+ * too). */
+uint32_t opmsg_rule_seq_doc(opmsg_report_t *r, const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, size_t index,
+                            const uint8_t *doc, size_t avail) OPMSG_COLD;
 
 /* The body's frame within opmsg_body_limit(): stores its length, or names
  * the rule broken. The parser's fast form is opmsg_doc_frame_ok(). */
@@ -134,13 +133,17 @@ bool opmsg_rule_dotted_count(opmsg_report_t *r, size_t n_seq, size_t n_dotted, s
  * (opmsg_rule_unique_keys()); the body is len bytes. A sub-document on the
  * path must not hold the path's next component twice (the sequence would
  * have two places). OPMSG_ERR_IDENTIFIER_CLASH, reported at the sequence.
- * When place is not NULL it receives, for a dotted identifier whose path
+ * When found is not NULL, found->place receives, for a dotted identifier whose path
  * the body holds whole, the sub-document the sequence goes at the end of;
  * NULL when the merge creates part of the path, or for a plain one.
- * Without keys the body's top level is walked here; db (if not NULL)
- * receives the first "$db" string element the walk passes, if any. */
+ * Without keys the body's top level is walked here; found->db, when still
+ * NULL, receives the first "$db" string element the walk passes, if any. */
+typedef struct {
+   const uint8_t *place;
+   const uint8_t *db;
+} opmsg_path_found_t;
 bool opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
-                     const opmsg_seq_ref_t *seq, const uint8_t **place, const uint8_t **db);
+                     const opmsg_seq_ref_t *seq, opmsg_path_found_t *found);
 
 /* The report of opmsg_rule_merged_size(), at offset 0: the message as a
  * whole. */

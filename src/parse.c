@@ -54,16 +54,17 @@ check_checksum(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
 
    /* Missing, the checksum is reported where it should have begun: the
     * message's end. */
-   if (len < OPMSG_OP_MSG_MIN_LENGTH + 4) {
+   if (len < OPMSG_OP_MSG_MIN_LENGTH + OPMSG_CHECKSUM_SIZE) {
       return opmsg_report(
          r, OPMSG_ERR_CHECKSUM_MISSING, len,
          "checksumPresent is set but the %zu-byte message has no room for a section and 4 checksum bytes", len);
    }
-   m->checksum = opmsg_read_u32(data + len - 4);
+   size_t crc_off = len - OPMSG_CHECKSUM_SIZE;
+   m->checksum = opmsg_read_u32(data + crc_off);
    if (limits->flags & OPMSG_PARSE_SKIP_CHECKSUM) {
       return true;
    }
-   uint32_t crc = opmsg_crc32c(0, data, len - 4);
+   uint32_t crc = opmsg_crc32c(0, data, crc_off);
    if (crc == m->checksum) {
       return true;
    }
@@ -71,9 +72,9 @@ check_checksum(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
       return opmsg_report(r, OPMSG_ERR_CHECKSUM_MISSING, len,
                           "checksumPresent is set but the sections fill the message: the 4 checksum bytes are missing");
    }
-   return opmsg_report(r, OPMSG_ERR_CHECKSUM_MISMATCH, len - 4,
-                       "CRC-32C of bytes 0..%zu is 0x%08x, the checksum at offset %zu says 0x%08x", len - 4, crc,
-                       len - 4, m->checksum);
+   return opmsg_report(r, OPMSG_ERR_CHECKSUM_MISMATCH, crc_off,
+                       "CRC-32C of bytes 0..%zu is 0x%08x, the checksum at offset %zu says 0x%08x", crc_off, crc,
+                       crc_off, m->checksum);
 }
 
 /* ---------------------------------------------------------------------------
@@ -105,25 +106,26 @@ typedef struct {
 
 /* The document at q of a sequence that the fast check refused: either it
  * runs past the section's end at sec_end, or it breaks the rule for
- * sequence documents (rules.c), which names it. Stores the length if it
- * breaks neither. Out of line, so that the loop over the documents holds
- * only the fast check. */
-static OPMSG_COLD OPMSG_NOINLINE bool
+ * sequence documents (rules.c), which names it. Returns the length if it
+ * breaks neither, else 0. Out of line, so that the loop over the documents
+ * holds only the fast check. */
+static OPMSG_COLD OPMSG_NOINLINE uint32_t
 sequence_doc_fault(opmsg_report_t *r, const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, uint32_t count,
-                   const uint8_t *q, const uint8_t *sec_end, uint32_t *dlen)
+                   const uint8_t *q, const uint8_t *sec_end)
 {
    size_t left = (size_t) (sec_end - q);
    /* A document that starts inside the section but ends outside it is a
     * framing error of the section, whatever lies beyond. The encoder frames
     * its sections itself and never meets this. */
    if (left < 4 || (opmsg_read_i32(q) >= 0 && (size_t) opmsg_read_i32(q) > left)) {
-      char name[200];
+      char name[OPMSG_PRINTABLE_SIZE];
       size_t doff = opmsg_report_at(r, q);
-      return opmsg_report(r, OPMSG_ERR_SEQUENCE_OVERRUN, doff,
+      (void) opmsg_report(r, OPMSG_ERR_SEQUENCE_OVERRUN, doff,
                           "document %u of sequence \"%s\" at offset %zu runs past the section's end at offset %zu",
                           count, opmsg_printable(name, seq->id, seq->len), doff, opmsg_report_at(r, sec_end));
+      return 0;
    }
-   return opmsg_rule_seq_doc(r, limits, seq, count, q, left, dlen);
+   return opmsg_rule_seq_doc(r, limits, seq, count, q, left);
 }
 
 /* One step of scan_sequence()'s walk of the body's keys for the identifier
@@ -148,62 +150,70 @@ body_key_step(const uint8_t **bp, const uint8_t *bend, const char *id, size_t id
    *bp = next;
 }
 
-/* Checks one kind-1 section starting after its kind byte at p (offset off of
- * the kind byte). Returns the section's size (after the kind byte) in *size. */
-static bool
-scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
-              size_t *size, opmsg_report_t *r)
+/* The frame of a kind-1 section starting after its kind byte at p (offset
+ * off of the kind byte), up to end: returns its size, and its identifier, a
+ * sound one, in *seq (whether it is dotted in *dotted); 0 on a fault. Faults
+ * of the section's frame are reported at its kind byte. */
+static OPMSG_ALWAYS_INLINE int32_t
+sequence_frame(const uint8_t *p, const uint8_t *end, size_t off, opmsg_seq_ref_t *seq, bool *dotted, opmsg_report_t *r)
 {
-   size_t off = (size_t) (p - m->data) - 1;
    size_t avail = (size_t) (end - p);
-   /* Faults of the section's frame are reported at its kind byte. */
    if (avail < 4) {
-      return opmsg_report(r, OPMSG_ERR_SECTION_TRUNCATED, off,
+      (void) opmsg_report(r, OPMSG_ERR_SECTION_TRUNCATED, off,
                           "document sequence at offset %zu: %zu bytes left, its size needs 4", off, avail);
+      return 0;
    }
    int32_t n = opmsg_read_i32(p);
-   if (n < 5 || (size_t) n > avail) {
-      return opmsg_report(r, OPMSG_ERR_SEQUENCE_SIZE, off, "document sequence at offset %zu: size %d is %s", off, n,
-                          n < 5 ? "below the minimum of 5 (size, identifier and NUL)" : "past the end of the sections");
+   if (n < OPMSG_SEQ_MIN_SIZE || (size_t) n > avail) {
+      (void) opmsg_report(r, OPMSG_ERR_SEQUENCE_SIZE, off, "document sequence at offset %zu: size %d is %s", off, n,
+                          n < OPMSG_SEQ_MIN_SIZE ? "below the minimum of 5 (size, identifier and NUL)"
+                                                 : "past the end of the sections");
+      return 0;
    }
-   const uint8_t *sec_end = p + n;
    const char *id = (const char *) p + 4;
    const uint8_t *nul = memchr(id, 0, (size_t) n - 4);
    if (!nul) {
-      return opmsg_report(r, OPMSG_ERR_SEQUENCE_IDENTIFIER, off,
+      (void) opmsg_report(r, OPMSG_ERR_SEQUENCE_IDENTIFIER, off,
                           "document sequence at offset %zu: identifier has no NUL inside the section's %d bytes", off,
                           n);
+      return 0;
    }
-   opmsg_seq_ref_t seq = {id, (size_t) ((const char *) nul - id), off, false};
-   bool dotted;
-   if (!opmsg_rule_identifier(r, &seq, &dotted)) {
-      return false;
-   }
+   const opmsg_seq_ref_t ref = {id, (size_t) ((const char *) nul - id), off, false};
+   *seq = ref;
+   return opmsg_rule_identifier(r, seq, dotted) ? n : 0;
+}
 
-   const uint8_t *q = nul + 1;
+/* The walk of the body's keys for the first sequence's identifier at the
+ * spec and frames levels (see sequence_docs()): from p to the body's
+ * terminator at end; clean while it met only sound elements not called the
+ * identifier; db the first "$db" it passed. */
+typedef struct {
+   const uint8_t *p, *end, *db;
+   bool clean;
+} body_walk_t;
+
+/* sequence_docs()'s answer for a fault: a sequence of 5-byte documents
+ * inside an int32 size never counts this many. */
+#define SEQ_DOCS_FAULT UINT32_MAX
+
+/* The documents of a sequence, from q to its section's end sec_end: each
+ * framed (and, by the level, its elements checked). Returns how many there
+ * are, or SEQ_DOCS_FAULT. Walks the body's keys beside them through w (w->p
+ * NULL: no walk). */
+static OPMSG_ALWAYS_INLINE uint32_t
+sequence_docs(const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, const uint8_t *q, const uint8_t *sec_end,
+              body_walk_t *w, opmsg_report_t *r)
+{
+   /* Locals, so that the loop keeps them in registers. */
+   const char *id = seq->id;
+   size_t id_len = seq->len;
+   const uint8_t *bp = w->p, *bend = w->end, *bdb = w->db;
+   bool bclean = w->clean;
    uint32_t count = 0;
-   size_t docs_len = (size_t) (sec_end - q);
    bool top = opmsg_checks_top(limits);
    opmsg_deep_check_fn deep = limits->deep;
    /* See the prefetch below: only a sequence larger than a cache needs it. */
-   bool prefetch = !top && docs_len > OPMSG_PREFETCH_ABOVE;
-   /* The spec and frames levels, the first sequence, after the body: its
-    * identifier is looked for among the body's keys here, an element per
-    * document, in the same loop that frames the documents. Both walks are
-    * chains of loads, each step's place known only from the one before;
-    * side by side the processor runs the two at once (seq: 148 body keys
-    * and 100 documents, the framing then costs nothing). The verdict waits
-    * for check_identifiers(), so that the faults are reported in the same
-    * order as without it; anything but a clean walk is walked again there,
-    * by rules.c, which says what is wrong. */
-   const uint8_t *bp = NULL, *bend = NULL, *bdb = NULL;
-   bool bclean = false;
-   size_t id_len = seq.len;
-   if (!top && scan->n_seq == 0 && m->body && !dotted && !prefetch) {
-      bp = m->body + 4;
-      bend = m->body + m->body_len - 1;
-      bclean = true;
-   }
+   bool prefetch = !top && (size_t) (sec_end - q) > OPMSG_PREFETCH_ABOVE;
    while (q < sec_end) {
       if (bp < bend) {
          body_key_step(&bp, bend, id, id_len, &bclean, &bdb);
@@ -235,26 +245,64 @@ scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p,
          opmsg_prefetch_ahead(q, opmsg_read_u32(q) & 0xffffu);
       }
       if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size, top, deep, &flen))) {
-         /* Set when the call returns true; initialised for gcc, which cannot
-          * always see that through the inlining. */
-         uint32_t dlen = 0;
-         if (!sequence_doc_fault(r, limits, &seq, count, q, sec_end, &dlen)) {
-            return false;
+         flen = sequence_doc_fault(r, limits, seq, count, q, sec_end);
+         if (flen == 0) {
+            return SEQ_DOCS_FAULT;
          }
-         flen = dlen;
       }
       q += flen;
       count++;
    }
+   w->p = bp;
+   w->clean = bclean;
+   w->db = bdb;
+   return count;
+}
 
-   if (bp) {
+/* Checks one kind-1 section starting after its kind byte at p. Returns the
+ * section's size (after the kind byte) in *size. */
+static bool
+scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
+              size_t *size, opmsg_report_t *r)
+{
+   size_t off = (size_t) (p - m->data) - 1;
+   opmsg_seq_ref_t seq;
+   bool dotted;
+   int32_t n = sequence_frame(p, end, off, &seq, &dotted, r);
+   if (n == 0) {
+      return false;
+   }
+   const char *id = seq.id;
+   const uint8_t *q = (const uint8_t *) id + seq.len + 1;
+   const uint8_t *sec_end = p + n;
+   size_t docs_len = (size_t) (sec_end - q);
+   /* The spec and frames levels, the first sequence, after the body: its
+    * identifier is looked for among the body's keys here, an element per
+    * document, in the same loop that frames the documents. Both walks are
+    * chains of loads, each step's place known only from the one before;
+    * side by side the processor runs the two at once (seq: 148 body keys
+    * and 100 documents, the framing then costs nothing). The verdict waits
+    * for check_identifiers(), so that the faults are reported in the same
+    * order as without it; anything but a clean walk is walked again there,
+    * by rules.c, which says what is wrong. */
+   body_walk_t w = {NULL, NULL, NULL, false};
+   if (!opmsg_checks_top(limits) && scan->n_seq == 0 && m->body && !dotted && docs_len <= OPMSG_PREFETCH_ABOVE) {
+      w.p = m->body + 4;
+      w.end = m->body + m->body_len - 1;
+      w.clean = true;
+   }
+   uint32_t count = sequence_docs(limits, &seq, q, sec_end, &w, r);
+   if (count == SEQ_DOCS_FAULT) {
+      return false;
+   }
+   if (w.p) {
       /* What the documents left of the body. */
-      while (bp < bend) {
-         body_key_step(&bp, bend, id, id_len, &bclean, &bdb);
+      while (w.p < w.end) {
+         body_key_step(&w.p, w.end, id, seq.len, &w.clean, &w.db);
       }
       scan->walked_id = id;
-      scan->walked_clean = bclean;
-      scan->walked_db = bdb;
+      scan->walked_clean = w.clean;
+      scan->walked_db = w.db;
    }
 
    /* Merged: type byte, the last path component and NUL, the array's
@@ -355,13 +403,13 @@ scan_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, scan_t *scan, opm
                              left, off);
       }
       switch (*p) {
-      case 0:
+      case OPMSG_SECTION_BODY:
          if (!scan_body(m, limits, p + 1, end, scan, r)) {
             return false;
          }
          p += 1 + m->body_len;
          break;
-      case 1:
+      case OPMSG_SECTION_SEQUENCE:
          if (!scan_sequence(m, limits, p + 1, end, scan, &size, r)) {
             return false;
          }
@@ -442,7 +490,7 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
    opmsg_keyset_t ids;
    const uint8_t *p, *q;
    opmsg_section_t seq, other;
-   const uint8_t *db = NULL;
+   opmsg_path_found_t found = {NULL, NULL};
    bool ok = false;
 
    /* One sequence (the common case) has no other to repeat. */
@@ -457,18 +505,20 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
       opmsg_seq_ref_t b = {seq.identifier, seq.identifier_len, opmsg_op_msg_offset(m, &seq), false};
       int64_t first = n_ids ? opmsg_keyset_find(&ids, seq.identifier, seq.identifier_len, id_off, true) : -1;
       if (first >= 0) {
-         /* An identifier sits 5 bytes after its section's kind byte. */
-         opmsg_seq_ref_t a = {(const char *) m->data + first, seq.identifier_len, (size_t) first - 5, false};
+         /* An identifier lies OPMSG_SECTION_OFF_IDENTIFIER bytes after its
+          * section's kind byte. */
+         opmsg_seq_ref_t a = {(const char *) m->data + first, seq.identifier_len,
+                              (size_t) first - OPMSG_SECTION_OFF_IDENTIFIER, false};
          if (!opmsg_rule_identifier_pair(r, &a, &b)) {
             goto done;
          }
       }
       if (!keys && seq.identifier == scan->walked_id && scan->walked_clean) {
          /* Walked while the documents were framed: not a body field. */
-         db = db ? db : scan->walked_db;
+         found.db = found.db ? found.db : scan->walked_db;
          continue;
       }
-      if (!opmsg_rule_path(r, keys, m->body, m->body_len, &b, place, &db)) {
+      if (!opmsg_rule_path(r, keys, m->body, m->body_len, &b, &found)) {
          goto done;
       }
    }
@@ -485,12 +535,13 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
          }
       }
    }
-   if (db) {
+   if (found.db) {
       /* The walk of the spec and frames levels for an identifier passed "$db": noted, so
        * opmsg_op_msg_db() need not walk the body again. */
-      m->db = (uint32_t) (db - m->data);
+      m->db = (uint32_t) (found.db - m->data);
       m->db_known = true;
    }
+   *place = found.place;
    ok = true;
 done:
    opmsg_keyset_destroy(&ids);

@@ -31,7 +31,7 @@ opmsg_fail(bson_error_t *error, opmsg_error_code_t code, const char *fmt, ...)
 bool
 opmsg_report(opmsg_report_t *r, opmsg_error_code_t code, size_t offset, const char *fmt, ...)
 {
-   r->code = r->as != OPMSG_OK ? r->as : code;
+   r->code = code;
    r->offset = offset;
    if (r->error) {
       va_list ap;
@@ -42,12 +42,25 @@ opmsg_report(opmsg_report_t *r, opmsg_error_code_t code, size_t offset, const ch
    return false;
 }
 
+bool
+opmsg_report_as(opmsg_report_t *r, opmsg_error_code_t code)
+{
+   if (code != OPMSG_OK) {
+      r->code = code;
+      if (r->error) {
+         r->error->code = (uint32_t) code;
+      }
+   }
+   return false;
+}
+
 const char *
 opmsg_printable(char *out, const char *name, size_t len)
 {
+   _Static_assert(OPMSG_PRINTABLE_BYTES * 4 + 4 <= OPMSG_PRINTABLE_SIZE, "room for the escaped bytes");
    static const char hex[] = "0123456789abcdef";
    size_t o = 0;
-   size_t n = len < 48 ? len : 48;
+   size_t n = len < OPMSG_PRINTABLE_BYTES ? len : OPMSG_PRINTABLE_BYTES;
    for (size_t i = 0; i < n; i++) {
       unsigned char c = (unsigned char) name[i];
       if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {

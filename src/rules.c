@@ -6,19 +6,35 @@
  *
  * Each rule is written once, here or (where it is hot) inline in
  * opmsg-rules.h, and both sides call it with the same limits: that is
- * what makes "the encoder never writes what the parser rejects" hold. Where
- * the two need a different answer, the report context says which side asks
- * (r->encoder) and the difference is here, said once; the caller's error is
- * written once, with the right code.
+ * what makes "the encoder never writes what the parser rejects" hold. A
+ * rule says what broke and where; where the two sides give that a different
+ * code or noun, the report's side (opmsg_side_t, the two in one table
+ * below) says which, so no rule asks who calls it.
  */
 #include "opmsg-rules.h"
 
 #include <stdio.h>
 
-/* Room for opmsg_printable()'s output. */
-#define NAME_BUF 200
 /* Room for seq_name()'s. */
-#define SEQ_NAME_BUF (NAME_BUF + 48)
+#define SEQ_NAME_BUF (OPMSG_PRINTABLE_SIZE + 48)
+
+/* ---------------------------------------------------------------------------
+ * The two sides' codes and words, side by side (opmsg_side_t)
+ *
+ * The parser: a received message's body, each fault under its rule's own
+ * code, and only the required flag bits opmsg does not know refused (the
+ * spec has a receiver ignore the optional ones). The encoder: its caller
+ * knows the body as the command it handed in, and build.h promises
+ * OPMSG_ERR_BAD_COMMAND for a fault in its bytes or a key twice,
+ * OPMSG_ERR_DOCUMENT_OVER_LIMIT for a document the server's limits will
+ * not take; a sender sets the flag bits it does not use to 0.
+ * ------------------------------------------------------------------------- */
+
+/* clang-format off */
+/*                                         body       body_fault             duplicate_key            doc_over_limit                  flags_refused */
+const opmsg_side_t opmsg_parser_side  = {"body",    OPMSG_OK,              OPMSG_ERR_DUPLICATE_KEY, OPMSG_ERR_DOCUMENT_TOO_LARGE,  OPMSG_FLAG_REQUIRED_MASK};
+const opmsg_side_t opmsg_encoder_side = {"command", OPMSG_ERR_BAD_COMMAND, OPMSG_ERR_BAD_COMMAND,   OPMSG_ERR_DOCUMENT_OVER_LIMIT, UINT32_MAX};
+/* clang-format on */
 
 /* ---------------------------------------------------------------------------
  * Naming things in messages
@@ -29,7 +45,7 @@
 static const char *
 seq_name(char *out, const opmsg_seq_ref_t *seq)
 {
-   char name[NAME_BUF];
+   char name[OPMSG_PRINTABLE_SIZE];
    opmsg_printable(name, seq->id, seq->len);
    if (seq->is_index) {
       snprintf(out, SEQ_NAME_BUF, "sequence %zu \"%s\"", seq->n, name);
@@ -47,28 +63,28 @@ seq_offset(const opmsg_seq_ref_t *seq)
    return seq->is_index ? 0 : seq->n;
 }
 
-/* The encoder's caller knows the body as the command it handed in. */
+/* What the caller's messages call the body. */
 static const char *
 body_noun(const opmsg_report_t *r)
 {
-   return r->encoder ? "command" : "body";
+   return r->side->body;
 }
 
-/* document.c names what is wrong with a document by the rule it breaks.
- * For a fault in the bytes of the encoder's command, build.h promises
- * OPMSG_ERR_BAD_COMMAND instead: while document.c checks the body, its
- * reports take that code (r->as), so the error is written once, in
- * document.c's words. body_checks() starts that, and returns what to put
- * back. */
-static opmsg_error_code_t
-body_checks(opmsg_report_t *r)
+/* document.c names what is wrong with a document by the rule it breaks; a
+ * fault it found in the body's bytes takes the side's code for those (the
+ * encoder's: OPMSG_ERR_BAD_COMMAND, as build.h promises), in document.c's
+ * words. Always false. */
+static bool
+body_fault(opmsg_report_t *r)
 {
-   opmsg_error_code_t was = r->as;
-   if (r->encoder) {
-      r->as = OPMSG_ERR_BAD_COMMAND;
-   }
-   return was;
+   return opmsg_report_as(r, r->side->body_fault);
 }
+
+/* A key or identifier, or a part of one: len bytes at s. */
+typedef struct {
+   const char *s;
+   size_t len;
+} name_t;
 
 /* ---------------------------------------------------------------------------
  * Flags and the merged size
@@ -100,14 +116,22 @@ opmsg_merged_size_fail(opmsg_report_t *r, size_t size, bool exact)
  * Documents: the body and the sequence documents
  * ------------------------------------------------------------------------- */
 
-/* A framed document (5 <= length <= avail) above max is refused under code
- * before document.c frames it, which would call it
+/* A bound on a document's size, as the messages name it, and the code a
+ * document above it is refused under. */
+typedef struct {
+   size_t max;
+   const char *name;
+   opmsg_error_code_t code;
+} size_limit_t;
+
+/* A framed document (5 <= length <= avail) above the limit is refused under
+ * its code before document.c frames it, which would call it
  * OPMSG_ERR_DOCUMENT_TOO_LARGE whoever asks. The order is document.c's:
  * a length that does not fit the bytes is a framing fault, not a size. */
 static bool
-size_ok(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max, const char *what, const char *limit_name,
-        opmsg_error_code_t code)
+size_ok(opmsg_report_t *r, const uint8_t *doc, size_t avail, const char *what, const size_limit_t *limit)
 {
+   size_t max = limit->max;
    if (avail < 5) {
       return true; /* document.c says what is wrong */
    }
@@ -116,8 +140,8 @@ size_ok(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max, const c
       return true;
    }
    size_t off = opmsg_report_at(r, doc);
-   return opmsg_report(r, code, off, "%s at offset %zu: %zu bytes, above the limit of %zu (%s)", what, off, n, max,
-                       limit_name);
+   return opmsg_report(r, limit->code, off, "%s at offset %zu: %zu bytes, above the limit of %zu (%s)", what, off, n,
+                       max, limit->name);
 }
 
 bool
@@ -125,24 +149,18 @@ opmsg_rule_body_frame(opmsg_report_t *r, const opmsg_limits_t *limits, const uin
 {
    /* Too large is OPMSG_ERR_DOCUMENT_TOO_LARGE on both sides (build.h
     * says so for the command too): it is the limit, not the bytes. */
-   if (!size_ok(r, body, avail, opmsg_body_limit(limits), body_noun(r), "maxBsonObjectSize + 16 KiB",
-                OPMSG_ERR_DOCUMENT_TOO_LARGE)) {
+   const size_limit_t limit = {opmsg_body_limit(limits), "maxBsonObjectSize + 16 KiB", OPMSG_ERR_DOCUMENT_TOO_LARGE};
+   if (!size_ok(r, body, avail, body_noun(r), &limit)) {
       return false;
    }
-   opmsg_error_code_t was = body_checks(r);
-   bool ok = opmsg_doc_frame(r, body, avail, opmsg_body_limit(limits), body_noun(r), len);
-   r->as = was;
-   return ok;
+   return opmsg_doc_frame(r, body, avail, limit.max, body_noun(r), len) || body_fault(r);
 }
 
 /* The top level of the body or of a sub-document of it (document.c). */
 static bool
 top_ok(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what, uint32_t *count)
 {
-   opmsg_error_code_t was = body_checks(r);
-   bool ok = opmsg_doc_check_top(r, doc, len, what, count);
-   r->as = was;
-   return ok;
+   return opmsg_doc_check_top(r, doc, len, what, count) || body_fault(r);
 }
 
 bool
@@ -151,18 +169,21 @@ opmsg_rule_body_top(opmsg_report_t *r, const uint8_t *body, uint32_t len, uint32
    return top_ok(r, body, len, body_noun(r), count);
 }
 
-bool
+uint32_t
 opmsg_rule_seq_doc(opmsg_report_t *r, const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, size_t index,
-                   const uint8_t *doc, size_t avail, uint32_t *len)
+                   const uint8_t *doc, size_t avail)
 {
    /* Named here, on the way to an error, not for every document. */
-   char name[NAME_BUF];
-   char what[NAME_BUF + 64];
+   char name[OPMSG_PRINTABLE_SIZE];
+   char what[OPMSG_PRINTABLE_SIZE + 64];
    snprintf(what, sizeof what, "document %zu of sequence \"%s\"", index, opmsg_printable(name, seq->id, seq->len));
 
-   return size_ok(r, doc, avail, limits->max_bson_size, what, "maxBsonObjectSize",
-                  r->encoder ? OPMSG_ERR_DOCUMENT_OVER_LIMIT : OPMSG_ERR_DOCUMENT_TOO_LARGE) &&
-          opmsg_doc_check(r, limits, doc, avail, limits->max_bson_size, what, len);
+   const size_limit_t limit = {limits->max_bson_size, "maxBsonObjectSize", r->side->doc_over_limit};
+   uint32_t len = 0;
+   if (!size_ok(r, doc, avail, what, &limit) || !opmsg_doc_check(r, limits, doc, avail, limit.max, what, &len)) {
+      return 0;
+   }
+   return len;
 }
 
 /* ---------------------------------------------------------------------------
@@ -172,11 +193,10 @@ opmsg_rule_seq_doc(opmsg_report_t *r, const opmsg_limits_t *limits, const opmsg_
 bool
 opmsg_duplicate_key_fail(opmsg_report_t *r, const char *key)
 {
-   char name[NAME_BUF];
+   char name[OPMSG_PRINTABLE_SIZE];
    /* The element starts at the type byte before its key. */
    size_t off = opmsg_report_at(r, key) - 1;
-   return opmsg_report(r, r->encoder ? OPMSG_ERR_BAD_COMMAND : OPMSG_ERR_DUPLICATE_KEY, off,
-                       "%s key \"%s\" at offset %zu appears twice", body_noun(r),
+   return opmsg_report(r, r->side->duplicate_key, off, "%s key \"%s\" at offset %zu appears twice", body_noun(r),
                        opmsg_printable(name, key, strlen(key)), off);
 }
 
@@ -305,12 +325,11 @@ opmsg_rule_dotted_count(opmsg_report_t *r, size_t n_seq, size_t n_dotted, size_t
 /* The element called key[0..key_len) at the top level of a checked
  * document doc, among the elements from p on. */
 static bool
-find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, const char *key, size_t key_len,
-              opmsg_element_t *found)
+find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, name_t key, opmsg_element_t *found)
 {
    const uint8_t *end = doc + len - 1;
    while (p < end && opmsg_next_element(&p, end, found)) {
-      if (found->key_len == key_len && memcmp(found->key, key, key_len) == 0) {
+      if (found->key_len == key.len && memcmp(found->key, key.s, key.len) == 0) {
          return true;
       }
    }
@@ -322,19 +341,18 @@ find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, const char *ke
  * the end when key is not there. 1 found (in *found), 0 not there, -1 an
  * unsound element (reported, the document called the body). */
 static int
-find_key_checked(opmsg_report_t *r, const uint8_t *p, const uint8_t *end, const char *key, size_t key_len,
-                 opmsg_element_t *found, const uint8_t **db)
+find_key_checked(opmsg_report_t *r, const uint8_t *p, const uint8_t *end, name_t key, opmsg_element_t *found,
+                 const uint8_t **db)
 {
    while (p < end) {
       const uint8_t *k = p;
       const uint8_t *next = opmsg_skip_element(p, end, &k);
       if (OPMSG_UNLIKELY(!next)) {
-         opmsg_error_code_t was = body_checks(r);
          (void) opmsg_element_error(r, body_noun(r), p, end);
-         r->as = was;
+         (void) body_fault(r);
          return -1;
       }
-      if ((size_t) (k - p - 1) == key_len && memcmp(p + 1, key, key_len) == 0) {
+      if ((size_t) (k - p - 1) == key.len && memcmp(p + 1, key.s, key.len) == 0) {
          (void) opmsg_next_element(&p, end, found); /* sound */
          return 1;
       }
@@ -349,109 +367,155 @@ find_key_checked(opmsg_report_t *r, const uint8_t *p, const uint8_t *end, const 
 /* A path's component name[0..len) found twice in holder (at a and b): the
  * sequence seq would have two places. */
 static OPMSG_COLD bool
-path_twice_fail(opmsg_report_t *r, const opmsg_seq_ref_t *seq, const char *holder, const char *name, size_t len,
-                const uint8_t *a, const uint8_t *b)
+path_twice_fail(opmsg_report_t *r, const opmsg_seq_ref_t *seq, const char *holder, name_t name, const uint8_t *a,
+                const uint8_t *b)
 {
-   char where[SEQ_NAME_BUF], field[NAME_BUF];
+   char where[SEQ_NAME_BUF], field[OPMSG_PRINTABLE_SIZE];
    return opmsg_report(r, OPMSG_ERR_IDENTIFIER_CLASH, seq_offset(seq),
                        "%s: the %s holds \"%s\" twice (at offsets %zu and %zu), so the path has no single place",
-                       seq_name(where, seq), holder, opmsg_printable(field, name, len), opmsg_report_at(r, a),
+                       seq_name(where, seq), holder, opmsg_printable(field, name.s, name.len), opmsg_report_at(r, a),
                        opmsg_report_at(r, b));
 }
 
 /* The first element called key[0..key_len) at the top level of a checked
  * document, if there is one. */
 static bool
-find_key(const uint8_t *doc, uint32_t len, const char *key, size_t key_len, opmsg_element_t *found)
+find_key(const uint8_t *doc, uint32_t len, name_t key, opmsg_element_t *found)
 {
-   return find_key_from(doc, len, doc + 4, key, key_len, found);
+   return find_key_from(doc, len, doc + 4, key, found);
+}
+
+/* What opmsg_rule_path()'s steps share: the report, the body up to its
+ * terminator, and the sequence whose path they follow. */
+typedef struct {
+   opmsg_report_t *r;
+   const uint8_t *body;
+   const uint8_t *body_end;
+   const opmsg_seq_ref_t *seq;
+} path_t;
+
+/* The body's element called first, the path's first component, in *e: 1
+ * found, 0 not there (no clash), -1 a fault (reported). With keys, looked
+ * up there; without, the body's top level is walked and checked. Where
+ * nothing refused duplicate keys (the spec and frames levels), a dotted
+ * path's first component may be in the body twice: looked for past its
+ * first place. */
+static int
+path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opmsg_element_t *e, const uint8_t **db)
+{
+   if (keys) {
+      /* The identifier's NUL follows it, in the message or the C string:
+       * the hash may read up to there. */
+      const uint8_t *id_end = (const uint8_t *) w->seq->id + w->seq->len;
+      int64_t key_off =
+         opmsg_keyset_find_hashed(keys, opmsg_key_hash(first.s, first.len, id_end + 1), first.s, first.len, 0, false);
+      if (key_off < 0) {
+         return 0; /* the merge adds the field, or creates the path */
+      }
+      /* The stored offset is the key's; its element starts one byte earlier. */
+      const uint8_t *p = keys->base + key_off - 1;
+      (void) opmsg_next_element(&p, w->body_end, e); /* checked */
+   } else {
+      /* No key table (the spec and frames levels): the body's top level,
+       * walked and checked here. */
+      int found = find_key_checked(w->r, w->body + 4, w->body_end, first, e, db);
+      if (found <= 0) {
+         return found;
+      }
+   }
+   if (dotted && (!keys || !keys->unique)) {
+      opmsg_element_t again;
+      int twice = find_key_checked(w->r, e->value + e->value_len, w->body_end, first, &again, db);
+      if (twice > 0) {
+         (void) path_twice_fail(w->r, w->seq, body_noun(w->r), first, e->start, again.start);
+      }
+      if (twice != 0) {
+         return -1;
+      }
+   }
+   return 1;
+}
+
+/* One step down the path: e, the body's (or a sub-document's) field named
+ * by the component before dot, must be a sound document that does not hold
+ * the next component twice. Stores the next component's element in *e and
+ * returns 1 to go on; 0 when the path ends there (*place set), -1 on a
+ * fault (reported). */
+static int
+path_step(const path_t *w, opmsg_element_t *e, const char **dot, const uint8_t **place)
+{
+   opmsg_report_t *r = w->r;
+   const opmsg_seq_ref_t *seq = w->seq;
+   const char *id_end = seq->id + seq->len;
+   char where[SEQ_NAME_BUF], field[OPMSG_PRINTABLE_SIZE], what[64];
+
+   if (e->type != BSON_TYPE_DOCUMENT) {
+      (void) opmsg_report(r, OPMSG_ERR_IDENTIFIER_CLASH, seq_offset(seq),
+                          "%s: %s field \"%s\" is not a document, so the path cannot be added", seq_name(where, seq),
+                          body_noun(r), opmsg_printable(field, seq->id, (size_t) (*dot - seq->id)));
+      return -1;
+   }
+   /* The merge rewrites this sub-document field by field, so each of its
+    * fields must be as sound as a top-level one, not only the one on the
+    * path (or the merge could lose what lies behind a bad one). */
+   if (OPMSG_UNLIKELY(!opmsg_doc_top_ok(e->value, e->value_len))) {
+      /* Named on the way to the error only. */
+      snprintf(what, sizeof what, "%s sub-document on a sequence's path", body_noun(r));
+      (void) top_ok(r, e->value, e->value_len, what, NULL);
+      return -1;
+   }
+   const char *comp = *dot + 1;
+   *dot = memchr(comp, '.', (size_t) (id_end - comp));
+   const name_t next = {comp, (size_t) ((*dot ? *dot : id_end) - comp)};
+   const uint8_t *sub = e->value;
+   uint32_t sub_len = e->value_len;
+   if (!find_key(sub, sub_len, next, e)) {
+      /* The body holds the whole path: the sequence goes at the end of
+       * sub. Otherwise the merge creates what is missing. */
+      *place = *dot ? NULL : sub;
+      return 0;
+   }
+   /* Only the body's top level must hold each key once; a sub-document
+    * may hold one twice. On a path that would leave two places for the
+    * sequence, and the merge one. */
+   opmsg_element_t again;
+   if (find_key_from(sub, sub_len, e->value + e->value_len, next, &again)) {
+      char holder[96];
+      snprintf(holder, sizeof holder, "%s sub-document at offset %zu", body_noun(r), opmsg_report_at(r, sub));
+      (void) path_twice_fail(r, seq, holder, next, e->start, again.start);
+      return -1;
+   }
+   return 1;
 }
 
 bool
 opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, const opmsg_seq_ref_t *seq,
-                const uint8_t **place, const uint8_t **db)
+                opmsg_path_found_t *found)
 {
-   const char *id = seq->id;
-   const char *id_end = id + seq->len;
-   const uint8_t *body_end = body + len - 1;
-   const uint8_t *unused;
-   if (!place) {
-      place = &unused;
+   opmsg_path_found_t unused = {NULL, NULL};
+   if (!found) {
+      found = &unused;
    }
-   *place = NULL;
-   const char *dot = memchr(id, '.', seq->len);
-   size_t first = (size_t) ((dot ? dot : id_end) - id);
-   char where[SEQ_NAME_BUF], field[NAME_BUF], what[64];
+   found->place = NULL;
+   const path_t w = {r, body, body + len - 1, seq};
+   const char *dot = memchr(seq->id, '.', seq->len);
+   const name_t first = {seq->id, (size_t) ((dot ? dot : seq->id + seq->len) - seq->id)};
    opmsg_element_t e = {0}; /* set on every path that reads it; gcc -O3 cannot tell */
 
-   if (keys) {
-      /* The identifier's NUL follows it, in the message or the C string:
-       * the hash may read up to there. */
-      int64_t key_off =
-         opmsg_keyset_find_hashed(keys, opmsg_key_hash(id, first, (const uint8_t *) id_end + 1), id, first, 0, false);
-      if (key_off < 0) {
-         return true; /* the merge adds the field, or creates the path */
-      }
-      /* The stored offset is the key's; its element starts one byte earlier. */
-      const uint8_t *p = keys->base + key_off - 1;
-      (void) opmsg_next_element(&p, body_end, &e); /* checked */
-   } else {
-      /* No key table (the spec and frames levels): the body's top level, walked and
-       * checked here. */
-      int found = find_key_checked(r, body + 4, body_end, id, first, &e, db);
-      if (found <= 0) {
-         return found == 0;
+   int step = path_first(&w, keys, first, dot != NULL, &e, &found->db);
+   if (step <= 0) {
+      return step == 0;
+   }
+   /* Each step finds the next component; the last one found is a field
+    * the body already has. */
+   while (dot) {
+      step = path_step(&w, &e, &dot, &found->place);
+      if (step <= 0) {
+         return step == 0;
       }
    }
-   /* Where nothing refused duplicate keys (the spec and frames levels), a path's first
-    * component may be in the body twice: looked for past its first place. */
-   if (dot && (!keys || !keys->unique)) {
-      opmsg_element_t again;
-      int twice = find_key_checked(r, e.value + e.value_len, body_end, id, first, &again, db);
-      if (twice != 0) {
-         return twice > 0 && path_twice_fail(r, seq, body_noun(r), id, first, e.start, again.start);
-      }
-   }
-
-   for (;;) {
-      if (!dot) {
-         return opmsg_report(r, OPMSG_ERR_IDENTIFIER_CLASH, seq_offset(seq),
-                             "%s: the %s already has that field (at offset %zu)", seq_name(where, seq), body_noun(r),
-                             opmsg_report_at(r, e.start));
-      }
-      if (e.type != BSON_TYPE_DOCUMENT) {
-         return opmsg_report(r, OPMSG_ERR_IDENTIFIER_CLASH, seq_offset(seq),
-                             "%s: %s field \"%s\" is not a document, so the path cannot be added", seq_name(where, seq),
-                             body_noun(r), opmsg_printable(field, id, (size_t) (dot - id)));
-      }
-      /* The merge rewrites this sub-document field by field, so each of its
-       * fields must be as sound as a top-level one, not only the one on the
-       * path (or the merge could lose what lies behind a bad one). */
-      if (OPMSG_UNLIKELY(!opmsg_doc_top_ok(e.value, e.value_len))) {
-         /* Named on the way to the error only. */
-         snprintf(what, sizeof what, "%s sub-document on a sequence's path", body_noun(r));
-         (void) top_ok(r, e.value, e.value_len, what, NULL);
-         return false;
-      }
-      const char *comp = dot + 1;
-      dot = memchr(comp, '.', (size_t) (id_end - comp));
-      size_t comp_len = (size_t) ((dot ? dot : id_end) - comp);
-      const uint8_t *sub = e.value;
-      uint32_t sub_len = e.value_len;
-      if (!find_key(sub, sub_len, comp, comp_len, &e)) {
-         /* The body holds the whole path: the sequence goes at the end of
-          * sub. Otherwise the merge creates what is missing. */
-         *place = dot ? NULL : sub;
-         return true;
-      }
-      /* Only the body's top level must hold each key once; a sub-document
-       * may hold one twice. On a path that would leave two places for the
-       * sequence, and the merge one. */
-      opmsg_element_t again;
-      if (find_key_from(sub, sub_len, e.value + e.value_len, comp, comp_len, &again)) {
-         char holder[96];
-         snprintf(holder, sizeof holder, "%s sub-document at offset %zu", body_noun(r), opmsg_report_at(r, sub));
-         return path_twice_fail(r, seq, holder, comp, comp_len, e.start, again.start);
-      }
-   }
+   char where[SEQ_NAME_BUF];
+   return opmsg_report(r, OPMSG_ERR_IDENTIFIER_CLASH, seq_offset(seq),
+                       "%s: the %s already has that field (at offset %zu)", seq_name(where, seq), body_noun(r),
+                       opmsg_report_at(r, e.start));
 }

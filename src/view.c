@@ -14,10 +14,7 @@
 const char *
 opmsg_command_name(const opmsg_msg_t *msg)
 {
-   if (!msg->body || msg->body_len <= 5) {
-      return NULL;
-   }
-   return (const char *) msg->body + 5;
+   return msg->body ? opmsg_doc_first_key(msg->body, msg->body_len) : NULL;
 }
 
 /* "$db" in the body of another opcode (OP_QUERY's query), through libbson.

@@ -441,7 +441,7 @@ test_not_the_bytes(void **state)
     * report, at the message as a whole. */
    opmsg_report_t r;
    uint8_t one = 0;
-   opmsg_report_init(&r, &error, &one, 0, false);
+   opmsg_report_init(&r, &error, &one, 0, &opmsg_parser_side);
    assert_false(opmsg_rule_merged_size(&r, (size_t) INT32_MAX + 1, true));
    assert_int_equal(r.code, OPMSG_ERR_OUTPUT_TOO_LARGE);
    assert_int_equal(r.offset, 0);

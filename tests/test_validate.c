@@ -484,7 +484,7 @@ test_direct_call(void **state)
    tu_buf_init(&doc);
    put_doc_hex(&doc, "03 6400 09000000 08 6200 02 00");
    /* The report's start offset shifts every offset in the message. */
-   opmsg_report_init(&r, &error, doc.data, 1000, false);
+   opmsg_report_init(&r, &error, doc.data, 1000, &opmsg_parser_side);
    assert_false(opmsg_doc_validate_deep(&r, doc.data, (uint32_t) doc.len, "test document"));
    assert_int_equal(error.domain, OPMSG_ERROR_DOMAIN);
    assert_int_equal(error.code, OPMSG_ERR_INVALID_BOOLEAN);
@@ -493,7 +493,7 @@ test_direct_call(void **state)
    assert_non_null(strstr(error.message, "test document"));
    assert_non_null(strstr(error.message, "offset 1011"));
    /* A NULL error is allowed: the fault is still data. */
-   opmsg_report_init(&r, NULL, doc.data, 0, false);
+   opmsg_report_init(&r, NULL, doc.data, 0, &opmsg_parser_side);
    assert_false(opmsg_doc_validate_deep(&r, doc.data, (uint32_t) doc.len, "x"));
    assert_int_equal(r.code, OPMSG_ERR_INVALID_BOOLEAN);
    assert_int_equal(r.offset, 11);
@@ -501,7 +501,7 @@ test_direct_call(void **state)
 
    tu_buf_init(&doc);
    put_doc_hex(&doc, "");
-   opmsg_report_init(&r, &error, doc.data, 0, false);
+   opmsg_report_init(&r, &error, doc.data, 0, &opmsg_parser_side);
    assert_true(opmsg_doc_validate_deep(&r, doc.data, (uint32_t) doc.len, "x"));
    /* Fewer bytes than any document (the parser never passes this). */
    assert_false(opmsg_doc_validate_deep(&r, doc.data, 4, "x"));

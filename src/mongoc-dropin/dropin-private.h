@@ -40,12 +40,8 @@
  * ------------------------------------------------------------------------- */
 #define DROPIN_RPC_SIZE 96
 
-/* The 16-byte header every member starts with: the wire's, copied as it is
- * (opmsg/wire.h names its fields). */
-#define DROPIN_OFF_MSG_LEN OPMSG_OFF_MESSAGE_LENGTH
-#define DROPIN_OFF_REQUEST_ID OPMSG_OFF_REQUEST_ID
-#define DROPIN_OFF_RESPONSE_TO OPMSG_OFF_RESPONSE_TO
-#define DROPIN_OFF_OPCODE OPMSG_OFF_OPCODE
+/* The 16-byte header every member starts with: the wire's, copied as it is,
+ * so its fields are read at opmsg/wire.h's offsets (OPMSG_OFF_OPCODE ...). */
 
 /* reply (packed): the fields follow the wire order, so the original copies
  * them verbatim; the pointer and length come after. */
@@ -65,9 +61,22 @@
 #define DROPIN_OFF_COMP_MESSAGE_LEN 33       /* int32 */
 #define DROPIN_COMPRESSED_WIRE_FIXED OPMSG_COMPRESSED_OVERHEAD
 
-/* msg (not packed): flags, then sections[2] of mongoc_rpc_section_t. */
+/* msg (not packed): flags (opmsg/wire.h's flagBits, read against
+ * OPMSG_FLAG_MORE_TO_COME), then sections[2] of mongoc_rpc_section_t. */
 #define DROPIN_OFF_MSG_FLAGS 16 /* uint32 */
-#define DROPIN_MSG_MORE_TO_COME 0x2u
+
+/* Where libmongoc's packed members copy the wire in order, their offsets
+ * are the wire's: held to opmsg/wire.h here, not trusted. */
+_Static_assert(DROPIN_OFF_REPLY_FLAGS == OPMSG_OFF_RESPONSE_FLAGS, "reply flags at the wire's offset");
+_Static_assert(DROPIN_OFF_REPLY_CURSOR_ID == OPMSG_OFF_CURSOR_ID, "cursorID at the wire's offset");
+_Static_assert(DROPIN_OFF_REPLY_START_FROM == OPMSG_OFF_STARTING_FROM, "startingFrom at the wire's offset");
+_Static_assert(DROPIN_OFF_REPLY_N_RETURNED == OPMSG_OFF_NUMBER_RETURNED, "numberReturned at the wire's offset");
+_Static_assert(DROPIN_OFF_COMP_ORIGINAL_OPCODE == OPMSG_OFF_ORIGINAL_OPCODE, "originalOpcode at the wire's offset");
+_Static_assert(DROPIN_OFF_COMP_UNCOMPRESSED_SIZE == OPMSG_OFF_UNCOMPRESSED_SIZE,
+               "uncompressedSize at the wire's offset");
+_Static_assert(DROPIN_OFF_COMP_COMPRESSOR_ID == OPMSG_OFF_COMPRESSOR_ID, "compressorId at the wire's offset");
+_Static_assert(DROPIN_OFF_COMP_MESSAGE == OPMSG_COMPRESSED_OVERHEAD, "the compressed bytes after the fixed fields");
+_Static_assert(DROPIN_OFF_MSG_FLAGS == OPMSG_OFF_FLAG_BITS, "flagBits at the wire's offset");
 typedef struct {
    uint8_t payload_type; /* 0 body, 1 sequence; 7 bytes of padding follow */
    union {

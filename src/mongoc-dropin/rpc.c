@@ -192,12 +192,12 @@ _mongoc_rpc_gather(void *rpc, void *array)
    dropin_gather_fn original = dropin_originals()->gather;
 
    if (caller.path == DROPIN_RPC_123 && caller.from_mongoc && rpc) {
-      int32_t opcode = dropin_read_i32(rpc, DROPIN_OFF_OPCODE);
+      int32_t opcode = dropin_read_i32(rpc, OPMSG_OFF_OPCODE);
 
       /* OP_COMPRESSED is the same request gathered again; an OP_MSG with
        * moreToCome and the removed write opcodes get no answer. */
       if ((opcode == OPMSG_OP_MSG &&
-           !((uint32_t) dropin_read_i32(rpc, DROPIN_OFF_MSG_FLAGS) & DROPIN_MSG_MORE_TO_COME)) ||
+           !((uint32_t) dropin_read_i32(rpc, DROPIN_OFF_MSG_FLAGS) & OPMSG_FLAG_MORE_TO_COME)) ||
           opcode == OPMSG_OP_QUERY || opcode == OPMSG_OP_GET_MORE) {
          last_request_opcode = opcode;
       }
@@ -285,8 +285,8 @@ reparse_compressed(const void *rpc, bool reply, opmsg_msg_t *m, bson_error_t *er
    int32_t payload_len = dropin_read_i32(rpc, DROPIN_OFF_COMP_MESSAGE_LEN);
    const uint8_t *start;
 
-   if (dropin_read_i32(rpc, DROPIN_OFF_OPCODE) != OPMSG_OP_COMPRESSED || !payload || payload_len < 0 ||
-       dropin_read_i32(rpc, DROPIN_OFF_MSG_LEN) != payload_len + DROPIN_COMPRESSED_WIRE_FIXED) {
+   if (dropin_read_i32(rpc, OPMSG_OFF_OPCODE) != OPMSG_OP_COMPRESSED || !payload || payload_len < 0 ||
+       dropin_read_i32(rpc, OPMSG_OFF_MESSAGE_LENGTH) != payload_len + DROPIN_COMPRESSED_WIRE_FIXED) {
       return false;
    }
    start = payload - DROPIN_COMPRESSED_WIRE_FIXED;
