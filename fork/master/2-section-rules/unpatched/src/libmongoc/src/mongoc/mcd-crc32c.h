@@ -1,6 +1,6 @@
 // Not part of the pull request: a stub laid over PR 1's tree for one build
 // only, the build of PR 2's new tests on its base (scripts/fork-check.sh,
-// fork/master/K-NAME/unpatched/). test-mcd-rpc.c calls mcd_crc32c() and
+// fork/{master,trixie}/2-section-rules/unpatched/). test-mcd-rpc.c calls mcd_crc32c() and
 // mcd_rpc_message_from_data_in_place_with_error(), which PR 2 adds: here they
 // are what PR 1's tree can give, no checksum and its own parser with a generic
 // error, so that those tests compile there and fail.
