@@ -183,47 +183,78 @@ sequence_frame(const uint8_t *p, const uint8_t *end, size_t off, opmsg_seq_ref_t
    return opmsg_rule_identifier(r, seq, dotted) ? n : 0;
 }
 
-/* The walk of the body's keys for the first sequence's identifier at the
- * spec and frames levels (see sequence_docs()): from p to the body's
- * terminator at end; clean while it met only sound elements not called the
- * identifier; db the first "$db" it passed. */
-typedef struct {
-   const uint8_t *p, *end, *db;
-   bool clean;
-} body_walk_t;
-
-/* sequence_docs()'s answer for a fault: a sequence of 5-byte documents
- * inside an int32 size never counts this many. */
-#define SEQ_DOCS_FAULT UINT32_MAX
-
-/* The documents of a sequence, from q to its section's end sec_end: each
- * framed (and, by the level, its elements checked). Returns how many there
- * are, or SEQ_DOCS_FAULT. Walks the body's keys beside them through w (w->p
- * NULL: no walk). */
-static OPMSG_ALWAYS_INLINE uint32_t
-sequence_docs(const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, const uint8_t *q, const uint8_t *sec_end,
-              body_walk_t *w, opmsg_report_t *r)
+/* What a sound sequence adds to the scan: its share of the merged size
+ * (type byte, the last path component and NUL, the array's length and
+ * terminator, and per document a type byte, key and NUL), and its count. */
+static void
+scan_sequence_add(opmsg_op_msg_t *m, scan_t *scan, const opmsg_seq_ref_t *seq, bool dotted, size_t docs_len,
+                  uint32_t count)
 {
-   /* Locals, so that the loop keeps them in registers. */
-   const char *id = seq->id;
-   size_t id_len = seq->len;
-   const uint8_t *bp = w->p, *bend = w->end, *bdb = w->db;
-   bool bclean = w->clean;
+   const char *last = dotted ? strrchr(seq->id, '.') + 1 : seq->id;
+   scan->seq_out +=
+      1 + (seq->len - (size_t) (last - seq->id)) + 1 + 4 + 1 + docs_len + count + opmsg_array_keys_size(count);
+   if (scan->n_seq == OPMSG_MAX_DOTTED_SEQUENCES) {
+      scan->over_off = seq->n;
+   }
+   scan->n_seq++;
+   scan->n_dotted += dotted;
+   m->seq_count = count;
+   m->seq_off = (uint32_t) seq->n;
+}
+
+/* Checks one kind-1 section starting after its kind byte at p. Returns the
+ * section's size (after the kind byte) in *size. One loop frames the
+ * documents, its state in locals the compiler keeps in registers.
+ *
+ * At the spec and frames levels, for the first sequence after the body,
+ * the same loop also looks for its identifier among the body's keys, an
+ * element per document (bp). Both walks are chains of loads, each step's
+ * place known only from the one before; side by side the processor runs
+ * the two at once (seq: 148 body keys and 100 documents, the framing then
+ * costs nothing). The verdict waits for check_identifiers(), so that the
+ * faults are reported in the same order as without it; anything but a
+ * clean walk is walked again there, by rules.c, which says what is wrong.
+ *
+ * At the top-level level the loop takes two documents at a time: walking
+ * one document's elements is a chain of loads too, so two documents side
+ * by side give the processor two chains. Any fault, or a single document
+ * left, goes the one-at-a-time way, in order, so the error is the same.
+ *
+ * A sequence larger than a cache is prefetched at the spec and frames
+ * levels, which read one or two lines of each document, a chain the
+ * hardware prefetcher does not run ahead of. Measured: 35 MB of 350-byte
+ * documents from 10.8 ms to 0.9 ms; on 1 MB, already in cache, the
+ * requests only cost (7-10 ns a document), hence the threshold. */
+static bool
+scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
+              size_t *size, opmsg_report_t *r)
+{
+   opmsg_seq_ref_t seq;
+   bool dotted;
+   int32_t n = sequence_frame(p, end, (size_t) (p - m->data) - 1, &seq, &dotted, r);
+   if (n == 0) {
+      return false;
+   }
+   const char *id = seq.id;
+   size_t id_len = seq.len;
+   const uint8_t *q = (const uint8_t *) id + id_len + 1;
+   const uint8_t *sec_end = p + n;
+   size_t docs_len = (size_t) (sec_end - q);
    uint32_t count = 0;
    bool top = opmsg_checks_top(limits);
    opmsg_deep_check_fn deep = limits->deep;
-   /* See the prefetch below: only a sequence larger than a cache needs it. */
-   bool prefetch = !top && (size_t) (sec_end - q) > OPMSG_PREFETCH_ABOVE;
+   bool prefetch = !top && docs_len > OPMSG_PREFETCH_ABOVE;
+   const uint8_t *bp = NULL, *bend = NULL, *bdb = NULL;
+   bool bclean = false;
+   if (!top && scan->n_seq == 0 && m->body && !dotted && !prefetch) {
+      bp = m->body + 4;
+      bend = m->body + m->body_len - 1;
+      bclean = true;
+   }
    while (q < sec_end) {
       if (bp < bend) {
          body_key_step(&bp, bend, id, id_len, &bclean, &bdb);
       }
-      /* The top-level level, two documents at a time: the walk of one
-       * document's elements is a chain of loads, each element's place known
-       * only from the one before, so walking two documents side by side
-       * gives the processor two chains to run at once. Any fault, or a
-       * single document left, goes the one-at-a-time way below, in order,
-       * so the error reported is the same. */
       size_t f1, f2;
       if (top && !deep && opmsg_doc_frame_ok(q, (size_t) (sec_end - q), limits->max_bson_size, &f1) &&
           opmsg_doc_frame_ok(q + f1, (size_t) (sec_end - q - f1), limits->max_bson_size, &f2) &&
@@ -236,86 +267,27 @@ sequence_docs(const opmsg_limits_t *limits, const opmsg_seq_ref_t *seq, const ui
        * Anything else takes sequence_doc_fault(), which says what is wrong. */
       size_t flen;
       if (prefetch) {
-         /* The spec and frames levels read one or two lines of each document, a
-          * chain of loads the hardware prefetcher does not run ahead of
-          * (the top-level walk reads every line in order, which it does):
-          * ask for the lines ahead. Measured: 35 MB of 350-byte documents
-          * from 10.8 ms to 0.9 ms; on 1 MB, already in cache, the requests
-          * only cost (7-10 ns a document), hence the threshold. */
          opmsg_prefetch_ahead(q, opmsg_read_u32(q) & 0xffffu);
       }
       if (OPMSG_UNLIKELY(!opmsg_seq_doc_ok(q, (size_t) (sec_end - q), limits->max_bson_size, top, deep, &flen))) {
-         flen = sequence_doc_fault(r, limits, seq, count, q, sec_end);
+         flen = sequence_doc_fault(r, limits, &seq, count, q, sec_end);
          if (flen == 0) {
-            return SEQ_DOCS_FAULT;
+            return false;
          }
       }
       q += flen;
       count++;
    }
-   w->p = bp;
-   w->clean = bclean;
-   w->db = bdb;
-   return count;
-}
-
-/* Checks one kind-1 section starting after its kind byte at p. Returns the
- * section's size (after the kind byte) in *size. */
-static bool
-scan_sequence(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
-              size_t *size, opmsg_report_t *r)
-{
-   size_t off = (size_t) (p - m->data) - 1;
-   opmsg_seq_ref_t seq;
-   bool dotted;
-   int32_t n = sequence_frame(p, end, off, &seq, &dotted, r);
-   if (n == 0) {
-      return false;
-   }
-   const char *id = seq.id;
-   const uint8_t *q = (const uint8_t *) id + seq.len + 1;
-   const uint8_t *sec_end = p + n;
-   size_t docs_len = (size_t) (sec_end - q);
-   /* The spec and frames levels, the first sequence, after the body: its
-    * identifier is looked for among the body's keys here, an element per
-    * document, in the same loop that frames the documents. Both walks are
-    * chains of loads, each step's place known only from the one before;
-    * side by side the processor runs the two at once (seq: 148 body keys
-    * and 100 documents, the framing then costs nothing). The verdict waits
-    * for check_identifiers(), so that the faults are reported in the same
-    * order as without it; anything but a clean walk is walked again there,
-    * by rules.c, which says what is wrong. */
-   body_walk_t w = {NULL, NULL, NULL, false};
-   if (!opmsg_checks_top(limits) && scan->n_seq == 0 && m->body && !dotted && docs_len <= OPMSG_PREFETCH_ABOVE) {
-      w.p = m->body + 4;
-      w.end = m->body + m->body_len - 1;
-      w.clean = true;
-   }
-   uint32_t count = sequence_docs(limits, &seq, q, sec_end, &w, r);
-   if (count == SEQ_DOCS_FAULT) {
-      return false;
-   }
-   if (w.p) {
+   if (bp) {
       /* What the documents left of the body. */
-      while (w.p < w.end) {
-         body_key_step(&w.p, w.end, id, seq.len, &w.clean, &w.db);
+      while (bp < bend) {
+         body_key_step(&bp, bend, id, id_len, &bclean, &bdb);
       }
       scan->walked_id = id;
-      scan->walked_clean = w.clean;
-      scan->walked_db = w.db;
+      scan->walked_clean = bclean;
+      scan->walked_db = bdb;
    }
-
-   /* Merged: type byte, the last path component and NUL, the array's
-    * length and terminator, and per document a type byte, key and NUL. */
-   const char *last = dotted ? strrchr(id, '.') + 1 : id;
-   scan->seq_out += 1 + (seq.len - (size_t) (last - id)) + 1 + 4 + 1 + docs_len + count + opmsg_array_keys_size(count);
-   if (scan->n_seq == OPMSG_MAX_DOTTED_SEQUENCES) {
-      scan->over_off = off;
-   }
-   scan->n_seq++;
-   scan->n_dotted += dotted;
-   m->seq_count = count;
-   m->seq_off = (uint32_t) off;
+   scan_sequence_add(m, scan, &seq, dotted, docs_len, count);
    *size = (size_t) n;
    return true;
 }
