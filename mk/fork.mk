@@ -44,15 +44,18 @@ FORK_ARGS       ?=
 FORK_BENCH_ARGS ?=
 
 FORK_SOURCE_ARG = $(if $(FORK_SOURCE),--source $(abspath $(FORK_SOURCE)))
+# The pull requests that change no behaviour, whose new tests may all be
+# guards: PR 4 (the fuzz target) and PR 6 (payload arrays, a speed change).
+FORK_SPEED_ARGS = --speed-pr 4 --speed-pr 6
 
 .PHONY: check-fork check-fork-ci bench-fork
 
 # (all: the conformance step compares with the opmsg command, build/tools/opmsg.)
 check-fork: all
-	scripts/fork-check.sh --target $(or $(FORK_TARGET),master) $(FORK_SOURCE_ARG) $(FORK_ARGS)
+	scripts/fork-check.sh --target $(or $(FORK_TARGET),master) $(if $(filter-out master,$(or $(FORK_TARGET),master)),,$(FORK_SPEED_ARGS)) $(FORK_SOURCE_ARG) $(FORK_ARGS)
 
 check-fork-ci: all
-	scripts/fork-check.sh --target master --ci $(FORK_SOURCE_ARG) $(FORK_ARGS)
+	scripts/fork-check.sh --target master --ci $(FORK_SPEED_ARGS) $(FORK_SOURCE_ARG) $(FORK_ARGS)
 
 bench-fork: all
 	$(if $(FORK_BENCH_UNPATCHED)$(FORK_BENCH_PATCHED),,scripts/fork-check.sh --build-only $(FORK_SOURCE_ARG) $(FORK_ARGS))
