@@ -37,9 +37,10 @@ typedef struct {
    bool is_index;
 } opmsg_seq_ref_t;
 
-/* The flag bits opmsg knows: two required ones, one optional. */
+/* The flag bits opmsg knows: two required ones, two optional. */
 #define OPMSG_FLAGS_KNOWN_REQUIRED (OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME)
-#define OPMSG_FLAGS_KNOWN (OPMSG_FLAGS_KNOWN_REQUIRED | OPMSG_FLAG_EXHAUST_ALLOWED)
+#define OPMSG_FLAGS_KNOWN \
+   (OPMSG_FLAGS_KNOWN_REQUIRED | OPMSG_FLAG_EXHAUST_ALLOWED | OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED)
 
 /* The report of opmsg_rule_flags(), at flagBits. */
 bool opmsg_flags_fail(opmsg_report_t *r, uint32_t flags, uint32_t unknown) OPMSG_COLD;

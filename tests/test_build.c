@@ -270,6 +270,7 @@ test_round_trip_flags(void **state)
    round_trip(3, OPMSG_FLAG_MORE_TO_COME, false);
    round_trip(3, OPMSG_FLAG_EXHAUST_ALLOWED, false);
    round_trip(3, OPMSG_FLAG_EXHAUST_ALLOWED | OPMSG_FLAG_CHECKSUM_PRESENT, true);
+   round_trip(2, OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED, false);
    round_trip(0, OPMSG_FLAG_MORE_TO_COME | OPMSG_FLAG_CHECKSUM_PRESENT, false);
 }
 
@@ -539,7 +540,7 @@ test_refuses_bad_flags(void **state)
    assert_build_fails(&b, OPMSG_ERR_REQUIRED_FLAGS);
    b.flags = 0x8000;
    assert_build_fails(&b, OPMSG_ERR_REQUIRED_FLAGS);
-   b.flags = 0x20000;
+   b.flags = 0x40000; /* bit 18: optional, and no name */
    assert_build_fails(&b, OPMSG_ERR_INVALID_ARGUMENT);
    bson_destroy(cmd);
 }
@@ -723,7 +724,8 @@ test_flags_agree(void **state)
    (void) state;
    bson_t *cmd = json("{\"insert\": \"c\", \"$db\": \"d\"}");
    const char *ids[1] = {"documents"};
-   const uint32_t known = OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME | OPMSG_FLAG_EXHAUST_ALLOWED;
+   const uint32_t known = OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME | OPMSG_FLAG_EXHAUST_ALLOWED |
+                          OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED;
    for (unsigned bit = 0; bit < 32; bit++) {
       uint32_t flag = 1u << bit;
       agree_t c = {cmd, ids, 1, NULL, 0, flag, 0};

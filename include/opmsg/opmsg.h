@@ -87,6 +87,9 @@ OPMSG_EXPORT unsigned opmsg_version_number(void);
 #define OPMSG_FLAG_CHECKSUM_PRESENT 0x00000001u
 #define OPMSG_FLAG_MORE_TO_COME 0x00000002u
 #define OPMSG_FLAG_EXHAUST_ALLOWED 0x00010000u
+/* A request's "the sender accepts document sequences in the reply" (bit 17,
+ * optional: a server that does not know it ignores it). */
+#define OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED 0x00020000u
 #define OPMSG_FLAG_REQUIRED_MASK 0x0000FFFFu
 
 /* The name of an opcode as MongoDB's wire protocol documentation spells it:
@@ -100,7 +103,7 @@ OPMSG_EXPORT const char *opmsg_opcode_name(int32_t opcode);
 /* The name of flag bit `bit` (0-31) of a message with this opcode, as the
  * wire protocol documentation spells it:
  *  - OP_MSG flagBits: 0 "checksumPresent", 1 "moreToCome",
- *    16 "exhaustAllowed";
+ *    16 "exhaustAllowed", 17 "documentSequencesAllowed";
  *  - OP_QUERY flags: 1 "tailableCursor", 2 "slaveOk", 3 "oplogReplay",
  *    4 "noCursorTimeout", 5 "awaitData", 6 "exhaust", 7 "partial";
  *  - OP_REPLY responseFlags: 0 "cursorNotFound", 1 "queryFailure",
