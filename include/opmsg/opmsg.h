@@ -465,8 +465,9 @@ OPMSG_EXPORT bool opmsg_frame_length(const uint8_t *data, size_t len, const opms
  * The merged document is the body's fields in their order, then each
  * document sequence as an array field (keys "0", "1", ...) in wire order.
  * A dotted identifier such as "cursor.firstBatch" is placed at its path,
- * inside the body's "cursor" sub-document (created at the end when the body
- * has no such field); the path goes one component at a time, so a body key
+ * inside the body's "cursor" sub-document (a body without it is refused,
+ * OPMSG_ERR_IDENTIFIER_CLASH: a parent is never created); the path goes one
+ * component at a time, so a body key
  * that holds a dot ("a.b") is never part of it. Nested documents are copied
  * as opaque bytes. For
  * OP_QUERY the result is the query document, for OP_REPLY its only document.
@@ -564,21 +565,21 @@ OPMSG_EXPORT bool opmsg_document_iter_next(opmsg_document_iter_t *it, bson_t *do
  *  - OPMSG_FIELD_SEQUENCE: a document sequence that becomes an array; `seq`
  *    describes it.
  *  - OPMSG_FIELD_PATH: a sub-document that gains sequences at a dotted path
- *    (e.g. "cursor" for "cursor.firstBatch"). `iter` is on the body's field,
- *    or has no document when the body had none (the merge creates it);
+ *    (e.g. "cursor" for "cursor.firstBatch"). `iter` is on the body's field
+ *    (the merge never creates one, so path_in_body is always true);
  *    opmsg_view_enter() iterates its merged contents in turn.
  */
 typedef enum { OPMSG_FIELD_BODY = 1, OPMSG_FIELD_SEQUENCE = 2, OPMSG_FIELD_PATH = 3 } opmsg_field_kind_t;
 
 typedef struct {
    opmsg_field_kind_t kind;
-   /* The field's name, key_len bytes. NUL-terminated for BODY fields and for
-    * PATH fields in the body; a created PATH field's name is a component of
-    * an identifier ("cursor" in "cursor.firstBatch") and is not. */
+   /* The field's name, key_len bytes, NUL-terminated (a SEQUENCE field's
+    * name is the last component of its identifier, "firstBatch" in
+    * "cursor.firstBatch", which ends with the identifier's NUL). */
    const char *key;
    uint32_t key_len;
    bson_iter_t iter;     /* BODY, and PATH when path_in_body */
-   bool path_in_body;    /* PATH: the body has this sub-document */
+   bool path_in_body;    /* PATH: the body has this sub-document (always) */
    opmsg_sequence_t seq; /* SEQUENCE */
    /* PATH: the dotted path down to this field ("cursor"), path_len bytes,
     * pointing into an identifier. */
@@ -590,7 +591,7 @@ typedef struct {
 typedef struct {
    const opmsg_msg_t *msg;
    bson_iter_t iter;   /* over the body (or the body's sub-document) */
-   const uint8_t *doc; /* that document, NULL when the merge creates it */
+   const uint8_t *doc; /* that document */
    uint32_t doc_len;
    bool has_doc;
    bool in_sequences;  /* past the body's fields */
