@@ -151,7 +151,7 @@ typedef enum {
    OPMSG_ERR_SEQUENCE_IDENTIFIER = 14,  /* identifier unterminated, empty, bad path or bad UTF-8 */
    OPMSG_ERR_SEQUENCE_OVERRUN = 15,     /* a sequence document crosses its section's end */
    OPMSG_ERR_DUPLICATE_IDENTIFIER = 16, /* two sequences with one identifier (or one a prefix path of another) */
-   OPMSG_ERR_IDENTIFIER_CLASH = 17,     /* an identifier names a body field (also as a dotted path) */
+   OPMSG_ERR_IDENTIFIER_CLASH = 17,     /* an identifier names a body field, or a dotted path the body cannot hold */
    OPMSG_ERR_TRAILING_BYTES = 18,       /* bytes after the last section (OP_MSG) or document (legacy) */
 
    /* BSON documents (body, sequence documents, legacy documents). */
