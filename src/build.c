@@ -195,6 +195,35 @@ too_large(size_t size, const opmsg_limits_t *l, bson_error_t *error)
                      size, l->max_message_size);
 }
 
+/* Each identifier's own rules, then every pair (as the parser does, before
+ * any path meets the command: "a" and "a.b" are one identifier inside
+ * another whatever the command holds). build.h has the encoder for a
+ * command's handful of sequences, whose identifiers are the caller's
+ * strings, not names in one buffer a key set could hold. */
+static bool
+check_identifiers(opmsg_report_t *r, const opmsg_build_t *b, bson_error_t *error)
+{
+   for (size_t i = 0; i < b->n_sequences; i++) {
+      const char *id = b->sequences[i].identifier;
+      bool dotted;
+      if (!id) {
+         return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "sequence %zu has no identifier", i);
+      }
+      opmsg_seq_ref_t ref = {id, strlen(id), i, true};
+      if (!opmsg_rule_identifier(r, &ref, &dotted)) {
+         return false;
+      }
+      for (size_t j = 0; j < i; j++) {
+         const char *other = b->sequences[j].identifier;
+         opmsg_seq_ref_t earlier = {other, strlen(other), j, true};
+         if (!opmsg_rule_identifier_pair(r, &earlier, &ref)) {
+            return false;
+         }
+      }
+   }
+   return true;
+}
+
 /* The checks and sizes of plan_message(); keys receives the command's keys
  * (the caller destroys it). */
 static bool
@@ -209,7 +238,8 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
    opmsg_limits_set(&l, b->max_message_size, b->max_bson_size, 0);
    doc_limits(&dl, &l, b->trust_documents);
    opmsg_report_init(&r, error, NULL, HEAD_SIZE, &opmsg_encoder_side);
-   if (!opmsg_rule_flags(&r, b->flags) || !check_command(&r, b, &l, keys, local, &plan->body_len, error)) {
+   if (!opmsg_rule_flags(&r, b->flags) || !check_command(&r, b, &l, keys, local, &plan->body_len, error) ||
+       !check_identifiers(&r, b, error)) {
       return false;
    }
    const uint8_t *body = bson_get_data(b->command);
@@ -219,27 +249,10 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
    for (size_t i = 0; i < b->n_sequences; i++) {
       const opmsg_sequence_in_t *seq = &b->sequences[i];
       const char *id = seq->identifier;
-      size_t id_len, bytes = 0, count = 0;
-      bool dotted;
-
-      if (!id) {
-         return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "sequence %zu has no identifier", i);
-      }
-      id_len = strlen(id);
+      size_t id_len = strlen(id), bytes = 0, count = 0;
+      bool dotted = memchr(id, '.', id_len) != NULL; /* check_identifiers() checked id */
       opmsg_seq_ref_t ref = {id, id_len, i, true};
-      if (!opmsg_rule_identifier(&r, &ref, &dotted)) {
-         return false;
-      }
-      /* Every pair: build.h has the encoder for a command's handful of
-       * sequences, whose identifiers are the caller's strings, not names
-       * in one buffer a key set could hold. */
-      for (size_t j = 0; j < i; j++) {
-         const char *other = b->sequences[j].identifier;
-         opmsg_seq_ref_t earlier = {other, strlen(other), j, true};
-         if (!opmsg_rule_identifier_pair(&r, &earlier, &ref)) {
-            return false;
-         }
-      }
+
       if (!opmsg_rule_path(&r, keys, body, plan->body_len, &ref, NULL) ||
           !sequence_docs(seq, i, &dl, b->priv_checked != 0, &bytes, &count, error)) {
          return false;

@@ -163,18 +163,18 @@ opmsg_array_docs_count(const uint8_t *docs, size_t docs_len, uint32_t *count)
  * Dotted identifiers
  *
  * The body is copied with each sub-document on a sequence's path rewritten:
- * its own fields, then the sequences placed directly in it, then the
- * sub-documents created for deeper sequences whose next component it lacks,
- * in wire order. That is the order of the view (view.c); the fuzz targets
- * hold the two to the same bytes. A level is named by its path, a prefix of
- * some identifier (path_len bytes, 0 at the top). rules.c has made sure
- * every path meets only documents and has one place to go (no component
- * twice), so the size below is the size written.
+ * its own fields, then the sequences placed directly in it, in wire order.
+ * That is the order of the view (view.c); the fuzz targets hold the two to
+ * the same bytes. A level is named by its path, a prefix of some identifier
+ * (path_len bytes, 0 at the top). rules.c has made sure every path meets
+ * only documents the body has (a parent is never created) and has one
+ * place to go (no component twice), so the size below is the size
+ * written.
  * ------------------------------------------------------------------------- */
 
-/* Writes the level at path: the document doc's fields (doc NULL: a created
- * sub-document, which has none), then what the sequences add. o is where
- * the level's length goes; returns the end. */
+/* Writes the level at path: the document doc's fields, then the sequences
+ * placed directly in it. o is where the level's length goes; returns the
+ * end. */
 static uint8_t *
 write_path_level(const opmsg_op_msg_t *m, const char *path, size_t path_len, const uint8_t *doc, uint8_t *o,
                  const uint8_t *out_end)
@@ -185,53 +185,40 @@ write_path_level(const opmsg_op_msg_t *m, const char *path, size_t path_len, con
    opmsg_section_t seq;
 
    o += 4;
-   if (doc) {
-      /* The fields off every path are copied in runs, as they are. */
-      const uint8_t *p = doc + 4;
-      const uint8_t *end = doc + opmsg_read_u32(doc) - 1;
-      const uint8_t *run = p;
-      while (p < end) {
-         const uint8_t *k = p;
-         const uint8_t *next = opmsg_skip_element(p, end, &k);
-         if (!next) {
-            break; /* not reached: the parser checked doc */
-         }
-         size_t key_len = (size_t) (k - p - 1);
-         const char *id;
-         if (*p == BSON_TYPE_DOCUMENT && (id = opmsg_path_through(m, path, path_len, (const char *) p + 1, key_len))) {
-            memcpy(o, run, (size_t) (p - run));
-            o += p - run;
-            memcpy(o, p, key_len + 2); /* type, key, NUL */
-            o += key_len + 2;
-            o = write_path_level(m, id, path_len + (path_len ? 1 : 0) + key_len, k + 1, o, out_end);
-            run = next;
-         }
-         p = next;
+   /* The fields off every path are copied in runs, as they are. */
+   const uint8_t *p = doc + 4;
+   const uint8_t *end = doc + opmsg_read_u32(doc) - 1;
+   const uint8_t *run = p;
+   while (p < end) {
+      const uint8_t *k = p;
+      const uint8_t *next = opmsg_skip_element(p, end, &k);
+      if (!next) {
+         break; /* not reached: the parser checked doc */
       }
-      memcpy(o, run, (size_t) (end - run));
-      o += end - run;
+      size_t key_len = (size_t) (k - p - 1);
+      const char *id;
+      if (*p == BSON_TYPE_DOCUMENT && (id = opmsg_path_through(m, path, path_len, (const char *) p + 1, key_len))) {
+         memcpy(o, run, (size_t) (p - run));
+         o += p - run;
+         memcpy(o, p, key_len + 2); /* type, key, NUL */
+         o += key_len + 2;
+         o = write_path_level(m, id, path_len + (path_len ? 1 : 0) + key_len, k + 1, o, out_end);
+         run = next;
+      }
+      p = next;
    }
+   memcpy(o, run, (size_t) (end - run));
+   o += end - run;
+   /* The sequences directly here; a deeper one went into its field above. */
    while (opmsg_op_msg_next_seq(m, &s, &seq)) {
       const char *rest = opmsg_path_rest(seq.identifier, seq.identifier_len, path, path_len);
       if (!rest) {
          continue;
       }
       size_t rest_len = (size_t) (seq.identifier + seq.identifier_len - rest);
-      const char *dot = memchr(rest, '.', rest_len);
-      if (!dot) {
+      if (!memchr(rest, '.', rest_len)) {
          o = write_sequence(o, out_end, rest, rest_len, seq.documents, seq.documents_len, in_end);
-         continue;
       }
-      size_t comp_len = (size_t) (dot - rest);
-      if ((doc && opmsg_field_named(doc, rest, comp_len)) ||
-          opmsg_path_created_before(m, opmsg_op_msg_offset(m, &seq), path, path_len, rest, comp_len)) {
-         continue;
-      }
-      *o++ = BSON_TYPE_DOCUMENT;
-      memcpy(o, rest, comp_len);
-      o += comp_len;
-      *o++ = 0;
-      o = write_path_level(m, seq.identifier, (size_t) (dot - seq.identifier), NULL, o, out_end);
    }
    *o++ = 0;
    opmsg_write_u32(start, (uint32_t) (o - start));
@@ -278,36 +265,6 @@ write_spliced(const opmsg_op_msg_t *m, uint8_t *out, size_t size)
    }
 }
 
-size_t
-opmsg_merge_paths_size(const opmsg_op_msg_t *m, size_t seq_out)
-{
-   /* The body and the sequences' arrays (seq_out, as parse.c counted them
-    * with each one's last component for a name), and each sub-document the
-    * merge creates: type, name, NUL, and an empty document's 5 bytes, once
-    * per path the body lacks. */
-   size_t size = m->body_len + seq_out;
-   const uint8_t *s = opmsg_op_msg_sections(m);
-   opmsg_section_t seq;
-   while (opmsg_op_msg_next_seq(m, &s, &seq)) {
-      const char *id = seq.identifier;
-      const char *id_end = id + seq.identifier_len;
-      const uint8_t *doc = m->body;
-      for (const char *comp = id, *dot; (dot = memchr(comp, '.', (size_t) (id_end - comp))); comp = dot + 1) {
-         size_t comp_len = (size_t) (dot - comp);
-         const uint8_t *f = doc ? opmsg_field_named(doc, comp, comp_len) : NULL;
-         if (f) {
-            doc = f + 1 + comp_len + 1; /* the sub-document (rules.c: a document) */
-            continue;
-         }
-         size_t path_len = comp == id ? 0 : (size_t) (comp - 1 - id);
-         if (!opmsg_path_created_before(m, opmsg_op_msg_offset(m, &seq), id, path_len, comp, comp_len)) {
-            size += 2 + comp_len + 5;
-         }
-         doc = NULL;
-      }
-   }
-   return size;
-}
 
 void
 opmsg_op_msg_merge(const opmsg_op_msg_t *m, uint8_t *out)

@@ -36,7 +36,8 @@ opmsg_opcode_name(int32_t opcode)
 }
 
 /* Indexed by bit; a NULL entry is a bit the protocol does not name. */
-static const char *const msg_flag_names[32] = {[0] = "checksumPresent", [1] = "moreToCome", [16] = "exhaustAllowed"};
+static const char *const msg_flag_names[32] = {
+   [0] = "checksumPresent", [1] = "moreToCome", [16] = "exhaustAllowed", [17] = "documentSequencesAllowed"};
 static const char *const query_flag_names[32] = {
    [1] = "tailableCursor", [2] = "slaveOk", [3] = "oplogReplay", [4] = "noCursorTimeout",
    [5] = "awaitData",      [6] = "exhaust", [7] = "partial"};

@@ -272,13 +272,5 @@ const char *opmsg_path_rest(const char *id, size_t id_len, const char *path, siz
  * component key, or NULL (always NULL for a key holding a dot). */
 const char *opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t path_len, const char *key,
                                size_t key_len);
-/* Whether a sequence before the one at offset seq_off goes through path's
- * component comp: the sub-document the merge creates for it exists. */
-bool opmsg_path_created_before(const opmsg_op_msg_t *m, uint32_t seq_off, const char *path, size_t path_len,
-                               const char *comp, size_t comp_len);
-
-/* The merged size of a message with dotted identifiers (merge.c), given
- * seq_out, the bytes the sequences' arrays add (parse.c's count). */
-size_t opmsg_merge_paths_size(const opmsg_op_msg_t *m, size_t seq_out);
 
 #endif /* OPMSG_MSG_H */

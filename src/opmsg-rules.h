@@ -37,9 +37,10 @@ typedef struct {
    bool is_index;
 } opmsg_seq_ref_t;
 
-/* The flag bits opmsg knows: two required ones, one optional. */
+/* The flag bits opmsg knows: two required ones, two optional. */
 #define OPMSG_FLAGS_KNOWN_REQUIRED (OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME)
-#define OPMSG_FLAGS_KNOWN (OPMSG_FLAGS_KNOWN_REQUIRED | OPMSG_FLAG_EXHAUST_ALLOWED)
+#define OPMSG_FLAGS_KNOWN \
+   (OPMSG_FLAGS_KNOWN_REQUIRED | OPMSG_FLAG_EXHAUST_ALLOWED | OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED)
 
 /* The report of opmsg_rule_flags(), at flagBits. */
 bool opmsg_flags_fail(opmsg_report_t *r, uint32_t flags, uint32_t unknown) OPMSG_COLD;
@@ -132,10 +133,10 @@ bool opmsg_rule_dotted_count(opmsg_report_t *r, size_t n_seq, size_t n_dotted, s
  * rewrites it field by field. keys holds the body's keys
  * (opmsg_rule_unique_keys()); the body is len bytes. A sub-document on the
  * path must not hold the path's next component twice (the sequence would
- * have two places). OPMSG_ERR_IDENTIFIER_CLASH, reported at the sequence.
- * When found is not NULL, found->place receives, for a dotted identifier whose path
- * the body holds whole, the sub-document the sequence goes at the end of;
- * NULL when the merge creates part of the path, or for a plain one.
+ * have two places), and must hold it unless it is the last: a parent is
+ * never created. OPMSG_ERR_IDENTIFIER_CLASH, reported at the sequence.
+ * When found is not NULL, found->place receives, for a dotted identifier,
+ * the sub-document the sequence goes at the end of; NULL for a plain one.
  * Without keys the body's top level is walked here; found->db, when still
  * NULL, receives the first "$db" string element the walk passes, if any. */
 typedef struct {

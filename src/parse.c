@@ -450,9 +450,10 @@ check_body_keys(const opmsg_op_msg_t *m, const scan_t *scan, bool unique, opmsg_
    return true;
 }
 
-/* Every identifier once (through a key set), none naming a body field, and
- * with dotted ones among them none a path prefix of another: pairwise, as
- * there are at most OPMSG_MAX_DOTTED_SEQUENCES sequences then. *place is
+/* Every identifier once (through a key set), none naming a body field nor
+ * a path the body cannot hold, and with dotted ones among them none a path
+ * prefix of another: pairwise, as there are at most
+ * OPMSG_MAX_DOTTED_SEQUENCES sequences then. *place is
  * where the last sequence goes when the body holds its whole dotted path
  * (opmsg_rule_path()). */
 static bool
@@ -471,6 +472,21 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
       return false;
    }
    opmsg_keyset_init(&ids, m->data, m->data + m->len, n_ids, local, LOCAL_SLOTS);
+   /* With dotted identifiers, the pairs first: "a" and "a.b" are one
+    * identifier inside another whatever the body holds. */
+   if (scan->n_dotted > 0) {
+      p = opmsg_op_msg_sections(m);
+      while (opmsg_op_msg_next_seq(m, &p, &other)) {
+         opmsg_seq_ref_t a = {other.identifier, other.identifier_len, opmsg_op_msg_offset(m, &other), false};
+         q = p; /* the sequences after this one */
+         while (opmsg_op_msg_next_seq(m, &q, &seq)) {
+            opmsg_seq_ref_t b = {seq.identifier, seq.identifier_len, opmsg_op_msg_offset(m, &seq), false};
+            if (!opmsg_rule_identifier_pair(r, &a, &b)) {
+               goto done;
+            }
+         }
+      }
+   }
    p = opmsg_op_msg_sections(m);
    while (opmsg_op_msg_next_seq(m, &p, &seq)) {
       uint32_t id_off = (uint32_t) (seq.identifier - (const char *) m->data);
@@ -492,19 +508,6 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
       }
       if (!opmsg_rule_path(r, keys, m->body, m->body_len, &b, &found)) {
          goto done;
-      }
-   }
-   if (scan->n_dotted > 0) {
-      p = opmsg_op_msg_sections(m);
-      while (opmsg_op_msg_next_seq(m, &p, &other)) {
-         opmsg_seq_ref_t a = {other.identifier, other.identifier_len, opmsg_op_msg_offset(m, &other), false};
-         q = p; /* the sequences after this one */
-         while (opmsg_op_msg_next_seq(m, &q, &seq)) {
-            opmsg_seq_ref_t b = {seq.identifier, seq.identifier_len, opmsg_op_msg_offset(m, &seq), false};
-            if (!opmsg_rule_identifier_pair(r, &a, &b)) {
-               goto done;
-            }
-         }
       }
    }
    if (found.db) {
@@ -584,17 +587,15 @@ parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
       return false;
    }
 
-   if (scan.n_dotted == 0) {
-      merged = m->body_len + scan.seq_out;
-   } else if (scan.n_seq == 1 && place) {
+   if (scan.n_dotted > 0 && scan.n_seq == 1 && place) {
       /* A cursor reply's batch: one sequence at a path the body holds
        * ("cursor.firstBatch" in {cursor: {id, ns}}). The merge splices it
-       * in; nothing is created. */
+       * in. */
       m->splice = (uint32_t) (place - m->data);
-      merged = m->body_len + scan.seq_out;
-   } else {
-      merged = opmsg_merge_paths_size(m, scan.seq_out);
    }
+   /* The body and the arrays: a parent is never created (rules.c), so
+    * nothing else is added. */
+   merged = m->body_len + scan.seq_out;
    if (!opmsg_rule_merged_size(r, merged, true)) {
       return false;
    }

@@ -52,22 +52,6 @@ opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t path_len, c
    return NULL;
 }
 
-/* Whether a sequence before the one at offset seq_off, under path, goes on
- * through the component comp: it created that sub-document already. */
-bool
-opmsg_path_created_before(const opmsg_op_msg_t *m, uint32_t seq_off, const char *path, size_t path_len,
-                          const char *comp, size_t comp_len)
-{
-   const uint8_t *p = opmsg_op_msg_sections(m);
-   opmsg_section_t prev;
-   while (opmsg_op_msg_next_seq(m, &p, &prev) && opmsg_op_msg_offset(m, &prev) < seq_off) {
-      if (seq_goes_through(&prev, path, path_len, comp, comp_len)) {
-         return true;
-      }
-   }
-   return false;
-}
-
 const char *
 opmsg_op_msg_find_db(const opmsg_op_msg_t *m, uint32_t *len)
 {

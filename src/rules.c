@@ -377,6 +377,18 @@ path_twice_fail(opmsg_report_t *r, const opmsg_seq_ref_t *seq, const char *holde
                        opmsg_report_at(r, b));
 }
 
+/* The path of seq up to comp_end names a field the body lacks, so the
+ * sequence has no place: the merge never creates a parent. */
+static OPMSG_COLD bool
+path_missing_fail(opmsg_report_t *r, const opmsg_seq_ref_t *seq, const char *comp_end)
+{
+   char where[SEQ_NAME_BUF], field[OPMSG_PRINTABLE_SIZE];
+   return opmsg_report(r, OPMSG_ERR_IDENTIFIER_CLASH, seq_offset(seq),
+                       "%s: the %s has no field \"%s\", so the path has no place (a parent is never created)",
+                       seq_name(where, seq), body_noun(r),
+                       opmsg_printable(field, seq->id, (size_t) (comp_end - seq->id)));
+}
+
 /* The first element called key[0..key_len) at the top level of a checked
  * document, if there is one. */
 static bool
@@ -410,7 +422,7 @@ path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opm
       int64_t key_off =
          opmsg_keyset_find_hashed(keys, opmsg_key_hash(first.s, first.len, id_end + 1), first.s, first.len, 0, false);
       if (key_off < 0) {
-         return 0; /* the merge adds the field, or creates the path */
+         return 0; /* the merge adds the field (a dotted path: refused) */
       }
       /* The stored offset is the key's; its element starts one byte earlier. */
       const uint8_t *p = keys->base + key_off - 1;
@@ -471,8 +483,13 @@ path_step(const path_t *w, opmsg_element_t *e, const char **dot, const uint8_t *
    uint32_t sub_len = e->value_len;
    if (!find_key(sub, sub_len, next, e)) {
       /* The body holds the whole path: the sequence goes at the end of
-       * sub. Otherwise the merge creates what is missing. */
-      *place = *dot ? NULL : sub;
+       * sub. A component missing before the last is refused: the merge
+       * never creates a parent. */
+      if (*dot) {
+         (void) path_missing_fail(r, seq, *dot);
+         return -1;
+      }
+      *place = sub;
       return 0;
    }
    /* Only the body's top level must hold each key once; a sub-document
@@ -503,6 +520,9 @@ opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, ui
    opmsg_element_t e = {0}; /* set on every path that reads it; gcc -O3 cannot tell */
 
    int step = path_first(&w, keys, first, dot != NULL, &e, &found->db);
+   if (step == 0 && dot) {
+      return path_missing_fail(r, seq, dot);
+   }
    if (step <= 0) {
       return step == 0;
    }

@@ -143,11 +143,10 @@ opmsg_document_iter_next(opmsg_document_iter_t *it, bson_t *doc)
 /* ---------------------------------------------------------------------------
  * The merged view
  *
- * A level of the merged document is a body (sub-)document, or one the merge
- * creates, at a dotted path P ("" at the top). Its fields are the body's
- * fields, then in wire order the sequences directly under P and the
- * sub-documents created for deeper sequences whose next component the body
- * lacks. Only messages with dotted identifiers (at most
+ * A level of the merged document is a body (sub-)document at a dotted path
+ * P ("" at the top; the merge never creates one). Its fields are the
+ * body's fields, then in wire order the sequences directly under P. Only
+ * messages with dotted identifiers (at most
  * OPMSG_MAX_DOTTED_SEQUENCES sequences) need the path comparisons below.
  * ------------------------------------------------------------------------- */
 
@@ -231,26 +230,14 @@ next_sequence_field(opmsg_view_t *v, opmsg_field_t *f)
          continue;
       }
       size_t rest_len = (size_t) (seq.identifier + seq.identifier_len - rest);
-      const char *dot = m->dotted ? memchr(rest, '.', rest_len) : NULL;
-      if (!dot) {
-         f->kind = OPMSG_FIELD_SEQUENCE;
-         f->key = rest;
-         f->key_len = (uint32_t) rest_len;
-         f->seq = seq;
-         f->seq.count = sequence_count(m, &seq);
-         return true;
+      if (m->dotted && memchr(rest, '.', rest_len)) {
+         continue; /* deeper: inside a body field on its path */
       }
-      size_t comp_len = (size_t) (dot - rest);
-      if ((v->has_doc && opmsg_field_named(v->doc, rest, comp_len)) ||
-          opmsg_path_created_before(m, seq.offset, v->prefix, v->prefix_len, rest, comp_len)) {
-         continue;
-      }
-      f->kind = OPMSG_FIELD_PATH;
+      f->kind = OPMSG_FIELD_SEQUENCE;
       f->key = rest;
-      f->key_len = (uint32_t) comp_len;
-      f->path_in_body = false;
-      f->path = seq.identifier;
-      f->path_len = (uint32_t) (dot - seq.identifier);
+      f->key_len = (uint32_t) rest_len;
+      f->seq = seq;
+      f->seq.count = sequence_count(m, &seq);
       return true;
    }
    return false;

@@ -270,6 +270,7 @@ test_round_trip_flags(void **state)
    round_trip(3, OPMSG_FLAG_MORE_TO_COME, false);
    round_trip(3, OPMSG_FLAG_EXHAUST_ALLOWED, false);
    round_trip(3, OPMSG_FLAG_EXHAUST_ALLOWED | OPMSG_FLAG_CHECKSUM_PRESENT, true);
+   round_trip(2, OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED, false);
    round_trip(0, OPMSG_FLAG_MORE_TO_COME | OPMSG_FLAG_CHECKSUM_PRESENT, false);
 }
 
@@ -539,7 +540,7 @@ test_refuses_bad_flags(void **state)
    assert_build_fails(&b, OPMSG_ERR_REQUIRED_FLAGS);
    b.flags = 0x8000;
    assert_build_fails(&b, OPMSG_ERR_REQUIRED_FLAGS);
-   b.flags = 0x20000;
+   b.flags = 0x40000; /* bit 18: optional, and no name */
    assert_build_fails(&b, OPMSG_ERR_INVALID_ARGUMENT);
    bson_destroy(cmd);
 }
@@ -676,11 +677,12 @@ test_identifiers(void **state)
    (void) state;
    const char *body = "{\"cmd\": 1, \"a\": {\"b\": 1, \"d\": {\"e\": 2}}, \"n\": 5}";
    check_identifier_case(body, "documents", NULL, OPMSG_OK);
-   check_identifier_case(body, "a.c", NULL, OPMSG_OK);   /* adds a.c */
-   check_identifier_case(body, "a.d.f", NULL, OPMSG_OK); /* adds a.d.f */
-   check_identifier_case(body, "z.y", NULL, OPMSG_OK);   /* creates z */
+   check_identifier_case(body, "a.c", NULL, OPMSG_OK);                       /* adds a.c */
+   check_identifier_case(body, "a.d.f", NULL, OPMSG_OK);                     /* adds a.d.f */
+   check_identifier_case(body, "z.y", NULL, OPMSG_ERR_IDENTIFIER_CLASH);     /* no z: never created */
+   check_identifier_case(body, "a.d.f.g", NULL, OPMSG_ERR_IDENTIFIER_CLASH); /* no a.d.f */
    check_identifier_case(body, "docs", "more", OPMSG_OK);
-   check_identifier_case(body, "x.y", "x.z", OPMSG_OK); /* siblings */
+   check_identifier_case(body, "a.y", "a.z", OPMSG_OK); /* siblings */
    check_identifier_case(body, "x", "xy", OPMSG_OK);    /* not a path prefix */
    check_identifier_case(body, "", NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER);
    check_identifier_case(body, ".a", NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER);
@@ -710,8 +712,20 @@ test_identifiers(void **state)
    }
    deep[at - 1] = '\0';
    check_identifier_case(body, deep, NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER);
-   deep[2 * 100 - 1] = '\0'; /* 100 components: fine */
-   check_identifier_case(body, deep, NULL, OPMSG_OK);
+   deep[2 * 100 - 1] = '\0'; /* 100 components: fine, in a body that holds the path */
+   /* {p: {p: ... {}}}, 99 documents deep: the JSON parser stops short of
+    * that, so it is built from the inside out. */
+   bson_t *nested = bson_new();
+   for (int i = 0; i < 99; i++) {
+      bson_t *outer = bson_new();
+      assert_true(BSON_APPEND_DOCUMENT(outer, "p", nested));
+      bson_destroy(nested);
+      nested = outer;
+   }
+   const char *deep_ids[1] = {deep};
+   agree_t c = {nested, deep_ids, 1, NULL, 0, 0, 0};
+   check_agree(&c, OPMSG_OK, OPMSG_OK);
+   bson_destroy(nested);
 }
 
 /* Every flag bit: a required bit opmsg does not know is refused by both
@@ -723,7 +737,8 @@ test_flags_agree(void **state)
    (void) state;
    bson_t *cmd = json("{\"insert\": \"c\", \"$db\": \"d\"}");
    const char *ids[1] = {"documents"};
-   const uint32_t known = OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME | OPMSG_FLAG_EXHAUST_ALLOWED;
+   const uint32_t known = OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME | OPMSG_FLAG_EXHAUST_ALLOWED |
+                          OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED;
    for (unsigned bit = 0; bit < 32; bit++) {
       uint32_t flag = 1u << bit;
       agree_t c = {cmd, ids, 1, NULL, 0, flag, 0};
@@ -828,7 +843,7 @@ static void
 test_dotted_count_agrees(void **state)
 {
    (void) state;
-   bson_t *cmd = json("{\"insert\": \"c\", \"$db\": \"d\"}");
+   bson_t *cmd = json("{\"insert\": \"c\", \"$db\": \"d\", \"z\": {}}");
    char names[OPMSG_MAX_DOTTED_SEQUENCES + 1][16];
    const char *ids[OPMSG_MAX_DOTTED_SEQUENCES + 1];
    snprintf(names[0], sizeof names[0], "z.a");

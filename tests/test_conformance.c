@@ -11,7 +11,13 @@
  *
  * The manifest's "spec" column is the verdict at the level named "spec"; it
  * is asserted once opmsg_check_from_name("spec") knows that level (until
- * then it is skipped, and the count of skipped levels is printed).
+ * then it is skipped, and the count of skipped levels is printed). *
+ * reply-cases.json holds the same vectors with the driver-neutral outcome
+ * (what the OP_MSG specification has a driver do): test_neutral_cases()
+ * parses each at the spec level and asserts "ok" with the merged document
+ * byte for byte (the case's BSON, and its canonical Extended JSON read by
+ * libbson to the same bytes) or "error"; "unspecified" cases are counted
+ * and skipped.
  */
 #define _POSIX_C_SOURCE 200809L /* strtok_r, opendir */
 #include "testutil.h"
@@ -200,12 +206,144 @@ test_vectors_listed(void **state)
    assert_true(files >= 50);
 }
 
+/* The bytes of a hex string, in a buffer the caller frees. */
+static uint8_t *
+from_hex(const char *hex, size_t *len)
+{
+   size_t n = strlen(hex);
+   assert_int_equal(n % 2, 0);
+   uint8_t *out = malloc(n / 2 + 1);
+   assert_non_null(out);
+   for (size_t i = 0; i < n / 2; i++) {
+      unsigned v;
+      assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+      out[i] = (uint8_t) v;
+   }
+   *len = n / 2;
+   return out;
+}
+
+/* The merged document of one message accepted at check, decompressed first
+ * when it is OP_COMPRESSED; NULL (and *error) when it is refused. */
+static bson_t *
+merged_at(const uint8_t *data, size_t len, opmsg_check_t check, bson_error_t *error)
+{
+   opmsg_options_t opts;
+   opmsg_msg_t msg;
+   opmsg_options_init(&opts);
+   opts.check = check;
+   opts.flags = OPMSG_PARSE_REPLY;
+   if (!opmsg_parse(data, len, &opts, &msg, error)) {
+      return NULL;
+   }
+   if (msg.opcode == OPMSG_OP_COMPRESSED) {
+      return opmsg_merge_compressed(&msg, &opts, error);
+   }
+   return opmsg_merge_bson(&msg, error);
+}
+
+/* A string field of a case, which must be there. */
+static const char *
+case_str(const bson_t *c, const char *path)
+{
+   bson_iter_t it;
+   if (!bson_iter_init(&it, c) || !bson_iter_find_descendant(&it, path, &it) || !BSON_ITER_HOLDS_UTF8(&it)) {
+      fail_msg("a case without the string %s", path);
+   }
+   return bson_iter_utf8(&it, NULL);
+}
+
+/* One case of reply-cases.json against libopmsg at the spec level: 0 when
+ * they agree, 1 when not (printed). *outcome is the case's. */
+static int
+check_neutral_case(const bson_t *c, opmsg_check_t spec, const char **outcome)
+{
+   const char *name = case_str(c, "name");
+   *outcome = case_str(c, "outcome");
+   if (strcmp(*outcome, "unspecified") == 0) {
+      return 0;
+   }
+   size_t len, want_len;
+   uint8_t *reply = from_hex(case_str(c, "reply"), &len);
+   bson_error_t error;
+   bson_t *merged = merged_at(reply, len, spec, &error);
+   free(reply);
+   int bad = 0;
+   if (strcmp(*outcome, "error") == 0) {
+      if (merged) {
+         print_error("%s: accepted, expected an error (%s)\n", name, case_str(c, "error"));
+         bad = 1;
+      }
+   } else {
+      assert_string_equal(*outcome, "ok");
+      uint8_t *want = from_hex(case_str(c, "merged.bson"), &want_len);
+      bson_t *ejson = bson_new_from_json((const uint8_t *) case_str(c, "merged.canonical_extjson"), -1, &error);
+      if (!ejson || ejson->len != want_len || memcmp(bson_get_data(ejson), want, want_len) != 0) {
+         print_error("%s: the canonical Extended JSON is not the case's BSON\n", name);
+         bad = 1;
+      }
+      if (!merged) {
+         print_error("%s: refused (%s), expected ok\n", name, error.message);
+         bad = 1;
+      } else if (merged->len != want_len || memcmp(bson_get_data(merged), want, want_len) != 0) {
+         char *got = bson_as_canonical_extended_json(merged, NULL);
+         print_error("%s: merged to %s, expected %s\n", name, got, case_str(c, "merged.canonical_extjson"));
+         bson_free(got);
+         bad = 1;
+      }
+      if (ejson) {
+         bson_destroy(ejson);
+      }
+      free(want);
+   }
+   if (merged) {
+      bson_destroy(merged);
+   }
+   return bad;
+}
+
+static void
+test_neutral_cases(void **state)
+{
+   (void) state;
+   opmsg_check_t spec;
+   assert_true(opmsg_check_from_name("spec", &spec));
+   size_t len;
+   uint8_t *text = tu_read_file("conformance/reply-cases.json", &len);
+   bson_error_t error;
+   bson_t *doc = bson_new_from_json(text, (ssize_t) len, &error);
+   if (!doc) {
+      fail_msg("reply-cases.json: %s", error.message);
+   }
+   free(text);
+   bson_iter_t it, cases;
+   assert_true(bson_iter_init_find(&it, doc, "cases") && bson_iter_recurse(&it, &cases));
+   size_t n = 0, failures = 0, counts[3] = {0, 0, 0};
+   while (bson_iter_next(&cases)) {
+      const uint8_t *data;
+      uint32_t dlen;
+      bson_t c;
+      bson_iter_document(&cases, &dlen, &data);
+      assert_true(bson_init_static(&c, data, dlen));
+      const char *outcome;
+      failures += (size_t) check_neutral_case(&c, spec, &outcome);
+      counts[strcmp(outcome, "ok") == 0 ? 0 : strcmp(outcome, "error") == 0 ? 1 : 2]++;
+      n++;
+   }
+   bson_destroy(doc);
+   print_message("reply-cases.json: %zu cases, %zu ok and %zu error asserted, %zu unspecified\n", n, counts[0],
+                 counts[1], counts[2]);
+   assert_true(counts[0] >= 50 && counts[1] >= 50);
+   assert_int_equal(failures, 0);
+}
+
 int
 main(void)
 {
    const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_manifest),
       cmocka_unit_test(test_vectors_listed),
+      cmocka_unit_test(test_neutral_cases),
    };
    return cmocka_run_group_tests(tests, NULL, NULL);
 }

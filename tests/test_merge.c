@@ -128,22 +128,24 @@ test_dotted_paths(void **state)
    assert_merges_to(
       "{\"cursor\": {\"id\": 0, \"ns\": \"d.c\"}, \"ok\": 1}", s1, 2,
       "{\"cursor\": {\"id\": 0, \"ns\": \"d.c\", \"firstBatch\": [{\"_id\": 1}, {\"_id\": 2}]}, \"ok\": 1}");
-   /* A path the body lacks is created at the end, once for both. */
+   /* Two paths into one body sub-document, in wire order; a top-level
+    * sequence between them goes to the top. (A path whose parent the body
+    * lacks is refused: test_parse.c test_identifier_clash.) */
    const char *s2[] = {"a.x", "{\"i\": 1}", "top", "{\"t\": 1}", "a.y", "{\"i\": 2}"};
-   assert_merges_to("{\"cmd\": 1}", s2, 6,
+   assert_merges_to("{\"cmd\": 1, \"a\": {}}", s2, 6,
                     "{\"cmd\": 1, \"a\": {\"x\": [{\"i\": 1}], \"y\": [{\"i\": 2}]}, \"top\": [{\"t\": 1}]}");
-   /* Deeper: part in the body, part created. */
+   /* Deeper: each array at the end of its own sub-document. */
    const char *s3[] = {"a.b.c.d", "{}", "a.e", "{\"z\": 0}"};
-   assert_merges_to("{\"a\": {\"k\": 1, \"b\": {\"m\": 2}}, \"n\": 3}", s3, 4,
+   assert_merges_to("{\"a\": {\"k\": 1, \"b\": {\"m\": 2, \"c\": {}}}, \"n\": 3}", s3, 4,
                     "{\"a\": {\"k\": 1, \"b\": {\"m\": 2, \"c\": {\"d\": [{}]}}, \"e\": [{\"z\": 0}]}, \"n\": 3}");
    /* A body key with a dot in it is one name, not a path: "a.b.c" goes
-    * under a created "a", and the body's "a.b" stays as it was (found by
+    * under the body's "a", and the body's "a.b" stays as it was (found by
     * fuzz_parse: the view took "a.b" for the path and rewrote it). */
    const char *s4[] = {"a.b.c", "{\"i\": 1}"};
-   assert_merges_to("{\"a.b\": {\"k\": 1}, \"n\": 2}", s4, 2,
+   assert_merges_to("{\"a.b\": {\"k\": 1}, \"n\": 2, \"a\": {\"b\": {}}}", s4, 2,
                     "{\"a.b\": {\"k\": 1}, \"n\": 2, \"a\": {\"b\": {\"c\": [{\"i\": 1}]}}}");
    const char *s5[] = {"x.a.b.c", "{}"};
-   assert_merges_to("{\"x\": {\"a.b\": {}, \"a\": {\"q\": 1}}}", s5, 2,
+   assert_merges_to("{\"x\": {\"a.b\": {}, \"a\": {\"q\": 1, \"b\": {}}}}", s5, 2,
                     "{\"x\": {\"a.b\": {}, \"a\": {\"q\": 1, \"b\": {\"c\": [{}]}}}}");
    /* The merge never writes a literal dotted key. */
    tu_buf_t b;

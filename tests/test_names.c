@@ -28,14 +28,30 @@ static const struct {
    int bit;
    const char *name;
 } names[] = {
-   {1, -1, "OP_REPLY"},           {2001, -1, "OP_UPDATE"},     {2002, -1, "OP_INSERT"},
-   {2004, -1, "OP_QUERY"},        {2005, -1, "OP_GET_MORE"},   {2006, -1, "OP_DELETE"},
-   {2007, -1, "OP_KILL_CURSORS"}, {2012, -1, "OP_COMPRESSED"}, {2013, -1, "OP_MSG"},
-   {2013, 0, "checksumPresent"},  {2013, 1, "moreToCome"},     {2013, 16, "exhaustAllowed"},
-   {2004, 1, "tailableCursor"},   {2004, 2, "slaveOk"},        {2004, 3, "oplogReplay"},
-   {2004, 4, "noCursorTimeout"},  {2004, 5, "awaitData"},      {2004, 6, "exhaust"},
-   {2004, 7, "partial"},          {1, 0, "cursorNotFound"},    {1, 1, "queryFailure"},
-   {1, 2, "shardConfigStale"},    {1, 3, "awaitCapable"},
+   {1, -1, "OP_REPLY"},
+   {2001, -1, "OP_UPDATE"},
+   {2002, -1, "OP_INSERT"},
+   {2004, -1, "OP_QUERY"},
+   {2005, -1, "OP_GET_MORE"},
+   {2006, -1, "OP_DELETE"},
+   {2007, -1, "OP_KILL_CURSORS"},
+   {2012, -1, "OP_COMPRESSED"},
+   {2013, -1, "OP_MSG"},
+   {2013, 0, "checksumPresent"},
+   {2013, 1, "moreToCome"},
+   {2013, 16, "exhaustAllowed"},
+   {2013, 17, "documentSequencesAllowed"},
+   {2004, 1, "tailableCursor"},
+   {2004, 2, "slaveOk"},
+   {2004, 3, "oplogReplay"},
+   {2004, 4, "noCursorTimeout"},
+   {2004, 5, "awaitData"},
+   {2004, 6, "exhaust"},
+   {2004, 7, "partial"},
+   {1, 0, "cursorNotFound"},
+   {1, 1, "queryFailure"},
+   {1, 2, "shardConfigStale"},
+   {1, 3, "awaitCapable"},
 };
 
 /* The name the table gives, NULL for none. */
@@ -92,6 +108,7 @@ test_flag_names(void **state)
    assert_int_equal(OPMSG_FLAG_CHECKSUM_PRESENT, 1u << 0);
    assert_int_equal(OPMSG_FLAG_MORE_TO_COME, 1u << 1);
    assert_int_equal(OPMSG_FLAG_EXHAUST_ALLOWED, 1u << 16);
+   assert_int_equal(OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED, 1u << 17);
 }
 
 int

@@ -228,6 +228,10 @@ static const offset_case_t cases[] = {
    {"identifier names a body field", "H:2013 u32:0" BODY "@ s:insert[ j:{} ]", OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
    {"path through a field that is not a document", "H:2013 u32:0 u8:0 j:{\"a\":5} @ s:a.b[ j:{} ]",
     OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
+   {"path through a field the body lacks", "H:2013 u32:0" BODY "@ s:cursor.firstBatch[ j:{} ]",
+    OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
+   {"path through a field a sub-document lacks", "H:2013 u32:0 u8:0 j:{\"a\":{}} @ s:a.b.c[ j:{} ]",
+    OPMSG_ERR_IDENTIFIER_CLASH, FRAMES, 0, 0},
    {"path component twice in a sub-document",
     "H:2013 u32:0 u8:0 { e:03:a { e:03:b { } e:03:b { } } } @ s:a.b.c[ j:{} ]", OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
    {"path component twice in the body (frames)", "H:2013 u32:0 u8:0 { e:03:a { } e:03:a { } } @ s:a.b[ j:{} ]",
@@ -405,7 +409,9 @@ test_success_gives_len(void **state)
    opmsg_msg_t msg;
    bson_error_t error;
 
-   build("H:2013 u32:1" BODY "s:d[ j:{\"_id\":1} { e:10:x i32:2 } ] s:cursor.firstBatch[ ] crc", &b, &at);
+   build("H:2013 u32:1 u8:0 j:{\"insert\":\"c\",\"$db\":\"d\",\"cursor\":{}} s:d[ j:{\"_id\":1} { e:10:x i32:2 } ] "
+         "s:cursor.firstBatch[ ] crc",
+         &b, &at);
    assert_true(opmsg_parse_with_offset(b.data, b.len, NULL, &msg, &offset, &error));
    assert_int_equal(offset, b.len);
    assert_int_equal(msg.n_sequences, 2);

@@ -399,7 +399,13 @@ test_identifier_clash(void **state)
       {"{\"a\": [1]}", "a.b", true}, /* arrays are not paths */
       {"{\"cursor\": {\"id\": 0}}", "cursor.firstBatch", false},
       {"{\"a\": {\"c\": 1}}", "a.b", false},
-      {"{\"ab\": 1}", "a.b", false},
+      {"{\"ab\": 1, \"a\": {}}", "a.b", false},
+      /* The merge never creates a parent: a dotted path through a field the
+       * body (or a sub-document on the path) lacks has no place. */
+      {"{\"ok\": 1}", "cursor.firstBatch", true},
+      {"{\"ab\": 1}", "a.b", true},
+      {"{\"a\": {\"c\": 1}}", "a.b.c", true},
+      {"{\"a.b\": {}}", "a.b.c", true}, /* "a.b" is one name, not the path a, b */
       {"{\"a.b\": 1}", "a", false},
       {"{\"documentsX\": 1}", "documents", false},
       /* A sub-document on the path may hold a key twice elsewhere, but not

@@ -150,6 +150,10 @@ cli_build_parse(int argc, char **argv, cli_build_opts_t *o)
          o->flags |= OPMSG_FLAG_EXHAUST_ALLOWED;
          continue;
       }
+      if (strcmp(a, "--document-sequences-allowed") == 0) {
+         o->flags |= OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED;
+         continue;
+      }
       if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
          cli_usage(stdout, "build");
          return CLI_EXIT_OK;

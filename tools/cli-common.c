@@ -87,7 +87,7 @@ static const char *const cli_usage_text[][2] = {
    {"build", "opmsg build --command CMD.json [--sequence NAME=DOCS.jsonl]...\n"
              "            [--compress none|noop|snappy|zlib|zstd] [--checksum]\n"
              "            [--request-id N] [--response-to N] [--more-to-come]\n"
-             "            [--exhaust-allowed] [--max-message-size N]"
+             "            [--exhaust-allowed] [--document-sequences-allowed] [--max-message-size N]"
              " [--max-batch N]\n"},
    {"tap", "opmsg tap ... [--check frames|spec|top-level|full]"
            "  (see `opmsg tap --help`)\n"},

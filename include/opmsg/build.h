@@ -66,7 +66,8 @@ typedef struct {
    int32_t request_id;
    int32_t response_to;
    /* Any of OPMSG_FLAG_CHECKSUM_PRESENT (append a CRC-32C),
-    * OPMSG_FLAG_MORE_TO_COME and OPMSG_FLAG_EXHAUST_ALLOWED; any other bit is
+    * OPMSG_FLAG_MORE_TO_COME, OPMSG_FLAG_EXHAUST_ALLOWED and
+    * OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED; any other bit is
     * refused (a sender sets the bits it does not use to 0). */
    uint32_t flags;
    /* Limits, as in opmsg_options_t (0 means the default): the whole message

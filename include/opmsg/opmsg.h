@@ -87,6 +87,9 @@ OPMSG_EXPORT unsigned opmsg_version_number(void);
 #define OPMSG_FLAG_CHECKSUM_PRESENT 0x00000001u
 #define OPMSG_FLAG_MORE_TO_COME 0x00000002u
 #define OPMSG_FLAG_EXHAUST_ALLOWED 0x00010000u
+/* A request's "the sender accepts document sequences in the reply" (bit 17,
+ * optional: a server that does not know it ignores it). */
+#define OPMSG_FLAG_DOCUMENT_SEQUENCES_ALLOWED 0x00020000u
 #define OPMSG_FLAG_REQUIRED_MASK 0x0000FFFFu
 
 /* The name of an opcode as MongoDB's wire protocol documentation spells it:
@@ -100,7 +103,7 @@ OPMSG_EXPORT const char *opmsg_opcode_name(int32_t opcode);
 /* The name of flag bit `bit` (0-31) of a message with this opcode, as the
  * wire protocol documentation spells it:
  *  - OP_MSG flagBits: 0 "checksumPresent", 1 "moreToCome",
- *    16 "exhaustAllowed";
+ *    16 "exhaustAllowed", 17 "documentSequencesAllowed";
  *  - OP_QUERY flags: 1 "tailableCursor", 2 "slaveOk", 3 "oplogReplay",
  *    4 "noCursorTimeout", 5 "awaitData", 6 "exhaust", 7 "partial";
  *  - OP_REPLY responseFlags: 0 "cursorNotFound", 1 "queryFailure",
@@ -148,7 +151,7 @@ typedef enum {
    OPMSG_ERR_SEQUENCE_IDENTIFIER = 14,  /* identifier unterminated, empty, bad path or bad UTF-8 */
    OPMSG_ERR_SEQUENCE_OVERRUN = 15,     /* a sequence document crosses its section's end */
    OPMSG_ERR_DUPLICATE_IDENTIFIER = 16, /* two sequences with one identifier (or one a prefix path of another) */
-   OPMSG_ERR_IDENTIFIER_CLASH = 17,     /* an identifier names a body field (also as a dotted path) */
+   OPMSG_ERR_IDENTIFIER_CLASH = 17,     /* an identifier names a body field, or a dotted path the body cannot hold */
    OPMSG_ERR_TRAILING_BYTES = 18,       /* bytes after the last section (OP_MSG) or document (legacy) */
 
    /* BSON documents (body, sequence documents, legacy documents). */
@@ -462,8 +465,9 @@ OPMSG_EXPORT bool opmsg_frame_length(const uint8_t *data, size_t len, const opms
  * The merged document is the body's fields in their order, then each
  * document sequence as an array field (keys "0", "1", ...) in wire order.
  * A dotted identifier such as "cursor.firstBatch" is placed at its path,
- * inside the body's "cursor" sub-document (created at the end when the body
- * has no such field); the path goes one component at a time, so a body key
+ * inside the body's "cursor" sub-document (a body without it is refused,
+ * OPMSG_ERR_IDENTIFIER_CLASH: a parent is never created); the path goes one
+ * component at a time, so a body key
  * that holds a dot ("a.b") is never part of it. Nested documents are copied
  * as opaque bytes. For
  * OP_QUERY the result is the query document, for OP_REPLY its only document.
@@ -561,21 +565,21 @@ OPMSG_EXPORT bool opmsg_document_iter_next(opmsg_document_iter_t *it, bson_t *do
  *  - OPMSG_FIELD_SEQUENCE: a document sequence that becomes an array; `seq`
  *    describes it.
  *  - OPMSG_FIELD_PATH: a sub-document that gains sequences at a dotted path
- *    (e.g. "cursor" for "cursor.firstBatch"). `iter` is on the body's field,
- *    or has no document when the body had none (the merge creates it);
+ *    (e.g. "cursor" for "cursor.firstBatch"). `iter` is on the body's field
+ *    (the merge never creates one, so path_in_body is always true);
  *    opmsg_view_enter() iterates its merged contents in turn.
  */
 typedef enum { OPMSG_FIELD_BODY = 1, OPMSG_FIELD_SEQUENCE = 2, OPMSG_FIELD_PATH = 3 } opmsg_field_kind_t;
 
 typedef struct {
    opmsg_field_kind_t kind;
-   /* The field's name, key_len bytes. NUL-terminated for BODY fields and for
-    * PATH fields in the body; a created PATH field's name is a component of
-    * an identifier ("cursor" in "cursor.firstBatch") and is not. */
+   /* The field's name, key_len bytes, NUL-terminated (a SEQUENCE field's
+    * name is the last component of its identifier, "firstBatch" in
+    * "cursor.firstBatch", which ends with the identifier's NUL). */
    const char *key;
    uint32_t key_len;
    bson_iter_t iter;     /* BODY, and PATH when path_in_body */
-   bool path_in_body;    /* PATH: the body has this sub-document */
+   bool path_in_body;    /* PATH: the body has this sub-document (always) */
    opmsg_sequence_t seq; /* SEQUENCE */
    /* PATH: the dotted path down to this field ("cursor"), path_len bytes,
     * pointing into an identifier. */
@@ -587,7 +591,7 @@ typedef struct {
 typedef struct {
    const opmsg_msg_t *msg;
    bson_iter_t iter;   /* over the body (or the body's sub-document) */
-   const uint8_t *doc; /* that document, NULL when the merge creates it */
+   const uint8_t *doc; /* that document */
    uint32_t doc_len;
    bool has_doc;
    bool in_sequences;  /* past the body's fields */

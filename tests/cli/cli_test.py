@@ -612,10 +612,10 @@ def group_dump():
 
     # Flag names, an unknown optional bit, request ids.
     msg = op_msg([kind0({"getMore": bson.Int64(5), "$db": "x"})],
-                 flags=(1 << 1) | (1 << 16) | (1 << 20), request_id=7, response_to=3)
+                 flags=(1 << 1) | (1 << 16) | (1 << 17) | (1 << 20), request_id=7, response_to=3)
     rc, out, err = run(["dump", "-"], msg)
     d = json.loads(out)
-    check(rc == 0 and d["flags"]["names"] == ["moreToCome", "exhaustAllowed"]
+    check(rc == 0 and d["flags"]["names"] == ["moreToCome", "exhaustAllowed", "documentSequencesAllowed"]
           and d["flags"]["unknownOptionalBits"] == [20] and d["flags"]["unknownRequiredBits"] == [],
           "dump flags names: %r" % d["flags"])
     check(d["header"]["requestID"] == 7 and d["header"]["responseTo"] == 3, "dump ids")
@@ -720,11 +720,12 @@ def group_build():
         upd = write(tmp, "u.jsonl", '{"q": {}, "u": {"$set": {"a": 1}}}\n')
         rc, out, err = build(["--command", cmd, "--sequence", "documents=" + docs,
                               "--sequence", "updates=" + upd, "--request-id", "42",
-                              "--response-to", "-7", "--more-to-come", "--exhaust-allowed"], tmp)
+                              "--response-to", "-7", "--more-to-come", "--exhaust-allowed",
+                              "--document-sequences-allowed"], tmp)
         check(rc == 0, "build with two sequences: %d %r" % (rc, err))
         rid, rto = struct.unpack_from("<ii", out, 4)
         flags = struct.unpack_from("<I", out, 16)[0]
-        check(rid == 42 and rto == -7 and flags == (1 << 1) | (1 << 16),
+        check(rid == 42 and rto == -7 and flags == (1 << 1) | (1 << 16) | (1 << 17),
               "build header: %d %d %#x" % (rid, rto, flags))
         check([s[0] for s in body_of(out)[1]] == ["documents", "updates"], "two sequences in order")
 

@@ -246,7 +246,7 @@ def _batch_to_sequence(b, keep_empty):
     find's reply has) and FIND_DOCS at cursor.firstBatch (with an empty
     cursor.firstBatch in that document when keep_empty): the sequence's
     parent is always there, since a receiver may refuse a dotted identifier
-    whose parent the body lacks (the fork does; libopmsg creates it)."""
+    whose parent the body lacks (the fork and libopmsg do)."""
     cursor = b.get("cursor")
     for name in ("firstBatch", "nextBatch"):
         if isinstance(cursor, dict) and name in cursor:

@@ -285,8 +285,11 @@ run_multi(const bson_t *command, src_t *src, const expect_t *ex, const bson_t *c
          char first[32];
          snprintf(first, sizeof first, "%s", seqs[i].identifier);
          first[strcspn(first, ".")] = '\0';
-         clash |= bson_iter_init_find(&it, command, first) &&
-                  (strchr(seqs[i].identifier, '.') == NULL || !BSON_ITER_HOLDS_DOCUMENT(&it));
+         bool found = bson_iter_init_find(&it, command, first);
+         /* A name the command has, or a path through a field it lacks or
+          * that is not a document (the command holds each path's whole
+          * parent, so one level is enough). */
+         clash |= strchr(seqs[i].identifier, '.') == NULL ? found : !found || !BSON_ITER_HOLDS_DOCUMENT(&it);
       }
       switch (error.code) {
       case OPMSG_ERR_DUPLICATE_IDENTIFIER:
@@ -343,6 +346,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    BSON_APPEND_UTF8(&command, COMMANDS[data[1] % 5u], "coll");
    BSON_APPEND_UTF8(&command, "$db", "db");
    BSON_APPEND_BOOL(&command, "ordered", true);
+   /* The parents of the dotted identifiers: a path never creates one. */
+   bson_t sub, inner;
+   BSON_APPEND_DOCUMENT_BEGIN(&command, "cursor", &sub);
+   bson_append_document_end(&command, &sub);
+   BSON_APPEND_DOCUMENT_BEGIN(&command, "a", &sub);
+   BSON_APPEND_DOCUMENT_BEGIN(&sub, "b", &inner);
+   bson_append_document_end(&sub, &inner);
+   bson_append_document_end(&command, &sub);
 
    opmsg_split_limits_t limits = {0, 0, 0};
    unsigned mm = data[3] | (unsigned) data[4] << 8;
@@ -371,7 +382,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    opmsg_sequence_in_t seq;
    memset(&seq, 0, sizeof seq);
    seq.identifier = IDENTIFIERS[data[2] % N_IDENTIFIERS];
-   if (!strcmp(seq.identifier, "ordered.x")) {
+   if (!strcmp(seq.identifier, "ordered.x") || !strcmp(seq.identifier, "a")) {
       seq.identifier = "documents"; /* the splitter's sequence must not clash */
    }
 
