@@ -14,10 +14,11 @@
 bool
 opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error)
 {
-   if (opts && (unsigned) opts->check > (unsigned) OPMSG_CHECK_SPEC) {
+   if (opts && !opmsg_check_known(opts->check)) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "opmsg_options_t.check is %d, not a check level (0 top-level, 1 frames, 2 full, 3 spec)",
-                        (int) opts->check);
+                        "opmsg_options_t.check is %d, not a check level (%d %s, %d %s, %d %s)", (int) opts->check,
+                        OPMSG_CHECK_SPEC, opmsg_check_name(OPMSG_CHECK_SPEC), OPMSG_CHECK_TOP_LEVEL,
+                        opmsg_check_name(OPMSG_CHECK_TOP_LEVEL), OPMSG_CHECK_FULL, opmsg_check_name(OPMSG_CHECK_FULL));
    }
    return true;
 }
@@ -172,8 +173,8 @@ fill_alone(opmsg_msg_t *msg, const uint8_t *data, size_t len, uint32_t flags, ui
 #endif
 
 /* The reply most messages are, taken before anything else: an OP_MSG whose
- * body fills it alone (opmsg_op_msg_alone_ok()), at the spec or frames
- * level (NULL options: spec), not a request (which must name its
+ * body fills it alone (opmsg_op_msg_alone_ok()), at the spec level
+ * (NULL options, 0), not a request (which must name its
  * database). True when msg is parsed; false for anything else, a fault
  * included, which the whole way then checks and names. */
 static OPMSG_ALWAYS_INLINE bool
@@ -183,7 +184,7 @@ parse_alone(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_
    /* opmsg_limits_from()'s two limits, without the rest of the struct. */
    size_t max_message = OPMSG_DEFAULT_MAX_MESSAGE_SIZE, max_bson = OPMSG_DEFAULT_MAX_BSON_SIZE;
    if (opts) {
-      if ((opts->check != OPMSG_CHECK_SPEC && opts->check != OPMSG_CHECK_FRAMES) ||
+      if (!opmsg_check_frames_only(opts->check) ||
           (opts->flags & (OPMSG_PARSE_FULL_VALIDATE | OPMSG_PARSE_REQUEST))) {
          return false;
       }

@@ -51,9 +51,9 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 
 #define OPMSG_VERSION_MAJOR 0
-#define OPMSG_VERSION_MINOR 4
+#define OPMSG_VERSION_MINOR 5
 #define OPMSG_VERSION_PATCH 0
-#define OPMSG_VERSION_STRING "0.4.0"
+#define OPMSG_VERSION_STRING "0.5.0"
 /* One number that grows with every release: MAJOR*10000 + MINOR*100 + PATCH. */
 #define OPMSG_VERSION_NUMBER (OPMSG_VERSION_MAJOR * 10000 + OPMSG_VERSION_MINOR * 100 + OPMSG_VERSION_PATCH)
 
@@ -230,8 +230,9 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  * document (or a view) that is always well framed. The levels differ only
  * in how far inside the documents the parser looks:
  *
- *  - OPMSG_CHECK_SPEC (the default: NULL options, opmsg_options_init()):
- *    what the OP_MSG spec requires, and the framing. The header and its
+ *  - OPMSG_CHECK_SPEC (0, the default: NULL options, opmsg_options_init(),
+ *    a zeroed opmsg_options_t): what the OP_MSG spec requires, and the
+ *    framing. The header and its
  *    limits, flag bits, the checksum, the section kinds, exactly one body,
  *    kind-1 sizes, identifiers (syntax, unique, none a path prefix of
  *    another, none naming a body field, also as a dotted path), trailing
@@ -246,29 +247,28 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  *    and that is refused as a clash. For callers that read the result
  *    through bson_iter, which checks each element it reads, or that only
  *    forward it.
- *  - OPMSG_CHECK_FRAMES: the same checks as spec, under the name 0.3 gave
- *    them.
- *  - OPMSG_CHECK_TOP_LEVEL (0): also every top-level element of every
+ *  - OPMSG_CHECK_TOP_LEVEL: also every top-level element of every
  *    document (type, key, value size) and no duplicate key in the body.
- *    What 0.1 to 0.3 did by default, and what a zeroed opmsg_options_t
- *    asks for.
+ *    What 0.1 to 0.3 did by default.
  *  - OPMSG_CHECK_FULL: also every nested element, to BSON's own rules:
  *    UTF-8 of strings and keys, booleans 0/1, each type's value rules,
  *    nesting up to OPMSG_MAX_DEPTH (the BSON corpus's rules). The flag
  *    OPMSG_PARSE_FULL_VALIDATE asks for the same and keeps working.
  *
- * OP_QUERY and OP_REPLY documents, and those of the removed opcodes, are
- * checked to the same level. The values are the ABI: the first three keep
- * the numbers and meanings they had.
+ * Each level checks all that the one before it does. OP_QUERY and
+ * OP_REPLY documents, and those of the removed opcodes, are checked to the
+ * same level. Since 0.5.0 (libopmsg.so.2) each level has one name and one
+ * value, and 0 is the default: 0.4's OPMSG_CHECK_FRAMES (spec's checks
+ * under 0.3's name) is gone, and a zeroed opmsg_options_t, top-level in
+ * 0.1 to 0.4, asks for spec.
  */
 typedef enum {
-   OPMSG_CHECK_TOP_LEVEL = 0,
-   OPMSG_CHECK_FRAMES = 1,
-   OPMSG_CHECK_FULL = 2,
-   OPMSG_CHECK_SPEC = 3
+   OPMSG_CHECK_SPEC = 0,
+   OPMSG_CHECK_TOP_LEVEL = 1,
+   OPMSG_CHECK_FULL = 2
 } opmsg_check_t;
 
-/* "spec", "frames", "top-level" or "full"; NULL for any other value.
+/* "spec", "top-level" or "full"; NULL for any other value.
  * Static. */
 OPMSG_EXPORT const char *opmsg_check_name(opmsg_check_t check);
 /* The level named name (as opmsg_check_name() spells it); false for any
@@ -287,9 +287,9 @@ typedef struct {
    size_t max_bson_size;
    /* OPMSG_PARSE_* bits. */
    uint32_t flags;
-   /* How far inside the documents to check (see opmsg_check_t):
-    * opmsg_options_init() sets the default, OPMSG_CHECK_SPEC; 0 is
-    * OPMSG_CHECK_TOP_LEVEL. Another value fails opmsg_parse() with
+   /* How far inside the documents to check (see opmsg_check_t): 0, what
+    * opmsg_options_init() sets, is the default, OPMSG_CHECK_SPEC. Another
+    * value than the three levels fails opmsg_parse() with
     * OPMSG_ERR_INVALID_ARGUMENT. OPMSG_PARSE_FULL_VALIDATE in flags means
     * OPMSG_CHECK_FULL whatever this says. */
    opmsg_check_t check;

@@ -53,7 +53,7 @@ check_round_trip(const opmsg_msg_t *outer, const uint8_t *plain, size_t len, con
       opmsg_compress(plain, len, outer->compressor_id, OPMSG_COMPRESS_DEFAULT_LEVEL, &packed_len, &error);
    if (!packed) {
       fuzz_check_error(&error);
-      /* The frames and spec levels leave the body's elements unread: its first key,
+      /* The spec level leave the body's elements unread: its first key,
        * which names the command the compressor must know, may be unsound. */
       FUZZ_CHECK_MSG(
          (error.code == OPMSG_ERR_COMPRESSION_FORBIDDEN && !opmsg_compression_allowed(opmsg_command_name(inner))) ||

@@ -49,8 +49,7 @@ fuzz_u32(const uint8_t *p)
 bool
 fuzz_frames_only(const opmsg_options_t *opts)
 {
-   return !(opts->flags & OPMSG_PARSE_FULL_VALIDATE) &&
-          (opts->check == OPMSG_CHECK_FRAMES || opts->check == OPMSG_CHECK_SPEC);
+   return !(opts->flags & OPMSG_PARSE_FULL_VALIDATE) && opts->check == OPMSG_CHECK_SPEC;
 }
 
 void
@@ -60,9 +59,7 @@ fuzz_options_from_byte(uint8_t control, opmsg_options_t *opts)
    opts->flags = control & (OPMSG_PARSE_FULL_VALIDATE | OPMSG_PARSE_SKIP_CHECKSUM | OPMSG_PARSE_REQUEST);
    if (control & OPMSG_PARSE_FULL_VALIDATE) {
       opts->check = OPMSG_CHECK_FULL;
-   } else if ((control & 0xc0u) == 0x80u) {
-      opts->check = OPMSG_CHECK_FRAMES;
-   } else if (control & 0x40u) {
+   } else if (control & 0xc0u) {
       opts->check = OPMSG_CHECK_SPEC;
    } else {
       opts->check = OPMSG_CHECK_TOP_LEVEL;
@@ -425,7 +422,7 @@ fuzz_check_view(const opmsg_msg_t *msg, const opmsg_options_t *opts, const uint8
    if (st == VIEW_REBUILD_OK &&
        (rebuilt.len != merged_len || memcmp(bson_get_data(&rebuilt), merged, merged_len) != 0) &&
        !fuzz_tolerated_view_gap(merged, merged_len) &&
-       /* The frames and spec levels leave elements unchecked; the view reads the
+       /* The spec level leaves elements unchecked; the view reads the
         * body through libbson's iterator, which stops at a bad one. */
        !(fuzz_frames_only(opts) && !fuzz_iter_walkable(merged, merged_len, 0))) {
       fuzz_fail(__FILE__, __LINE__, "the view (%u bytes) disagrees with the merge (%zu bytes)", rebuilt.len,
@@ -701,7 +698,7 @@ fuzz_check_reencode(const opmsg_msg_t *msg, const opmsg_options_t *opts, const u
    b.flags = msg->flags & (OPMSG_FLAG_CHECKSUM_PRESENT | OPMSG_FLAG_MORE_TO_COME | OPMSG_FLAG_EXHAUST_ALLOWED);
    b.max_message_size = opts->max_message_size;
    b.max_bson_size = opts->max_bson_size;
-   /* The frames and spec levels vouch for the sequence documents' frames only:
+   /* The spec level vouches for the sequence documents' frames only:
     * the encoder is told to trust them as they are. */
    b.trust_documents = fuzz_frames_only(opts);
 
@@ -711,7 +708,7 @@ fuzz_check_reencode(const opmsg_msg_t *msg, const opmsg_options_t *opts, const u
    if (!out) {
       fuzz_check_error(&error);
       /* The one rule the encoder adds: a command is not empty. */
-      /* At the frames and spec levels a body alone is only framed; the encoder
+      /* At the spec level a body alone is only framed; the encoder
        * checks the command's top level and may refuse it. */
       FUZZ_CHECK_MSG(error.code == OPMSG_ERR_BAD_COMMAND && (msg->body_len == 5 || fuzz_frames_only(opts)),
                      "the encoder refuses an accepted message: %s", error.message);

@@ -649,7 +649,7 @@ main(void)
       cmocka_unit_test(test_reader_lying_lengths),
       cmocka_unit_test(test_reader_large_messages_bounded),
    };
-   static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL};
+   static const opmsg_check_t levels[] = {OPMSG_CHECK_SPEC, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL};
    int failed = 0;
    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
       g_check = levels[i];
