@@ -11,7 +11,7 @@
 
 #include <opmsg/opmsg.h>
 
-#include "opmsg-bson-compat.h" /* src/: the same libbson API on 1.23, 1.30, 2.x */
+#include "opmsg-bson-compat.h" /* tools/: the same libbson API on 1.23, 1.30, 2.x */
 
 #include <stdbool.h>
 #include <stddef.h>

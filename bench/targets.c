@@ -47,7 +47,7 @@ typedef struct {
 
 #define BODY_ONLY "flat,deep,reply101"
 /* The cases the ratio targets were set on. ok and hello, the small
- * replies, are measured for opmsg_merge_bson()'s one block (docs/
+ * replies, are measured for opmsg_merge_bson()'s allocation (docs/
  * benchmarks.md); on 38 bytes a few nanoseconds of fixed cost decide a
  * ratio, which says nothing about the work the targets are about. */
 #define RATIO_CASES "flat,deep,reply101,seq,insert1k,reply_plain,reply_seq,reply_next,big"

@@ -55,7 +55,8 @@ parse_low(const tu_buf_t *b, uint32_t flags, opmsg_msg_t *msg)
 }
 
 /* What a level let through still merges to a framed document of the size
- * promised, with one allocation for merge_bson, and the view walks it. */
+ * promised, with at most two allocations for merge_bson (the bson_t and its
+ * bytes), and the view walks it. */
 static void
 assert_merges_framed(const opmsg_msg_t *msg)
 {
@@ -70,7 +71,8 @@ assert_merges_framed(const opmsg_msg_t *msg)
 
    tu_count_allocs_begin();
    bson_t *b = opmsg_merge_bson(msg, &error);
-   assert_int_equal(tu_count_allocs_end(), 1);
+   size_t allocs = tu_count_allocs_end();
+   assert_true(allocs >= 1 && allocs <= 2);
    assert_non_null(b);
    assert_int_equal(b->len, size);
    assert_memory_equal(bson_get_data(b), buf, size);

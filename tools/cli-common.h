@@ -21,7 +21,7 @@
 
 #include <opmsg/opmsg.h>
 
-#include "../src/opmsg-bson-compat.h"
+#include "opmsg-bson-compat.h"
 
 #include <stdio.h>
 

@@ -483,12 +483,13 @@ OPMSG_EXPORT bool opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t 
                                    bson_error_t *error);
 
 /*
- * Returns the merged document as a new bson_t made with exactly one
- * allocation of exactly the size needed (the bson_t and its bytes in one
- * block; on a libbson whose private flags are not those of 1.23 to 2.5, a
- * copy made libbson's public way); bson_destroy() frees it. The document is read-only: libbson's
- * append functions abort on a read-only bson_t, so bson_copy() it (or use
- * opmsg_merge_init()) to extend it. NULL with *error set on failure.
+ * Returns the merged document as a new bson_t, written once in place into
+ * the bytes libbson's public API makes for it (bson_sized_new() of the
+ * exact size, bson_reserve_buffer()): one allocation for a document that
+ * fits inside the bson_t (libbson keeps up to 120 bytes there, 115 of
+ * them for this), two above (the bson_t, its bytes). bson_destroy() frees
+ * it. An ordinary, writable bson_t (since 0.5.0; read-only before): it
+ * takes appends. NULL with *error set on failure.
  */
 OPMSG_EXPORT bson_t *opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error);
 

@@ -29,7 +29,7 @@
 #include <mongoc/mongoc.h>
 
 /* bson_string_t's stand-in (header only: this program links no libopmsg). */
-#include "../../src/opmsg-bson-compat.h"
+#include "../../tools/opmsg-bson-compat.h"
 
 #include <pthread.h>
 #include <stdio.h>
