@@ -116,11 +116,12 @@ start_msg(opmsg_msg_t *msg, const uint8_t *data, size_t len)
 
 #if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__) && BSON_BYTE_ORDER == BSON_LITTLE_ENDIAN
 /* The stores of fill_alone() follow these layouts. */
-_Static_assert(sizeof(opmsg_msg_t) == 224 && offsetof(opmsg_msg_t, len) == 8 &&
+_Static_assert(sizeof(opmsg_msg_t) == 160 && offsetof(opmsg_msg_t, len) == 8 &&
                   offsetof(opmsg_msg_t, message_length) == 16 && offsetof(opmsg_msg_t, opcode) == 28 &&
                   offsetof(opmsg_msg_t, flags) == 32 && offsetof(opmsg_msg_t, checksum) == 40 &&
                   offsetof(opmsg_msg_t, body) == 48 && offsetof(opmsg_msg_t, body_len) == 56 &&
-                  offsetof(opmsg_msg_t, n_sequences) == 60 && offsetof(opmsg_msg_t, priv_) == 160,
+                  offsetof(opmsg_msg_t, n_sequences) == 60 && offsetof(opmsg_msg_t, op_reply) == 64 &&
+                  sizeof(((opmsg_msg_t *) 0)->op_reply) == 32 && offsetof(opmsg_msg_t, priv_) == 96,
                "opmsg_msg_t's layout");
 _Static_assert(sizeof(opmsg_op_msg_t) == 64 && offsetof(opmsg_op_msg_t, body) == 8 &&
                   offsetof(opmsg_op_msg_t, len) == 16 && offsetof(opmsg_op_msg_t, body_len) == 20 &&
@@ -130,7 +131,7 @@ _Static_assert(sizeof(opmsg_op_msg_t) == 64 && offsetof(opmsg_op_msg_t, body) ==
                "opmsg_op_msg_t's layout");
 
 /* What start_msg() and opmsg_op_msg_alone() write, for a body alone, in
- * fourteen 16-byte stores instead of some thirty: the store unit, not the
+ * ten 16-byte stores instead of some twenty: the store unit, not the
  * checks, was what the parse of a body alone waited on. The header's four
  * fields are its first 16 bytes as they are. */
 static OPMSG_ALWAYS_INLINE void
@@ -144,19 +145,15 @@ fill_alone(opmsg_msg_t *msg, const uint8_t *data, size_t len, uint32_t flags, ui
    OPMSG_STORE(16, _mm_loadu_si128((const __m128i *) (const void *) data));
    OPMSG_STORE(32, _mm_cvtsi32_si128((int) flags));
    OPMSG_STORE(48, _mm_set_epi64x((long long) body_len, (long long) (uintptr_t) body));
-   /* Written out: gcc makes a loop of these a `rep stos`. */
+   /* The union of the other opcodes. */
    OPMSG_STORE(64, zero);
    OPMSG_STORE(80, zero);
-   OPMSG_STORE(96, zero);
-   OPMSG_STORE(112, zero);
-   OPMSG_STORE(128, zero);
-   OPMSG_STORE(144, zero);
    /* The core (opmsg_msg_core()): data, body; len, body_len, flags;
     * sections_end, merged_size; the rest 0. */
-   OPMSG_STORE(160, _mm_set_epi64x((long long) (uintptr_t) body, (long long) (uintptr_t) data));
-   OPMSG_STORE(176, _mm_set_epi32(0, (int) flags, (int) body_len, (int) len));
-   OPMSG_STORE(192, _mm_set_epi32(0, (int) body_len, 0, (int) len));
-   OPMSG_STORE(208, zero);
+   OPMSG_STORE(96, _mm_set_epi64x((long long) (uintptr_t) body, (long long) (uintptr_t) data));
+   OPMSG_STORE(112, _mm_set_epi32(0, (int) flags, (int) body_len, (int) len));
+   OPMSG_STORE(128, _mm_set_epi32(0, (int) body_len, 0, (int) len));
+   OPMSG_STORE(144, zero);
 #undef OPMSG_STORE
 }
 #else

@@ -310,35 +310,29 @@ OPMSG_EXPORT void opmsg_options_init(opmsg_options_t *opts);
  * ------------------------------------------------------------------------- */
 
 /*
- * A parsed message. Which fields an opcode fills (the others are 0 / NULL):
+ * A parsed message. The fields before the union are every opcode's (0 /
+ * NULL where an opcode has no such thing); the union holds what one opcode
+ * alone has, in the member named for msg.opcode, with the wire's names:
  *
- *   field                 OP_MSG      OP_QUERY       OP_REPLY         OP_COMPRESSED
- *   flags                 flagBits    flags          responseFlags    0
- *   body, body_len        the body    the query      document 0 (*)   -
- *   n_sequences           kind-1s     -              -                -
- *   full_collection_name  -           namespace      -                -
- *   number_to_skip        -           numberToSkip   -                -
- *   number_to_return      -           numberToReturn -                -
- *   field_selector(_len)  -           the selector   -                -
- *   cursor_id             -           -              cursorID         -
- *   starting_from         -           -              startingFrom     -
- *   number_returned       -           -              numberReturned   -
- *   documents(_len)       -           -              all documents    -
- *   original_opcode ...   -           -              -                the header
+ *   opcode           flags          body, body_len      union member
+ *   OP_MSG           flagBits       the body            - (n_sequences,
+ *                                                        checksum above)
+ *   OP_QUERY         flags          the query           op_query
+ *   OP_REPLY         responseFlags  document 0 (*)      op_reply
+ *   OP_COMPRESSED    0              -                   op_compressed
+ *   OP_INSERT        flags          the first document  op_insert
+ *   OP_UPDATE        flags          the selector        op_update
+ *   OP_DELETE        flags          the selector        op_delete
+ *   OP_GET_MORE      0              -                   op_get_more
+ *   OP_KILL_CURSORS  0              -                   op_kill_cursors
  *   (*) NULL when numberReturned is 0.
  *
+ * The other members of the union are not the message's: read only the one
+ * of msg.opcode. (Until 0.4 one set of fields served all opcodes, the
+ * removed ones reusing OP_QUERY's and OP_REPLY's under other meanings.)
  * The removed opcodes (OP_UPDATE, OP_INSERT, OP_GET_MORE, OP_DELETE,
- * OP_KILL_CURSORS; a proxy still sees them from old clients) reuse the
- * legacy fields for their own wire fields:
- *   OP_INSERT        flags; full_collection_name; documents(_len) all the
- *                    documents, number_returned how many, body the first.
- *   OP_UPDATE        full_collection_name; flags; body the selector,
- *                    field_selector the update document.
- *   OP_DELETE        full_collection_name; flags; body the selector.
- *   OP_GET_MORE      full_collection_name; number_to_return; cursor_id.
- *   OP_KILL_CURSORS  number_returned numberOfCursorIDs; documents(_len) the
- *                    cursor IDs (8 bytes each, little-endian); cursor_id
- *                    the first one (0 when there is none).
+ * OP_KILL_CURSORS) are gone since MongoDB 5.1; a proxy still sees them
+ * from old clients.
  *
  * Every pointer points into the bytes given to opmsg_parse(). The fields
  * before priv_ are the API; priv_ is opmsg's own state for the merge and
@@ -354,40 +348,73 @@ typedef struct {
    int32_t response_to;
    int32_t opcode;
 
-   uint32_t flags;
+   uint32_t flags;        /* the opcode's flags (see above); 0 when it has none */
    bool checksum_present; /* OP_MSG: flag bit 0 was set (and checked) */
    uint32_t checksum;     /* OP_MSG: the stored CRC-32C when checksum_present */
 
-   /* The main document, a framed BSON document of body_len bytes checked
-    * to the level asked (opmsg_check_t). */
+   /* The main document (see above), a framed BSON document of body_len
+    * bytes checked to the level asked (opmsg_check_t); NULL when the
+    * opcode has none. */
    const uint8_t *body;
    uint32_t body_len;
 
    /* OP_MSG: how many kind-1 sections (document sequences) there are. */
    uint32_t n_sequences;
 
-   /* OP_QUERY (see opmsg/legacy.h) and the removed opcodes. */
-   const char *full_collection_name; /* NUL-terminated, inside data */
-   int32_t number_to_skip;
-   int32_t number_to_return;
-   const uint8_t *field_selector; /* NULL when absent */
-   uint32_t field_selector_len;
-
-   /* OP_REPLY (see opmsg/legacy.h) and the removed opcodes. Every document
-    * is checked. */
-   int64_t cursor_id;
-   int32_t starting_from;
-   int32_t number_returned;
-   const uint8_t *documents; /* the documents back to back */
-   size_t documents_len;
-
-   /* OP_COMPRESSED (see opmsg/compress.h). Framing only: the payload is
-    * checked when it is decompressed. */
-   int32_t original_opcode;
-   int32_t uncompressed_size;
-   uint8_t compressor_id;
-   const uint8_t *compressed;
-   size_t compressed_len;
+   union {
+      /* OP_QUERY (see opmsg/legacy.h). body is the query. */
+      struct {
+         const char *full_collection_name; /* NUL-terminated, inside data */
+         int32_t number_to_skip;
+         int32_t number_to_return;
+         const uint8_t *field_selector; /* returnFieldsSelector; NULL when absent */
+         uint32_t field_selector_len;
+      } op_query;
+      /* OP_REPLY (see opmsg/legacy.h). Every document is checked. */
+      struct {
+         int64_t cursor_id;
+         int32_t starting_from;
+         int32_t number_returned;
+         const uint8_t *documents; /* the documents back to back */
+         size_t documents_len;
+      } op_reply;
+      /* OP_COMPRESSED (see opmsg/compress.h). Framing only: the payload is
+       * checked when it is decompressed. */
+      struct {
+         int32_t original_opcode;
+         int32_t uncompressed_size;
+         uint8_t compressor_id;
+         const uint8_t *compressed;
+         size_t compressed_len;
+      } op_compressed;
+      /* OP_INSERT: body is the first document. */
+      struct {
+         const char *full_collection_name;
+         int32_t count;            /* how many documents */
+         const uint8_t *documents; /* all of them, back to back */
+         size_t documents_len;
+      } op_insert;
+      /* OP_UPDATE: body is the selector. */
+      struct {
+         const char *full_collection_name;
+         const uint8_t *update; /* the update document */
+         uint32_t update_len;
+      } op_update;
+      /* OP_DELETE: body is the selector. */
+      struct {
+         const char *full_collection_name;
+      } op_delete;
+      struct {
+         const char *full_collection_name;
+         int32_t number_to_return;
+         int64_t cursor_id;
+      } op_get_more;
+      struct {
+         int32_t number_of_cursor_ids;
+         const uint8_t *cursor_ids; /* 8 bytes each, little-endian (opmsg_wire_i64()) */
+         size_t cursor_ids_len;
+      } op_kill_cursors;
+   };
 
    /* opmsg's own; see above. */
    void *priv_[8];

@@ -607,7 +607,7 @@ static bool
 fuzz_unmergeable(const opmsg_msg_t *msg)
 {
    return msg->opcode == OPMSG_OP_COMPRESSED || fuzz_removed_opcode(msg->opcode) ||
-          (msg->opcode == OPMSG_OP_REPLY && msg->number_returned != 1);
+          (msg->opcode == OPMSG_OP_REPLY && msg->op_reply.number_returned != 1);
 }
 
 uint8_t *
