@@ -243,8 +243,9 @@ opmsg_decompressed_size(const opmsg_msg_t *msg)
 static bool
 check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
 {
-   return codecs[msg->op_compressed.compressor_id]->check_size(msg->op_compressed.compressed, msg->op_compressed.compressed_len, (size_t) msg->op_compressed.uncompressed_size,
-                                                 error);
+   return codecs[msg->op_compressed.compressor_id]->check_size(msg->op_compressed.compressed,
+                                                               msg->op_compressed.compressed_len,
+                                                               (size_t) msg->op_compressed.uncompressed_size, error);
 }
 
 bool
@@ -269,8 +270,9 @@ opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size
    opmsg_write_u32(buf + OPMSG_OFF_REQUEST_ID, (uint32_t) msg->request_id);
    opmsg_write_u32(buf + OPMSG_OFF_RESPONSE_TO, (uint32_t) msg->response_to);
    opmsg_write_u32(buf + OPMSG_OFF_OPCODE, (uint32_t) msg->op_compressed.original_opcode);
-   if (!codecs[msg->op_compressed.compressor_id]->decode(msg->op_compressed.compressed, msg->op_compressed.compressed_len, buf + OPMSG_HEADER_SIZE,
-                                           total - OPMSG_HEADER_SIZE, error)) {
+   if (!codecs[msg->op_compressed.compressor_id]->decode(msg->op_compressed.compressed,
+                                                         msg->op_compressed.compressed_len, buf + OPMSG_HEADER_SIZE,
+                                                         total - OPMSG_HEADER_SIZE, error)) {
       return false;
    }
    if (written) {

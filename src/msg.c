@@ -27,7 +27,8 @@ merged_size(const opmsg_msg_t *msg, size_t *size, bson_error_t *error)
          return true;
       }
       return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
-                        "an OP_REPLY with %d documents has no single document to merge to", msg->op_reply.number_returned);
+                        "an OP_REPLY with %d documents has no single document to merge to",
+                        msg->op_reply.number_returned);
    case OPMSG_OP_COMPRESSED:
       return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
                         "an OP_COMPRESSED message must be decompressed before it is merged");

@@ -995,10 +995,13 @@ test_removed_opcode_views(void **state)
    opmsg_msg_t msg;
    /* {} and {a: 1}: 5 and 12 bytes. */
 #define EMPTY "\5\0\0\0\0"
-#define A1 "\x0c\0\0\0\x10" "a\0\1\0\0\0\0"
+#define A1          \
+   "\x0c\0\0\0\x10" \
+   "a\0\1\0\0\0\0"
 
    /* OP_INSERT: flags 1, "db.c", two documents. */
-   static const char insert[] = "\1\0\0\0" "db.c\0" EMPTY A1;
+   static const char insert[] = "\1\0\0\0"
+                                "db.c\0" EMPTY A1;
    parse_removed(&b, OPMSG_OP_INSERT, insert, sizeof insert - 1, &msg);
    assert_int_equal(msg.flags, 1);
    assert_string_equal(msg.op_insert.full_collection_name, "db.c");
@@ -1011,7 +1014,9 @@ test_removed_opcode_views(void **state)
    tu_buf_free(&b);
 
    /* OP_UPDATE: ZERO, "db.c", flags 2, selector {}, update {a: 1}. */
-   static const char update[] = "\0\0\0\0" "db.c\0" "\2\0\0\0" EMPTY A1;
+   static const char update[] = "\0\0\0\0"
+                                "db.c\0"
+                                "\2\0\0\0" EMPTY A1;
    parse_removed(&b, OPMSG_OP_UPDATE, update, sizeof update - 1, &msg);
    assert_int_equal(msg.flags, 2);
    assert_string_equal(msg.op_update.full_collection_name, "db.c");
@@ -1022,7 +1027,9 @@ test_removed_opcode_views(void **state)
    tu_buf_free(&b);
 
    /* OP_DELETE: ZERO, "db.c", flags 1, selector {a: 1}. */
-   static const char del[] = "\0\0\0\0" "db.c\0" "\1\0\0\0" A1;
+   static const char del[] = "\0\0\0\0"
+                             "db.c\0"
+                             "\1\0\0\0" A1;
    parse_removed(&b, OPMSG_OP_DELETE, del, sizeof del - 1, &msg);
    assert_int_equal(msg.flags, 1);
    assert_string_equal(msg.op_delete.full_collection_name, "db.c");
@@ -1031,7 +1038,10 @@ test_removed_opcode_views(void **state)
    tu_buf_free(&b);
 
    /* OP_GET_MORE: ZERO, "db.c", numberToReturn 7, cursorID 0x0102030405060708. */
-   static const char get_more[] = "\0\0\0\0" "db.c\0" "\7\0\0\0" "\x08\x07\x06\x05\x04\x03\x02\x01";
+   static const char get_more[] = "\0\0\0\0"
+                                  "db.c\0"
+                                  "\7\0\0\0"
+                                  "\x08\x07\x06\x05\x04\x03\x02\x01";
    parse_removed(&b, OPMSG_OP_GET_MORE, get_more, sizeof get_more - 1, &msg);
    assert_string_equal(msg.op_get_more.full_collection_name, "db.c");
    assert_int_equal(msg.op_get_more.number_to_return, 7);
@@ -1040,7 +1050,10 @@ test_removed_opcode_views(void **state)
    tu_buf_free(&b);
 
    /* OP_KILL_CURSORS: ZERO, two cursor IDs. */
-   static const char kill[] = "\0\0\0\0" "\2\0\0\0" "\1\0\0\0\0\0\0\0" "\2\0\0\0\0\0\0\0";
+   static const char kill[] = "\0\0\0\0"
+                              "\2\0\0\0"
+                              "\1\0\0\0\0\0\0\0"
+                              "\2\0\0\0\0\0\0\0";
    parse_removed(&b, OPMSG_OP_KILL_CURSORS, kill, sizeof kill - 1, &msg);
    assert_int_equal(msg.op_kill_cursors.number_of_cursor_ids, 2);
    assert_ptr_equal(msg.op_kill_cursors.cursor_ids, b.data + 24);

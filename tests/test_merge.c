@@ -288,7 +288,7 @@ test_allocations(void **state)
    bson_t *merged = opmsg_merge_bson(&msg, &error);
    size_t two = tu_count_allocs_end();
    assert_int_equal(two, 2); /* the bson_t, its bytes (test_merge_bson_public) */
-   bson_destroy(merged);    /* frees both (ASan/valgrind check) */
+   bson_destroy(merged);     /* frees both (ASan/valgrind check) */
 
    tu_count_allocs_begin();
    opmsg_view_t v;

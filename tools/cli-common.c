@@ -169,9 +169,9 @@ cli_check_option(const char *cmd, int argc, char **argv, int *i, opmsg_check_t *
    }
    if (!opmsg_check_from_name(v, check)) {
       /* The names in the order of what they check, from libopmsg. */
-      cli_usage_error(cmd, "%s%s%s (%s, %s or %s)", v ? "unknown --check level '" : "--check needs a level",
-                      v ? v : "", v ? "'" : "", cli_check_text(OPMSG_CHECK_SPEC),
-                      cli_check_text(OPMSG_CHECK_TOP_LEVEL), cli_check_text(OPMSG_CHECK_FULL));
+      cli_usage_error(cmd, "%s%s%s (%s, %s or %s)", v ? "unknown --check level '" : "--check needs a level", v ? v : "",
+                      v ? "'" : "", cli_check_text(OPMSG_CHECK_SPEC), cli_check_text(OPMSG_CHECK_TOP_LEVEL),
+                      cli_check_text(OPMSG_CHECK_FULL));
       return -1;
    }
    return 1;

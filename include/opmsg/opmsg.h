@@ -263,9 +263,9 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  * 0.1 to 0.4, asks for spec.
  */
 typedef enum {
-   OPMSG_CHECK_SPEC = 0,
-   OPMSG_CHECK_TOP_LEVEL = 1,
-   OPMSG_CHECK_FULL = 2
+   OPMSG_CHECK_SPEC = 0,      /* the default */
+   OPMSG_CHECK_TOP_LEVEL = 1, /* also every top-level element */
+   OPMSG_CHECK_FULL = 2       /* also every nested element */
 } opmsg_check_t;
 
 /* "spec", "top-level" or "full"; NULL for any other value.

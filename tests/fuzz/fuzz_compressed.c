@@ -68,7 +68,8 @@ check_round_trip(const opmsg_msg_t *outer, const uint8_t *plain, size_t len, con
    opmsg_msg_t again;
    FUZZ_CHECK_MSG(opmsg_parse(packed, packed_len, &lenient, &again, &error), "our own OP_COMPRESSED does not parse: %s",
                   error.message);
-   FUZZ_CHECK(again.opcode == OPMSG_OP_COMPRESSED && again.op_compressed.compressor_id == outer->op_compressed.compressor_id);
+   FUZZ_CHECK(again.opcode == OPMSG_OP_COMPRESSED &&
+              again.op_compressed.compressor_id == outer->op_compressed.compressor_id);
    size_t back_len = 0;
    uint8_t *back = opmsg_decompress(&again, &back_len, &error);
    FUZZ_CHECK_MSG(back != NULL, "our own OP_COMPRESSED does not decompress: %s", error.message);

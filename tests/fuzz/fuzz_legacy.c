@@ -94,7 +94,8 @@ check_query(const opmsg_msg_t *msg)
    off += msg->body_len;
    if (msg->op_query.field_selector) {
       FUZZ_CHECK(msg->op_query.field_selector == msg->data + off);
-      FUZZ_CHECK(msg->op_query.field_selector_len >= 5 && fuzz_u32(msg->op_query.field_selector) == msg->op_query.field_selector_len);
+      FUZZ_CHECK(msg->op_query.field_selector_len >= 5 &&
+                 fuzz_u32(msg->op_query.field_selector) == msg->op_query.field_selector_len);
       off += msg->op_query.field_selector_len;
    } else {
       FUZZ_CHECK(msg->op_query.field_selector_len == 0);
