@@ -232,9 +232,8 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  *
  *  - OPMSG_CHECK_SPEC (0, the default: NULL options, opmsg_options_init(),
  *    a zeroed opmsg_options_t): what the OP_MSG spec requires, and the
- *    framing. The header and its
- *    limits, flag bits, the checksum, the section kinds, exactly one body,
- *    kind-1 sizes, identifiers (syntax, unique, none a path prefix of
+ *    framing. The header and its limits, flag bits, the checksum, the
+ *    section kinds, exactly one body, kind-1 sizes, identifiers (syntax, unique, none a path prefix of
  *    another, none naming a body field, also as a dotted path), trailing
  *    bytes, compression bounds, and every document's frame: its length
  *    inside its section and under the size limit, and its terminating 0.
@@ -296,7 +295,8 @@ typedef struct {
 } opmsg_options_t;
 
 /* Fills *opts with the defaults (all limits 0 = default, no flags, the
- * OPMSG_CHECK_SPEC level): what NULL options mean. */
+ * OPMSG_CHECK_SPEC level): what NULL options mean, and since 0.5.0 the
+ * same as zeroing it. */
 OPMSG_EXPORT void opmsg_options_init(opmsg_options_t *opts);
 
 /* ---------------------------------------------------------------------------
