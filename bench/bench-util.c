@@ -43,7 +43,6 @@ bench_xmalloc(size_t n)
 }
 
 const opmsg_check_t bench_levels[BENCH_N_LEVELS] = {
-   OPMSG_CHECK_FRAMES,
    OPMSG_CHECK_SPEC,
    OPMSG_CHECK_TOP_LEVEL,
    OPMSG_CHECK_FULL,

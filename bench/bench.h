@@ -11,7 +11,7 @@
 
 #include <opmsg/opmsg.h>
 
-#include "opmsg-bson-compat.h" /* src/: the same libbson API on 1.23, 1.30, 2.x */
+#include "opmsg-bson-compat.h" /* tools/: the same libbson API on 1.23, 1.30, 2.x */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -226,7 +226,7 @@ void bench_check_view(const bench_case_t *c, const bench_out_t *out);
  * ------------------------------------------------------------------------- */
 
 /* The levels in the order they run and are reported: the cheapest first. */
-#define BENCH_N_LEVELS 4
+#define BENCH_N_LEVELS 3
 extern const opmsg_check_t bench_levels[BENCH_N_LEVELS];
 #define BENCH_LEVEL_BIT(check) (1u << (unsigned) (check))
 /* The level of a result whose implementation does not parse with opmsg (the
@@ -268,7 +268,7 @@ typedef struct {
  * BENCH_LEVEL_NONE finds only level-independent results. */
 const bench_result_t *bench_find_result(const bench_run_t *run, const char *case_name, const char *impl_name,
                                         int level);
-/* "frames", "top-level", "full", or "-" for BENCH_LEVEL_NONE. */
+/* "spec", "top-level", "full", or "-" for BENCH_LEVEL_NONE. */
 const char *bench_level_name(int level);
 /* An allocation count: "1", or "0.50" when it is not whole. */
 void bench_format_allocs(char *buf, size_t size, double allocs);
@@ -284,7 +284,7 @@ void bench_print_targets(const bench_run_t *run, FILE *f, bool json);
  * level (what opmsg_options_init() gives): "default level NAME: seq
  * reencode A x, mongoc_append B x; body-only merge_into +C ns flat, +D ns
  * deep; merge_bson +E ns flat, +F ns deep; top-level G ns/element" (G:
- * parse at top-level minus parse at frames on seq, per top-level element of
+ * parse at top-level minus parse at spec on seq, per top-level element of
  * its sequence documents). A figure whose cells did not run is "n/a". */
 void bench_print_summary(const bench_run_t *run, FILE *f);
 

@@ -546,7 +546,7 @@ const size_t bench_n_cases = sizeof bench_cases / sizeof bench_cases[0];
 
 /* Counts what the targets are computed from, through opmsg's view of the
  * parsed message: sequences, their documents, and the top-level elements
- * of those documents (what the top-level check walks and frames skips). */
+ * of those documents (what the top-level check walks and spec skips). */
 static void
 count_sequences(bench_case_t *c, const opmsg_msg_t *msg)
 {

@@ -17,7 +17,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <mongoc/mongoc.h>
 
-#include "../src/opmsg-bson-compat.h"
+#include "../tools/opmsg-bson-compat.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -47,9 +47,11 @@ op_memcpy_wire(bench_case_t *c, bench_out_t *keep)
 }
 
 /* The floor of any merge to a new bson_t, with nothing parsed or checked:
- * one block of len bytes, 128-byte aligned as libbson's bson_t must be (as
- * opmsg_merge_bson allocates it), src copied in, the block freed. It shows
- * how much of merge_bson is the allocation. When keep is not NULL the
+ * one block of a bson_t and len bytes, 128-byte aligned as libbson's bson_t
+ * must be (as 0.4's opmsg_merge_bson allocated it, through libbson's private
+ * flags; since 0.5.0 it takes libbson's public way, two allocations above
+ * 115 bytes), src copied in, the block freed. It shows how much of
+ * merge_bson is the allocation. When keep is not NULL the
  * copied bytes are kept for the comparison. */
 static size_t
 alloc_copy(bench_case_t *c, const uint8_t *src, size_t len, bench_out_t *keep)
@@ -95,10 +97,10 @@ op_merge_bson(bench_case_t *c, bench_out_t *keep)
    return bench_keep_bson(keep, b);
 }
 
-/* libbson's public ways to a new bson_t holding the merge, which
- * opmsg_merge_bson() would take without its one block (opmsg-bson-compat.h;
- * docs/benchmarks.md has the comparison that keeps it). The first writes
- * the document once into the buffer bson_reserve_buffer() makes: two
+/* libbson's public ways to a new bson_t holding the merge, beside
+ * opmsg_merge_bson()'s (bson_sized_new() of the exact size, then
+ * bson_reserve_buffer()). The first writes the document once into the
+ * buffer bson_reserve_buffer() makes from an empty bson_new(): two
  * allocations (one when it fits inside the bson_t), the capacity a power of
  * two. */
 static size_t

@@ -2,7 +2,7 @@
  * opmsg-bench - how fast is opmsg at turning an OP_MSG into one document?
  *
  * For every case (a wire message), every implementation and, for the
- * implementations that parse with opmsg, every check level (frames,
+ * implementations that parse with opmsg, every check level (spec,
  * top-level, full: opmsg_options_t.check), opmsg-bench checks the output
  * once against opmsg's merge (a difference is fatal), then times it: an
  * adaptive number of operations per repetition so a repetition lasts about
@@ -80,7 +80,7 @@ usage(FILE *f)
          "                CLOCK_MONOTONIC (steadier on a shared machine)\n"
          "  --case, --impl  only these (see --list); case crc32c is the "
          "checksum\n"
-         "  --check LEVEL  parse at these levels only: frames, spec (the\n"
+         "  --check LEVEL  parse at these levels only: spec (the\n"
          "                default), top-level, full (default: each of them)\n"
          "  --data DIR    where flat.bin, deep.bin, seq.bin are (or "
          "DIR/seed/)\n",
@@ -193,7 +193,7 @@ parse_options(int argc, char **argv, options_t *o)
          i++;
       } else if (v && !strcmp(a, "--check")) {
          if (!parse_levels(v, &o->levels)) {
-            fprintf(stderr, "opmsg-bench: bad --check %s (frames, spec, top-level, full)\n", v);
+            fprintf(stderr, "opmsg-bench: bad --check %s (spec, top-level, full)\n", v);
             return 2;
          }
          i++;
@@ -227,7 +227,7 @@ find_result(const char *case_name, const char *impl_name, int level)
    return bench_find_result(&run, case_name, impl_name, level);
 }
 
-/* {"case": "seq", "check": "frames", "impl": "merge_into", ...}; "check"
+/* {"case": "seq", "check": "spec", "impl": "merge_into", ...}; "check"
  * is null for an implementation that does not parse with opmsg. */
 static void
 print_json(const result_t *r)

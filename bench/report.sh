@@ -43,7 +43,7 @@ echo "report.sh: running opmsg-bench --json ${OPMSG_BENCH_ARGS} (a few minutes)"
 "$bench" --json ${OPMSG_BENCH_ARGS} >"$out/results.jsonl" 2>"$out/summary.txt"
 
 # The result lines are opmsg-bench's own format, one object per line:
-# {"case": "seq", "check": "frames", "impl": "merge_into", "ns_per_op": 123.4, "bytes_out": 11293, "allocs_per_op": 0}
+# {"case": "seq", "check": "spec", "impl": "merge_into", "ns_per_op": 123.4, "bytes_out": 11293, "allocs_per_op": 0}
 # ("check" is null for an implementation that does not parse with opmsg);
 # the {"target": ...} lines are the summary's, which is kept whole below.
 # Fields are read by name. Each case is compared with its limit at the same

@@ -1,5 +1,5 @@
 # Debian packages with CPack, split the way Debian would:
-#   libopmsg1        the shared library (component runtime; the number is
+#   libopmsg2        the shared library (component runtime; the number is
 #                    OPMSG_SOVERSION, the SONAME's)
 #   libopmsg-dev     headers, static library, pkg-config and CMake files,
 #                    the library documentation and examples (dev)
@@ -95,8 +95,8 @@ file(WRITE ${OPMSG_DEB_DIR}/shlibs
 # The symbols file: every symbol of abi/libopmsg.symbols (the ABI check
 # keeps it equal to the library's exports), with the first version that
 # had it under this SONAME: OPMSG_SOVERSION_SINCE for those of the nodes
-# before it (the OPMSG_0.x nodes up to 0.3 are older, but libopmsg.so.1 began
-# with 0.3.0); a later node's symbols get its release (OPMSG_0.4: 0.4.0).
+# before it (the OPMSG_0.x nodes up to 0.4 are older, but libopmsg.so.2 began
+# with 0.5.0); a later node's symbols get its release (OPMSG_0.6: 0.6.0).
 set(OPMSG_SYMBOLS_SOURCE ${PROJECT_SOURCE_DIR}/abi/libopmsg.symbols)
 set(OPMSG_DEB_CONTROL_RUNTIME ${OPMSG_DEB_DIR}/triggers ${OPMSG_DEB_DIR}/shlibs)
 if(NOT EXISTS ${OPMSG_SYMBOLS_SOURCE})

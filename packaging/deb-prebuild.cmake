@@ -8,7 +8,7 @@ find_program(OPMSG_STRIP strip REQUIRED)
 
 file(GLOB_RECURSE staged LIST_DIRECTORIES false "${CPACK_TEMPORARY_DIRECTORY}/*")
 
-# libopmsg1's symbols file is made from abi/libopmsg.symbols: a package must
+# libopmsgN's symbols file is made from abi/libopmsg.symbols: a package must
 # not ship a library whose exports that list does not describe exactly.
 if(CPACK_OPMSG_SYMBOLS_FILE)
   file(STRINGS "${CPACK_OPMSG_SYMBOLS_FILE}" listed REGEX "^[^#]")

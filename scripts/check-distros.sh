@@ -225,7 +225,7 @@ for suite in "${suites[@]}"; do
         "$client" "mongodb://127.0.0.1:$(cat "$port_file")/" ping 2>&1 | grep -v "^$" | head -n 5
       kill $server 2>/dev/null; rm -f "$port_file"
       echo "== remove"
-      apt-get purge -y -q libopmsg1 libopmsg-dev opmsg libopmsg-mongoc >/dev/null'
+      apt-get purge -y -q $(for d in dist/*.deb; do dpkg-deb -f "$d" Package; done) >/dev/null'
     if in_root bash -c "$pkg_script" >"$logs/$suite-package.log" 2>&1; then
       deps=$(sed -n 's/^libopmsg-mongoc: //p' "$logs/$suite-package.log" | cut -d, -f1-2)
       installed=$(grep -m 1 '^opmsg-mongoc: ' "$logs/$suite-package.log")
@@ -237,7 +237,9 @@ for suite in "${suites[@]}"; do
       line="$line packages FAILED (log: $logs/$suite-package.log)"
       bad=1
       # Leave the root as it was for the next run.
-      in_root sh -c 'apt-get purge -y -q libopmsg1 libopmsg-dev opmsg libopmsg-mongoc' >/dev/null 2>&1 || true
+      # The runtime package is named for the SONAME (OPMSG_SOVERSION).
+      soversion=$(sed -n 's/^set(OPMSG_SOVERSION \([0-9]*\))$/\1/p' CMakeLists.txt)
+      in_root sh -c "apt-get purge -y -q libopmsg$soversion libopmsg-dev opmsg libopmsg-mongoc" >/dev/null 2>&1 || true
     fi
   fi
   line="${line%,}"

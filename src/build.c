@@ -87,7 +87,7 @@ doc_limits(opmsg_limits_t *dl, const opmsg_limits_t *l, bool frame_only)
 {
    *dl = *l;
    if (frame_only) {
-      dl->check = OPMSG_CHECK_FRAMES;
+      dl->check = OPMSG_CHECK_SPEC;
    }
 }
 

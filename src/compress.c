@@ -69,11 +69,11 @@ opmsg_parse_compressed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_rep
                           " at offset %d makes a message larger than the limit of %zu bytes",
                           usize, OPMSG_OFF_UNCOMPRESSED_SIZE, limits->max_message_size);
    }
-   msg->original_opcode = orig;
-   msg->uncompressed_size = usize;
-   msg->compressor_id = id;
-   msg->compressed = msg->data + OPMSG_COMPRESSED_OVERHEAD;
-   msg->compressed_len = msg->len - OPMSG_COMPRESSED_OVERHEAD;
+   msg->op_compressed.original_opcode = orig;
+   msg->op_compressed.uncompressed_size = usize;
+   msg->op_compressed.compressor_id = id;
+   msg->op_compressed.compressed = msg->data + OPMSG_COMPRESSED_OVERHEAD;
+   msg->op_compressed.compressed_len = msg->len - OPMSG_COMPRESSED_OVERHEAD;
    return true;
 }
 
@@ -203,26 +203,26 @@ check_compressed(const opmsg_msg_t *msg, bson_error_t *error)
    if (msg->opcode != OPMSG_OP_COMPRESSED) {
       return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE, "opcode %" PRId32 " is not OP_COMPRESSED", msg->opcode);
    }
-   if (msg->uncompressed_size < 0) {
+   if (msg->op_compressed.uncompressed_size < 0) {
       return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE, "uncompressedSize %" PRId32 " is negative",
-                        msg->uncompressed_size);
+                        msg->op_compressed.uncompressed_size);
    }
-   if (msg->compressor_id > OPMSG_COMPRESSOR_ZSTD) {
+   if (msg->op_compressed.compressor_id > OPMSG_COMPRESSOR_ZSTD) {
       return opmsg_fail(error, OPMSG_ERR_UNKNOWN_COMPRESSOR, "compressorId %u is reserved",
-                        (unsigned) msg->compressor_id);
+                        (unsigned) msg->op_compressed.compressor_id);
    }
-   if (!opmsg_compressor_available(msg->compressor_id)) {
-      return fail_unavailable(error, msg->compressor_id);
+   if (!opmsg_compressor_available(msg->op_compressed.compressor_id)) {
+      return fail_unavailable(error, msg->op_compressed.compressor_id);
    }
    /* opmsg_parse() checked this; a hand-filled msg must not smuggle an
     * OP_COMPRESSED into the rebuilt header. */
-   if (msg->original_opcode == OPMSG_OP_COMPRESSED) {
+   if (msg->op_compressed.original_opcode == OPMSG_OP_COMPRESSED) {
       return opmsg_fail(error, OPMSG_ERR_NESTED_COMPRESSION, "originalOpcode is OP_COMPRESSED again");
    }
-   if (msg->original_opcode != OPMSG_OP_MSG && msg->original_opcode != OPMSG_OP_QUERY &&
-       msg->original_opcode != OPMSG_OP_REPLY) {
+   if (msg->op_compressed.original_opcode != OPMSG_OP_MSG && msg->op_compressed.original_opcode != OPMSG_OP_QUERY &&
+       msg->op_compressed.original_opcode != OPMSG_OP_REPLY) {
       return opmsg_fail(error, OPMSG_ERR_BAD_ORIGINAL_OPCODE, "originalOpcode %" PRId32 " cannot be rebuilt",
-                        msg->original_opcode);
+                        msg->op_compressed.original_opcode);
    }
    return true;
 }
@@ -230,10 +230,10 @@ check_compressed(const opmsg_msg_t *msg, bson_error_t *error)
 size_t
 opmsg_decompressed_size(const opmsg_msg_t *msg)
 {
-   if (!msg || msg->opcode != OPMSG_OP_COMPRESSED || msg->uncompressed_size < 0) {
+   if (!msg || msg->opcode != OPMSG_OP_COMPRESSED || msg->op_compressed.uncompressed_size < 0) {
       return 0;
    }
-   return OPMSG_HEADER_SIZE + (size_t) msg->uncompressed_size;
+   return OPMSG_HEADER_SIZE + (size_t) msg->op_compressed.uncompressed_size;
 }
 
 /* Before a byte is allocated for it, uncompressedSize against what the
@@ -243,8 +243,9 @@ opmsg_decompressed_size(const opmsg_msg_t *msg)
 static bool
 check_declared_size(const opmsg_msg_t *msg, bson_error_t *error)
 {
-   return codecs[msg->compressor_id]->check_size(msg->compressed, msg->compressed_len, (size_t) msg->uncompressed_size,
-                                                 error);
+   return codecs[msg->op_compressed.compressor_id]->check_size(msg->op_compressed.compressed,
+                                                               msg->op_compressed.compressed_len,
+                                                               (size_t) msg->op_compressed.uncompressed_size, error);
 }
 
 bool
@@ -268,9 +269,10 @@ opmsg_decompress_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size
    opmsg_write_u32(buf, (uint32_t) total);
    opmsg_write_u32(buf + OPMSG_OFF_REQUEST_ID, (uint32_t) msg->request_id);
    opmsg_write_u32(buf + OPMSG_OFF_RESPONSE_TO, (uint32_t) msg->response_to);
-   opmsg_write_u32(buf + OPMSG_OFF_OPCODE, (uint32_t) msg->original_opcode);
-   if (!codecs[msg->compressor_id]->decode(msg->compressed, msg->compressed_len, buf + OPMSG_HEADER_SIZE,
-                                           total - OPMSG_HEADER_SIZE, error)) {
+   opmsg_write_u32(buf + OPMSG_OFF_OPCODE, (uint32_t) msg->op_compressed.original_opcode);
+   if (!codecs[msg->op_compressed.compressor_id]->decode(msg->op_compressed.compressed,
+                                                         msg->op_compressed.compressed_len, buf + OPMSG_HEADER_SIZE,
+                                                         total - OPMSG_HEADER_SIZE, error)) {
       return false;
    }
    if (written) {
@@ -316,7 +318,7 @@ opmsg_decompress_parse(const opmsg_msg_t *msg, const opmsg_options_t *opts, opms
       return opmsg_fail(error, OPMSG_ERR_UNCOMPRESSED_SIZE,
                         "uncompressedSize %" PRId32 " makes a message larger "
                         "than the limit of %zu bytes",
-                        msg->uncompressed_size, limits.max_message_size);
+                        msg->op_compressed.uncompressed_size, limits.max_message_size);
    }
    out->data = opmsg_decompress(msg, &out->len, error);
    if (!out->data) {

@@ -14,10 +14,11 @@
 bool
 opmsg_options_valid(const opmsg_options_t *opts, bson_error_t *error)
 {
-   if (opts && (unsigned) opts->check > (unsigned) OPMSG_CHECK_SPEC) {
+   if (opts && !opmsg_check_known(opts->check)) {
       return opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT,
-                        "opmsg_options_t.check is %d, not a check level (0 top-level, 1 frames, 2 full, 3 spec)",
-                        (int) opts->check);
+                        "opmsg_options_t.check is %d, not a check level (%d %s, %d %s, %d %s)", (int) opts->check,
+                        OPMSG_CHECK_SPEC, opmsg_check_name(OPMSG_CHECK_SPEC), OPMSG_CHECK_TOP_LEVEL,
+                        opmsg_check_name(OPMSG_CHECK_TOP_LEVEL), OPMSG_CHECK_FULL, opmsg_check_name(OPMSG_CHECK_FULL));
    }
    return true;
 }
@@ -115,11 +116,12 @@ start_msg(opmsg_msg_t *msg, const uint8_t *data, size_t len)
 
 #if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__) && BSON_BYTE_ORDER == BSON_LITTLE_ENDIAN
 /* The stores of fill_alone() follow these layouts. */
-_Static_assert(sizeof(opmsg_msg_t) == 224 && offsetof(opmsg_msg_t, len) == 8 &&
+_Static_assert(sizeof(opmsg_msg_t) == 160 && offsetof(opmsg_msg_t, len) == 8 &&
                   offsetof(opmsg_msg_t, message_length) == 16 && offsetof(opmsg_msg_t, opcode) == 28 &&
                   offsetof(opmsg_msg_t, flags) == 32 && offsetof(opmsg_msg_t, checksum) == 40 &&
                   offsetof(opmsg_msg_t, body) == 48 && offsetof(opmsg_msg_t, body_len) == 56 &&
-                  offsetof(opmsg_msg_t, n_sequences) == 60 && offsetof(opmsg_msg_t, priv_) == 160,
+                  offsetof(opmsg_msg_t, n_sequences) == 60 && offsetof(opmsg_msg_t, op_reply) == 64 &&
+                  sizeof(((opmsg_msg_t *) 0)->op_reply) == 32 && offsetof(opmsg_msg_t, priv_) == 96,
                "opmsg_msg_t's layout");
 _Static_assert(sizeof(opmsg_op_msg_t) == 64 && offsetof(opmsg_op_msg_t, body) == 8 &&
                   offsetof(opmsg_op_msg_t, len) == 16 && offsetof(opmsg_op_msg_t, body_len) == 20 &&
@@ -129,7 +131,7 @@ _Static_assert(sizeof(opmsg_op_msg_t) == 64 && offsetof(opmsg_op_msg_t, body) ==
                "opmsg_op_msg_t's layout");
 
 /* What start_msg() and opmsg_op_msg_alone() write, for a body alone, in
- * fourteen 16-byte stores instead of some thirty: the store unit, not the
+ * ten 16-byte stores instead of some twenty: the store unit, not the
  * checks, was what the parse of a body alone waited on. The header's four
  * fields are its first 16 bytes as they are. */
 static OPMSG_ALWAYS_INLINE void
@@ -143,19 +145,15 @@ fill_alone(opmsg_msg_t *msg, const uint8_t *data, size_t len, uint32_t flags, ui
    OPMSG_STORE(16, _mm_loadu_si128((const __m128i *) (const void *) data));
    OPMSG_STORE(32, _mm_cvtsi32_si128((int) flags));
    OPMSG_STORE(48, _mm_set_epi64x((long long) body_len, (long long) (uintptr_t) body));
-   /* Written out: gcc makes a loop of these a `rep stos`. */
+   /* The union of the other opcodes. */
    OPMSG_STORE(64, zero);
    OPMSG_STORE(80, zero);
-   OPMSG_STORE(96, zero);
-   OPMSG_STORE(112, zero);
-   OPMSG_STORE(128, zero);
-   OPMSG_STORE(144, zero);
    /* The core (opmsg_msg_core()): data, body; len, body_len, flags;
     * sections_end, merged_size; the rest 0. */
-   OPMSG_STORE(160, _mm_set_epi64x((long long) (uintptr_t) body, (long long) (uintptr_t) data));
-   OPMSG_STORE(176, _mm_set_epi32(0, (int) flags, (int) body_len, (int) len));
-   OPMSG_STORE(192, _mm_set_epi32(0, (int) body_len, 0, (int) len));
-   OPMSG_STORE(208, zero);
+   OPMSG_STORE(96, _mm_set_epi64x((long long) (uintptr_t) body, (long long) (uintptr_t) data));
+   OPMSG_STORE(112, _mm_set_epi32(0, (int) flags, (int) body_len, (int) len));
+   OPMSG_STORE(128, _mm_set_epi32(0, (int) body_len, 0, (int) len));
+   OPMSG_STORE(144, zero);
 #undef OPMSG_STORE
 }
 #else
@@ -172,8 +170,8 @@ fill_alone(opmsg_msg_t *msg, const uint8_t *data, size_t len, uint32_t flags, ui
 #endif
 
 /* The reply most messages are, taken before anything else: an OP_MSG whose
- * body fills it alone (opmsg_op_msg_alone_ok()), at the spec or frames
- * level (NULL options: spec), not a request (which must name its
+ * body fills it alone (opmsg_op_msg_alone_ok()), at the spec level
+ * (NULL options, 0), not a request (which must name its
  * database). True when msg is parsed; false for anything else, a fault
  * included, which the whole way then checks and names. */
 static OPMSG_ALWAYS_INLINE bool
@@ -183,8 +181,7 @@ parse_alone(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_
    /* opmsg_limits_from()'s two limits, without the rest of the struct. */
    size_t max_message = OPMSG_DEFAULT_MAX_MESSAGE_SIZE, max_bson = OPMSG_DEFAULT_MAX_BSON_SIZE;
    if (opts) {
-      if ((opts->check != OPMSG_CHECK_SPEC && opts->check != OPMSG_CHECK_FRAMES) ||
-          (opts->flags & (OPMSG_PARSE_FULL_VALIDATE | OPMSG_PARSE_REQUEST))) {
+      if (!opmsg_check_frames_only(opts->check) || (opts->flags & (OPMSG_PARSE_FULL_VALIDATE | OPMSG_PARSE_REQUEST))) {
          return false;
       }
       if (opts->max_message_size || opts->max_bson_size) {

@@ -8,6 +8,7 @@
  * have nothing to merge.
  */
 #include "opmsg-document.h"
+#include <stddef.h>
 #include "opmsg-parse.h"
 
 size_t
@@ -51,7 +52,7 @@ rd_i32(rd_t *r, int32_t *v, const char *what)
 }
 
 static bool
-rd_ns(rd_t *r, opmsg_msg_t *msg)
+rd_ns(rd_t *r, const char **ns)
 {
    const uint8_t *nul = memchr(r->p, 0, (size_t) (r->end - r->p));
    if (!nul || nul == r->p) {
@@ -59,7 +60,7 @@ rd_ns(rd_t *r, opmsg_msg_t *msg)
       return opmsg_report(r->report, OPMSG_ERR_QUERY_NAMESPACE, off, "fullCollectionName at offset %zu is %s", off,
                           nul ? "empty" : "not terminated");
    }
-   msg->full_collection_name = (const char *) r->p;
+   *ns = (const char *) r->p;
    r->p = nul + 1;
    return true;
 }
@@ -86,6 +87,11 @@ rd_done(rd_t *r)
    return true;
 }
 
+/* OP_UPDATE and OP_DELETE share their first fields, parsed once. */
+_Static_assert(offsetof(opmsg_msg_t, op_update.full_collection_name) ==
+                  offsetof(opmsg_msg_t, op_delete.full_collection_name),
+               "OP_UPDATE's and OP_DELETE's namespace");
+
 bool
 opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t *report)
 {
@@ -96,10 +102,10 @@ opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report
 
    switch (msg->opcode) {
    case OPMSG_OP_INSERT:
-      if (!rd_i32(&r, (int32_t *) &msg->flags, "flags") || !rd_ns(&r, msg)) {
+      if (!rd_i32(&r, (int32_t *) &msg->flags, "flags") || !rd_ns(&r, &msg->op_insert.full_collection_name)) {
          return false;
       }
-      msg->documents = r.p;
+      msg->op_insert.documents = r.p;
       do {
          if (!rd_doc(&r, "document", &doc, &len)) {
             return false;
@@ -108,29 +114,31 @@ opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report
             msg->body = doc;
             msg->body_len = len;
          }
-         msg->number_returned++;
+         msg->op_insert.count++;
       } while (r.p < r.end);
-      msg->documents_len = (size_t) (r.p - msg->documents);
+      msg->op_insert.documents_len = (size_t) (r.p - msg->op_insert.documents);
       return true;
    case OPMSG_OP_UPDATE:
    case OPMSG_OP_DELETE:
-      if (!rd_i32(&r, &zero, "ZERO") || !rd_ns(&r, msg) || !rd_i32(&r, (int32_t *) &msg->flags, "flags") ||
-          !rd_doc(&r, "selector", &msg->body, &msg->body_len)) {
+      /* fullCollectionName is where both views have it (asserted above). */
+      if (!rd_i32(&r, &zero, "ZERO") || !rd_ns(&r, &msg->op_delete.full_collection_name) ||
+          !rd_i32(&r, (int32_t *) &msg->flags, "flags") || !rd_doc(&r, "selector", &msg->body, &msg->body_len)) {
          return false;
       }
-      if (msg->opcode == OPMSG_OP_UPDATE && !rd_doc(&r, "update", &msg->field_selector, &msg->field_selector_len)) {
+      if (msg->opcode == OPMSG_OP_UPDATE && !rd_doc(&r, "update", &msg->op_update.update, &msg->op_update.update_len)) {
          return false;
       }
       return rd_done(&r);
    case OPMSG_OP_GET_MORE:
-      if (!rd_i32(&r, &zero, "ZERO") || !rd_ns(&r, msg) || !rd_i32(&r, &msg->number_to_return, "numberToReturn")) {
+      if (!rd_i32(&r, &zero, "ZERO") || !rd_ns(&r, &msg->op_get_more.full_collection_name) ||
+          !rd_i32(&r, &msg->op_get_more.number_to_return, "numberToReturn")) {
          return false;
       }
       if (r.end - r.p < 8) {
          size_t off = opmsg_report_at(report, r.p);
          return opmsg_report(report, OPMSG_ERR_TRUNCATED, off, "cursorID at offset %zu: message ends first", off);
       }
-      msg->cursor_id = opmsg_read_i64(r.p);
+      msg->op_get_more.cursor_id = opmsg_read_i64(r.p);
       r.p += 8;
       return rd_done(&r);
    default: /* OPMSG_OP_KILL_CURSORS */
@@ -147,10 +155,9 @@ opmsg_parse_removed(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report
                              "numberOfCursorIDs %d at offset %zu but %zu bytes of cursor IDs follow", count, ids - 4,
                              (size_t) (r.end - r.p));
       }
-      msg->number_returned = count;
-      msg->cursor_id = count ? opmsg_read_i64(r.p) : 0;
-      msg->documents = r.p;
-      msg->documents_len = (size_t) count * 8;
+      msg->op_kill_cursors.number_of_cursor_ids = count;
+      msg->op_kill_cursors.cursor_ids = r.p;
+      msg->op_kill_cursors.cursor_ids_len = (size_t) count * 8;
       return true;
    }
 }

@@ -52,10 +52,10 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
       return opmsg_report(r, OPMSG_ERR_QUERY_NAMESPACE, ns_off,
                           "OP_QUERY fullCollectionName at offset %zu is not valid UTF-8", ns_off);
    }
-   msg->full_collection_name = (const char *) ns;
+   msg->op_query.full_collection_name = (const char *) ns;
    off = (size_t) (nul - msg->data) + 1;
-   msg->number_to_skip = opmsg_read_i32(msg->data + off);
-   msg->number_to_return = opmsg_read_i32(msg->data + off + 4);
+   msg->op_query.number_to_skip = opmsg_read_i32(msg->data + off);
+   msg->op_query.number_to_return = opmsg_read_i32(msg->data + off + 4);
    off += OPMSG_QUERY_SKIP_RETURN_SIZE;
 
    if (!legacy_doc(r, msg, limits, off, opmsg_body_limit(limits), "query", &len)) {
@@ -65,8 +65,8 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
    msg->body_len = len;
    off += len;
 
-   msg->field_selector = NULL;
-   msg->field_selector_len = 0;
+   msg->op_query.field_selector = NULL;
+   msg->op_query.field_selector_len = 0;
    if (off == msg->len) {
       return true;
    }
@@ -78,8 +78,8 @@ opmsg_parse_query(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
    if (!legacy_doc(r, msg, limits, off, limits->max_bson_size, "returnFieldsSelector", &len)) {
       return false;
    }
-   msg->field_selector = msg->data + off;
-   msg->field_selector_len = len;
+   msg->op_query.field_selector = msg->data + off;
+   msg->op_query.field_selector_len = len;
    off += len;
    if (off != msg->len) {
       return opmsg_report(r, OPMSG_ERR_TRAILING_BYTES, off,
@@ -102,21 +102,21 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
    int32_t i;
 
    msg->flags = opmsg_read_u32(p + OPMSG_OFF_RESPONSE_FLAGS);
-   msg->cursor_id = opmsg_read_i64(p + OPMSG_OFF_CURSOR_ID);
-   msg->starting_from = opmsg_read_i32(p + OPMSG_OFF_STARTING_FROM);
-   msg->number_returned = opmsg_read_i32(p + OPMSG_OFF_NUMBER_RETURNED);
-   msg->documents = msg->data + docs_off;
-   msg->documents_len = msg->len - docs_off;
+   msg->op_reply.cursor_id = opmsg_read_i64(p + OPMSG_OFF_CURSOR_ID);
+   msg->op_reply.starting_from = opmsg_read_i32(p + OPMSG_OFF_STARTING_FROM);
+   msg->op_reply.number_returned = opmsg_read_i32(p + OPMSG_OFF_NUMBER_RETURNED);
+   msg->op_reply.documents = msg->data + docs_off;
+   msg->op_reply.documents_len = msg->len - docs_off;
    msg->body = NULL;
    msg->body_len = 0;
 
-   if (msg->number_returned < 0) {
+   if (msg->op_reply.number_returned < 0) {
       return opmsg_report(r, OPMSG_ERR_REPLY_COUNT, OPMSG_OFF_NUMBER_RETURNED,
-                          "OP_REPLY numberReturned %" PRId32 " at offset %d is negative", msg->number_returned,
+                          "OP_REPLY numberReturned %" PRId32 " at offset %d is negative", msg->op_reply.number_returned,
                           OPMSG_OFF_NUMBER_RETURNED);
    }
    /* The loop is bounded by the bytes too: each document takes >= 5. */
-   for (i = 0; i < msg->number_returned; i++) {
+   for (i = 0; i < msg->op_reply.number_returned; i++) {
       char what[48];
       uint32_t len;
 
@@ -125,7 +125,7 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
          return opmsg_report(r, OPMSG_ERR_REPLY_COUNT, off,
                              "OP_REPLY numberReturned is %" PRId32 " but the message ends after %" PRId32
                              " documents at offset %zu",
-                             msg->number_returned, i, off);
+                             msg->op_reply.number_returned, i, off);
       }
       bson_snprintf(what, sizeof what, "reply document %" PRId32, i);
       if (!legacy_doc(r, msg, limits, off, i == 0 ? opmsg_body_limit(limits) : limits->max_bson_size, what, &len)) {
@@ -144,7 +144,7 @@ opmsg_parse_reply(opmsg_msg_t *msg, const opmsg_limits_t *limits, opmsg_report_t
       if (opmsg_doc_frame_ok(msg->data + off, msg->len - off, (size_t) INT32_MAX, &len)) {
          return opmsg_report(r, OPMSG_ERR_REPLY_COUNT, off,
                              "OP_REPLY numberReturned is %" PRId32 " but another document follows at offset %zu",
-                             msg->number_returned, off);
+                             msg->op_reply.number_returned, off);
       }
       return opmsg_report(r, OPMSG_ERR_TRAILING_BYTES, off,
                           "%zu trailing bytes after the last OP_REPLY document at offset %zu", msg->len - off, off);
@@ -477,11 +477,11 @@ opmsg_reply_iter_init(opmsg_reply_iter_t *it, const opmsg_msg_t *msg)
    }
    it->p = NULL;
    it->end = NULL;
-   if (!msg || msg->opcode != OPMSG_OP_REPLY || !msg->documents) {
+   if (!msg || msg->opcode != OPMSG_OP_REPLY || !msg->op_reply.documents) {
       return false;
    }
-   it->p = msg->documents;
-   it->end = msg->documents + msg->documents_len;
+   it->p = msg->op_reply.documents;
+   it->end = msg->op_reply.documents + msg->op_reply.documents_len;
    return true;
 }
 

@@ -4,7 +4,6 @@
  * (merge.c), through the opmsg_op_msg_t opmsg_msg_t keeps (opmsg-parse.h);
  * OP_QUERY's and OP_REPLY's is their one document.
  */
-#include "opmsg-bson-compat.h"
 #include "opmsg-parse.h"
 
 /* ---------------------------------------------------------------------------
@@ -23,12 +22,13 @@ merged_size(const opmsg_msg_t *msg, size_t *size, bson_error_t *error)
       *size = msg->body_len;
       return true;
    case OPMSG_OP_REPLY:
-      if (msg->number_returned == 1 && msg->body) {
+      if (msg->op_reply.number_returned == 1 && msg->body) {
          *size = msg->body_len;
          return true;
       }
       return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
-                        "an OP_REPLY with %d documents has no single document to merge to", msg->number_returned);
+                        "an OP_REPLY with %d documents has no single document to merge to",
+                        msg->op_reply.number_returned);
    case OPMSG_OP_COMPRESSED:
       return opmsg_fail(error, OPMSG_ERR_WRONG_OPCODE,
                         "an OP_COMPRESSED message must be decompressed before it is merged");
@@ -86,46 +86,26 @@ opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t buf_len, size_t *w
    return true;
 }
 
-/* One block: the bson_t, then the document. libbson declares bson_t with
- * 128-byte alignment, so the block is allocated aligned (and its size
- * rounded up, as C11's aligned_alloc asks); sizeof(bson_t) is a multiple of
- * that alignment, so the bytes behind it need nothing more. The block
- * becomes the bson_t itself where libbson's flags are the ones opmsg knows
- * (docs/design.md says why it is worth it): its frame (the length and
- * terminator the merge writes anyway) goes first, for libbson's look at
- * it, and the caller writes the rest. NULL when this libbson's flags are
- * not those: *block is then the block, for the general way. */
+/* A new bson_t whose document is size bytes, for the caller to write in
+ * place: libbson's public API only. bson_sized_new() makes the bson_t (its
+ * bytes inside it up to libbson's inline size, else one allocation of
+ * exactly the capacity asked), and bson_reserve_buffer() sets the length
+ * and hands over the bytes. The capacity asked is size + 5: reserve_buffer
+ * grows the empty document's 5 bytes by size, so with that room it has no
+ * reason to reallocate (libbson 1.23 to 2.x do not). NULL when libbson
+ * refuses the size (past its largest document, which the parse already
+ * bounds). */
 static OPMSG_ALWAYS_INLINE bson_t *
-take_block(size_t size, bson_t **block)
+new_bson_of(size_t size, uint8_t **data)
 {
-   size_t align = BSON_ALIGNOF(bson_t);
-   size_t total = (sizeof(bson_t) + size + align - 1) / align * align;
-   bson_t *b = bson_aligned_alloc(align, total);
-   uint8_t *data = (uint8_t *) (b + 1);
-   opmsg_write_u32(data, (uint32_t) size);
-   data[size - 1] = 0;
-   *block = b;
-   return OPMSG_LIKELY(opmsg_bson_take_block(b, size)) ? b : NULL;
-}
-
-/* opmsg_merge_bson() of every message but an OP_MSG body alone. */
-static OPMSG_NOINLINE bson_t *
-merge_bson_written(const opmsg_msg_t *msg, bson_error_t *error)
-{
-   size_t size = 0;
-   bson_t *block;
-   if (!merged_size(msg, &size, error)) {
+   if (OPMSG_UNLIKELY(size > (size_t) INT32_MAX - 5)) {
       return NULL;
    }
-   bson_t *b = take_block(size, &block);
-   write_merged(msg, (uint8_t *) (block + 1));
-   if (b) {
-      return b;
-   }
-   /* Elsewhere libbson's public way, a copy, rather than a guess. */
-   b = opmsg_bson_adopt_block(block, size, opmsg_bson_own_static);
-   if (!b) {
-      opmsg_fail(error, OPMSG_ERR_INVALID_VALUE, "internal error: merged document is malformed");
+   bson_t *b = bson_sized_new(size + 5);
+   *data = bson_reserve_buffer(b, (uint32_t) size);
+   if (OPMSG_UNLIKELY(!*data)) {
+      bson_destroy(b);
+      return NULL;
    }
    return b;
 }
@@ -133,23 +113,30 @@ merge_bson_written(const opmsg_msg_t *msg, bson_error_t *error)
 bson_t *
 opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error)
 {
+   size_t size = 0;
+   uint8_t *data;
    if (!msg) {
       opmsg_fail(error, OPMSG_ERR_INVALID_ARGUMENT, "msg must not be NULL");
       return NULL;
    }
    /* Most replies: an OP_MSG body alone is its own merge. */
-   if (OPMSG_LIKELY(msg->opcode == OPMSG_OP_MSG && opmsg_msg_ccore(msg)->n_sequences == 0)) {
-      size_t size = msg->body_len;
-      size_t align = BSON_ALIGNOF(bson_t);
-      bson_t *b = bson_aligned_alloc(align, (sizeof(bson_t) + size + align - 1) / align * align);
-      memcpy(b + 1, msg->body, size);
-      if (OPMSG_LIKELY(opmsg_bson_take_block(b, size))) {
-         return b;
-      }
-      /* Another libbson: the general way below, which copies. */
-      bson_free(b);
+   bool alone = msg->opcode == OPMSG_OP_MSG && opmsg_msg_ccore(msg)->n_sequences == 0;
+   if (OPMSG_LIKELY(alone)) {
+      size = msg->body_len;
+   } else if (!merged_size(msg, &size, error)) {
+      return NULL;
    }
-   return merge_bson_written(msg, error);
+   bson_t *b = new_bson_of(size, &data);
+   if (OPMSG_UNLIKELY(!b)) {
+      opmsg_fail(error, OPMSG_ERR_OUTPUT_TOO_LARGE, "libbson refuses a %zu-byte document", size);
+      return NULL;
+   }
+   if (OPMSG_LIKELY(alone)) {
+      memcpy(data, msg->body, size);
+   } else {
+      write_merged(msg, data);
+   }
+   return b;
 }
 
 bool

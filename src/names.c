@@ -67,17 +67,16 @@ opmsg_flag_name(int32_t opcode, unsigned bit)
 
 /* The check levels' names: the CLI's --check and the drop-in's
  * OPMSG_MONGOC_CHECK both read them here. */
-static const char *const check_names[] = {
-   [OPMSG_CHECK_TOP_LEVEL] = "top-level",
-   [OPMSG_CHECK_FRAMES] = "frames",
-   [OPMSG_CHECK_FULL] = "full",
+static const char *const check_names[OPMSG_CHECK_LAST + 1] = {
    [OPMSG_CHECK_SPEC] = "spec",
+   [OPMSG_CHECK_TOP_LEVEL] = "top-level",
+   [OPMSG_CHECK_FULL] = "full",
 };
 
 const char *
 opmsg_check_name(opmsg_check_t check)
 {
-   return (unsigned) check < sizeof check_names / sizeof check_names[0] ? check_names[check] : NULL;
+   return opmsg_check_known(check) ? check_names[check] : NULL;
 }
 
 bool

@@ -141,10 +141,9 @@ typedef struct {
    size_t max_message_size;
    size_t max_bson_size;
    uint32_t flags; /* OPMSG_PARSE_* bits, as the caller gave them */
-   /* How far inside the documents to look: spec and frames (which check
-    * the same) frame them, top-level reads their top-level elements, full
-    * is top-level with deep set. Ask through opmsg_checks_top() and
-    * opmsg_checks_deep(). */
+   /* How far inside the documents to look: spec frames them, top-level
+    * reads their top-level elements, full is top-level with deep set. Ask
+    * through opmsg_checks_top() and opmsg_checks_deep(). */
    opmsg_check_t check;
    /* The full level's nested walk, NULL below it: opmsg_limits_full() sets
     * it. The one way into validate.c, so that a program that never asks for
@@ -155,8 +154,8 @@ typedef struct {
 /* 0 means the default; messageLength is an int32, and so is the length of
  * a body, which may be OPMSG_BODY_ALLOWANCE above max_bson_size: both are
  * capped to fit. The check level is top-level (the encoder's, for a
- * command): set check to OPMSG_CHECK_SPEC or OPMSG_CHECK_FRAMES, or call
- * opmsg_limits_full(), for another. flags are
+ * command): set check to OPMSG_CHECK_SPEC, or call opmsg_limits_full(),
+ * for another. flags are
  * kept as given (OPMSG_PARSE_FULL_VALIDATE is opmsg_limits_from()'s to
  * read). Inline, since every parse sets its limits. */
 static inline void
@@ -177,15 +176,48 @@ opmsg_limits_set(opmsg_limits_t *limits, size_t max_message_size, size_t max_bso
    }
 }
 
-/* What the check level asks of a document beyond its frame: its top-level
- * elements (top-level and full; not spec and frames, which only frame a
- * document, and read the body's keys when there are sequences to place),
- * every nested one (full). The one mapping from the level to the checks,
- * for every opcode. */
+/* The one mapping from a check level (opmsg_check_t) to what it checks,
+ * for every opcode, the parser's and the encoder's: each place that asks
+ * about a level asks here. The levels are ordered, each checking all that
+ * the one before it does:
+ *  - known: one of the levels (opmsg_options_t.check is a caller's int);
+ *  - frames only (spec, 0): each document's frame, and the body's keys when
+ *    there are sequences to place; nothing else of the documents;
+ *  - top: also every top-level element of every document, and no
+ *    duplicate key in the body (top-level and full);
+ *  - deep: also every nested element (full; opmsg_limits_full() sets the
+ *    walk). */
+#define OPMSG_CHECK_LAST OPMSG_CHECK_FULL
+
+static inline bool
+opmsg_check_known(opmsg_check_t check)
+{
+   return (unsigned) check <= (unsigned) OPMSG_CHECK_LAST;
+}
+
+static inline bool
+opmsg_check_frames_only(opmsg_check_t check)
+{
+   return check == OPMSG_CHECK_SPEC;
+}
+
+static inline bool
+opmsg_check_top(opmsg_check_t check)
+{
+   return opmsg_check_known(check) && !opmsg_check_frames_only(check);
+}
+
+static inline bool
+opmsg_check_deep(opmsg_check_t check)
+{
+   return check == OPMSG_CHECK_FULL;
+}
+
+/* The limits' level, through the mapping above. */
 static inline bool
 opmsg_checks_top(const opmsg_limits_t *limits)
 {
-   return limits->check == OPMSG_CHECK_TOP_LEVEL || limits->check == OPMSG_CHECK_FULL;
+   return opmsg_check_top(limits->check);
 }
 
 static inline bool

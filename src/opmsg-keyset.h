@@ -28,7 +28,7 @@ typedef struct {
    size_t nslots;
    opmsg_keyslot_t *local; /* the caller's table */
    /* A set of a body's keys: false when duplicates were let in (the
-    * frames level), so a name may have a second place the set does not
+    * spec level), so a name may have a second place the set does not
     * show. */
    bool unique;
 } opmsg_keyset_t;

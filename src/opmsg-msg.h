@@ -41,7 +41,7 @@ typedef struct {
    uint32_t splice;
    /* The offset of the body's first "$db" element, 0 when there is none;
     * known only with db_known (a walk of the body's whole top level, or one
-    * that met "$db", went before: not so at the spec and frames levels for a body
+    * that met "$db", went before: not so at the spec level for a body
     * alone). */
    uint32_t db;
    /* The last sequence's document count, which the scan found, so that
@@ -55,8 +55,8 @@ typedef struct {
 
 /* The message most replies are: a body alone filling the sections, no
  * checksum, no required flag bit but moreToCome (optional bits are ignored
- * on receipt anyway), at a level that only frames a body alone (spec,
- * frames). When data[0..len) (len >= OPMSG_OP_MSG_MIN_LENGTH, the header
+ * on receipt anyway), at the level that only frames a body alone (spec).
+ * When data[0..len) (len >= OPMSG_OP_MSG_MIN_LENGTH, the header
  * checked) is that, returns true with its flagBits and the body's length:
  * its frame is all there is to check. Anything else, a fault included,
  * returns false, for opmsg_op_msg_parse()'s whole way, which says what is
@@ -137,7 +137,7 @@ opmsg_db_string(const uint8_t *e, uint32_t *len)
 }
 
 /* opmsg_op_msg_db() when the parse did not note "$db" (a body alone at the
- * frames level): a walk of the body's top level, which stops at an unsound
+ * spec level): a walk of the body's top level, which stops at an unsound
  * element (paths.c). */
 const char *opmsg_op_msg_find_db(const opmsg_op_msg_t *m, uint32_t *len);
 

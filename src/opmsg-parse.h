@@ -49,10 +49,10 @@ opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits)
    }
    opmsg_limits_set(limits, opts->max_message_size, opts->max_bson_size, opts->flags);
    /* The flag asks for full whatever the level says. */
-   if ((opts->flags & OPMSG_PARSE_FULL_VALIDATE) || opts->check == OPMSG_CHECK_FULL) {
+   if ((opts->flags & OPMSG_PARSE_FULL_VALIDATE) || opmsg_check_deep(opts->check)) {
       opmsg_limits_full(limits);
-   } else if (opts->check == OPMSG_CHECK_FRAMES || opts->check == OPMSG_CHECK_SPEC) {
-      limits->check = opts->check;
+   } else if (opmsg_check_frames_only(opts->check)) {
+      limits->check = OPMSG_CHECK_SPEC;
    }
 }
 /* False with OPMSG_ERR_INVALID_ARGUMENT when opts asks for a check level

@@ -66,7 +66,7 @@ static OPMSG_ALWAYS_INLINE bool
 opmsg_seq_doc_ok(const uint8_t *doc, size_t avail, size_t max_bson, bool top, opmsg_deep_check_fn deep, size_t *len)
 {
    /* The full level is the top level and more: deep is only ever set with
-    * top, so the frames level tests one flag a document. */
+    * top, so the spec level tests one flag a document. */
    return OPMSG_LIKELY(opmsg_doc_frame_ok(doc, avail, max_bson, len) &&
                        (!top || (opmsg_doc_top_ok(doc, *len) && (!deep || opmsg_deep_ok(deep, doc, *len)))));
 }

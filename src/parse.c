@@ -20,7 +20,7 @@
  * body records its first SCAN_KEYS keys so they need no second walk. */
 #define SCAN_KEYS 256
 #define LOCAL_SLOTS OPMSG_KEYSET_LOCAL(SCAN_KEYS)
-/* At the spec and frames levels, up to this many identifiers are looked for in the
+/* At the spec level, up to this many identifiers are looked for in the
  * body one by one, each with a walk of its top level: cheaper than hashing
  * every key for the few a message has, and bounded. */
 #define FRAMES_LINEAR_IDS 4
@@ -90,7 +90,7 @@ typedef struct {
    /* The first sequence past OPMSG_MAX_DOTTED_SEQUENCES, where a message
     * with dotted identifiers breaks that bound. */
    size_t over_off;
-   /* At the spec and frames levels, the walk of the body's keys for the
+   /* At the spec level, the walk of the body's keys for the
     * first sequence's identifier, made while its documents are framed (see
     * scan_sequence()): clean when it reached the body's end over sound
     * elements without meeting the identifier, which is then known not to
@@ -206,7 +206,7 @@ scan_sequence_add(opmsg_op_msg_t *m, scan_t *scan, const opmsg_seq_ref_t *seq, b
  * section's size (after the kind byte) in *size. One loop frames the
  * documents, its state in locals the compiler keeps in registers.
  *
- * At the spec and frames levels, for the first sequence after the body,
+ * At the spec level, for the first sequence after the body,
  * the same loop also looks for its identifier among the body's keys, an
  * element per document (bp). Both walks are chains of loads, each step's
  * place known only from the one before; side by side the processor runs
@@ -328,8 +328,8 @@ walk_body(opmsg_op_msg_t *m, scan_t *scan, opmsg_report_t *r)
    return true;
 }
 
-/* Checks the body's frame and, except at the spec and frames levels, its top-level
- * elements (walk_body()); at the spec and frames levels the walk waits until the
+/* Checks the body's frame and, except at the spec level, its top-level
+ * elements (walk_body()); at the spec level the walk waits until the
  * sections show whether there are sequences to place (parse_sections()). */
 static bool
 scan_body(opmsg_op_msg_t *m, const opmsg_limits_t *limits, const uint8_t *p, const uint8_t *end, scan_t *scan,
@@ -407,7 +407,7 @@ scan_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, scan_t *scan, opm
  * ------------------------------------------------------------------------- */
 
 /* No body key twice: the body's keys into a key set, refusing a second
- * one (unique), or only noting the first of each (the spec and frames levels). The
+ * one (unique), or only noting the first of each (the spec level). The
  * scan recorded the body's first SCAN_KEYS keys; the rule walks a larger
  * body again itself. */
 static bool
@@ -511,7 +511,7 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
       }
    }
    if (found.db) {
-      /* The walk of the spec and frames levels for an identifier passed "$db": noted, so
+      /* The walk of the spec level for an identifier passed "$db": noted, so
        * opmsg_op_msg_db() need not walk the body again. */
       m->db = (uint32_t) (found.db - m->data);
       m->db_known = true;
@@ -537,7 +537,7 @@ check_db(const opmsg_op_msg_t *m, opmsg_report_t *r)
 
 /* The sections in full: the scan, then the rules across sections. Its
  * frame holds the key tables (some 8 KB of stack), which a body alone at
- * the spec and frames levels never needs: opmsg_op_msg_parse() calls it otherwise. */
+ * the spec level never needs: opmsg_op_msg_parse() calls it otherwise. */
 static OPMSG_NOINLINE bool
 parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *r)
 {
@@ -561,7 +561,7 @@ parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
    opmsg_keyset_t *body_keys = &keys;
    keys.slots = keys.local = NULL;
    if (!opmsg_checks_top(limits)) {
-      /* The spec and frames levels: a body alone is only framed. With sequences, the
+      /* The spec level: a body alone is only framed. With sequences, the
        * body's top level is walked, and checked, to find the identifiers'
        * fields; duplicate keys are not looked for. A few identifiers are
        * looked for one by one in the walk (rules.c); many go through a key
@@ -612,7 +612,7 @@ opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opm
       return opmsg_report(r, len < OPMSG_OP_MSG_MIN_LENGTH ? OPMSG_ERR_LENGTH_TOO_SMALL : OPMSG_ERR_LENGTH_TOO_LARGE, 0,
                           "an OP_MSG of %zu bytes: it takes %d to %d", len, OPMSG_OP_MSG_MIN_LENGTH, INT32_MAX);
    }
-   /* A body alone at the spec and frames levels (most replies a driver
+   /* A body alone at the spec level (most replies a driver
     * reads): its frame, filling the sections, is all there is to check.
     * Anything else, or a fault, goes the whole way, which says what is
     * wrong. */

@@ -409,7 +409,7 @@ typedef struct {
 /* The body's element called first, the path's first component, in *e: 1
  * found, 0 not there (no clash), -1 a fault (reported). With keys, looked
  * up there; without, the body's top level is walked and checked. Where
- * nothing refused duplicate keys (the spec and frames levels), a dotted
+ * nothing refused duplicate keys (the spec level), a dotted
  * path's first component may be in the body twice: looked for past its
  * first place. */
 static int
@@ -428,7 +428,7 @@ path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opm
       const uint8_t *p = keys->base + key_off - 1;
       (void) opmsg_next_element(&p, w->body_end, e); /* checked */
    } else {
-      /* No key table (the spec and frames levels): the body's top level,
+      /* No key table (the spec level): the body's top level,
        * walked and checked here. */
       int found = find_key_checked(w->r, w->body + 4, w->body_end, first, e, db);
       if (found <= 0) {

@@ -237,11 +237,11 @@ test_mcdrpc_vector(void **state)
    assert_int_equal(msg.opcode, OPMSG_OP_COMPRESSED);
    assert_int_equal(msg.request_id, 0x01020304);
    assert_int_equal(msg.response_to, 0x05060708);
-   assert_int_equal(msg.original_opcode, OPMSG_OP_MSG);
-   assert_int_equal(msg.uncompressed_size, 20);
-   assert_int_equal(msg.compressor_id, OPMSG_COMPRESSOR_NOOP);
-   assert_ptr_equal(msg.compressed, data + 25);
-   assert_int_equal(msg.compressed_len, 20);
+   assert_int_equal(msg.op_compressed.original_opcode, OPMSG_OP_MSG);
+   assert_int_equal(msg.op_compressed.uncompressed_size, 20);
+   assert_int_equal(msg.op_compressed.compressor_id, OPMSG_COMPRESSOR_NOOP);
+   assert_ptr_equal(msg.op_compressed.compressed, data + 25);
+   assert_int_equal(msg.op_compressed.compressed_len, 20);
    assert_null(msg.body);
    assert_int_equal(opmsg_decompressed_size(&msg), 36);
 
@@ -299,9 +299,9 @@ check_independent_vector(const char *name, int32_t original_opcode, int id)
 
    parse_ok(data, len, NULL, &msg);
    assert_int_equal(msg.opcode, OPMSG_OP_COMPRESSED);
-   assert_int_equal(msg.original_opcode, original_opcode);
-   assert_int_equal(msg.compressor_id, id);
-   assert_int_equal(msg.compressed_len, len - 25);
+   assert_int_equal(msg.op_compressed.original_opcode, original_opcode);
+   assert_int_equal(msg.op_compressed.compressor_id, id);
+   assert_int_equal(msg.op_compressed.compressed_len, len - 25);
    if (!built[id]) {
       /* A build without the codec: a valid message it cannot open. */
       tu_buf_t b = {.data = data, .len = len};
@@ -315,7 +315,7 @@ check_independent_vector(const char *name, int32_t original_opcode, int id)
    assert_true(opmsg_decompress_parse(&msg, NULL, &dec, &error));
    assert_int_equal(dec.inner.opcode, original_opcode);
    assert_int_equal(dec.inner.request_id, msg.request_id);
-   assert_int_equal(dec.len, 16 + (size_t) msg.uncompressed_size);
+   assert_int_equal(dec.len, 16 + (size_t) msg.op_compressed.uncompressed_size);
    opmsg_decompressed_destroy(&dec);
 
    bson_t *merged = opmsg_merge_compressed(&msg, NULL, &error);
@@ -363,9 +363,9 @@ roundtrip(const uint8_t *orig, size_t len, int id, int level)
    assert_int_equal(cmsg.opcode, OPMSG_OP_COMPRESSED);
    assert_int_equal(cmsg.request_id, omsg.request_id);
    assert_int_equal(cmsg.response_to, omsg.response_to);
-   assert_int_equal(cmsg.original_opcode, omsg.opcode);
-   assert_int_equal(cmsg.uncompressed_size, (int32_t) len - 16);
-   assert_int_equal(cmsg.compressor_id, id);
+   assert_int_equal(cmsg.op_compressed.original_opcode, omsg.opcode);
+   assert_int_equal(cmsg.op_compressed.uncompressed_size, (int32_t) len - 16);
+   assert_int_equal(cmsg.op_compressed.compressor_id, id);
    assert_int_equal(opmsg_decompressed_size(&cmsg), len);
 
    uint8_t *d = opmsg_decompress(&cmsg, &dlen, &error);
@@ -502,7 +502,7 @@ test_roundtrip_legacy(void **state)
             size_t dlen;
             compress_ok(data, len, codecs[i], -1, &c);
             parse_ok(c.data, c.len, NULL, &m);
-            assert_int_equal(m.original_opcode, OPMSG_OP_REPLY);
+            assert_int_equal(m.op_compressed.original_opcode, OPMSG_OP_REPLY);
             uint8_t *d = opmsg_decompress(&m, &dlen, &error);
             assert_non_null(d);
             assert_int_equal(dlen, len);
@@ -546,7 +546,7 @@ test_parse_compressor_ids(void **state)
       if (id <= 3) {
          opmsg_msg_t msg;
          parse_ok(b.data, b.len, NULL, &msg);
-         assert_int_equal(msg.compressor_id, id);
+         assert_int_equal(msg.op_compressed.compressor_id, id);
       } else {
          tu_assert_rejects(b.data, b.len, 0, OPMSG_ERR_UNKNOWN_COMPRESSOR);
       }
@@ -1001,10 +1001,10 @@ test_inner_message_checked(void **state)
    /* A hand-filled msg cannot smuggle a nested OP_COMPRESSED. */
    data = tu_read_file("thirdparty/mcdrpc_op_compressed.bin", &len);
    parse_ok(data, len, NULL, &msg);
-   msg.original_opcode = OPMSG_OP_COMPRESSED;
+   msg.op_compressed.original_opcode = OPMSG_OP_COMPRESSED;
    assert_null(opmsg_merge_compressed(&msg, NULL, &error));
    assert_error(&error, OPMSG_ERR_NESTED_COMPRESSION);
-   msg.original_opcode = 2002;
+   msg.op_compressed.original_opcode = 2002;
    assert_null(opmsg_decompress(&msg, NULL, &error));
    assert_error(&error, OPMSG_ERR_BAD_ORIGINAL_OPCODE);
    assert_int_equal(opmsg_decompressed_size(NULL), 0);

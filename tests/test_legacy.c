@@ -100,13 +100,13 @@ check_ferret_query(const char *file, int32_t request_id)
    assert_int_equal(msg.request_id, request_id);
    assert_int_equal(msg.response_to, 0);
    assert_int_equal(msg.flags, 0);
-   assert_string_equal(msg.full_collection_name, "admin.$cmd");
-   assert_int_equal(msg.number_to_skip, 0);
-   assert_int_equal(msg.number_to_return, -1);
+   assert_string_equal(msg.op_query.full_collection_name, "admin.$cmd");
+   assert_int_equal(msg.op_query.number_to_skip, 0);
+   assert_int_equal(msg.op_query.number_to_return, -1);
    assert_int_equal(msg.body_len, 333);
    assert_ptr_equal(msg.body, data + 39);
-   assert_null(msg.field_selector);
-   assert_int_equal(msg.field_selector_len, 0);
+   assert_null(msg.op_query.field_selector);
+   assert_int_equal(msg.op_query.field_selector_len, 0);
    assert_string_equal(opmsg_command_name(&msg), "ismaster");
    assert_true(has_key(msg.body, msg.body_len, "loadBalanced"));
 
@@ -144,11 +144,11 @@ check_ferret_reply(const char *file, int32_t request_id, int32_t response_to, in
    assert_int_equal(msg.request_id, request_id);
    assert_int_equal(msg.response_to, response_to);
    assert_int_equal(msg.flags, OPMSG_REPLY_FLAG_AWAIT_CAPABLE);
-   assert_int_equal(msg.cursor_id, 0);
-   assert_int_equal(msg.starting_from, 0);
-   assert_int_equal(msg.number_returned, 1);
-   assert_ptr_equal(msg.documents, data + 36);
-   assert_int_equal(msg.documents_len, 283);
+   assert_int_equal(msg.op_reply.cursor_id, 0);
+   assert_int_equal(msg.op_reply.starting_from, 0);
+   assert_int_equal(msg.op_reply.number_returned, 1);
+   assert_ptr_equal(msg.op_reply.documents, data + 36);
+   assert_int_equal(msg.op_reply.documents_len, 283);
    assert_ptr_equal(msg.body, data + 36);
    assert_int_equal(msg.body_len, 283);
 
@@ -193,15 +193,15 @@ test_mcdrpc_query(void **state)
    assert_int_equal(msg.request_id, 0x01020304);
    assert_int_equal(msg.response_to, 0x05060708);
    assert_int_equal(msg.flags, 0);
-   assert_string_equal(msg.full_collection_name, "db.coll");
-   assert_int_equal(msg.number_to_skip, 0);
-   assert_int_equal(msg.number_to_return, 0);
+   assert_string_equal(msg.op_query.full_collection_name, "db.coll");
+   assert_int_equal(msg.op_query.number_to_skip, 0);
+   assert_int_equal(msg.op_query.number_to_return, 0);
    assert_ptr_equal(msg.body, data + 36);
    assert_int_equal(msg.body_len, 13);
    assert_string_equal(opmsg_command_name(&msg), "query");
-   assert_ptr_equal(msg.field_selector, data + 49);
-   assert_int_equal(msg.field_selector_len, 16);
-   assert_true(bson_init_static(&sel, msg.field_selector, msg.field_selector_len));
+   assert_ptr_equal(msg.op_query.field_selector, data + 49);
+   assert_int_equal(msg.op_query.field_selector_len, 16);
+   assert_true(bson_init_static(&sel, msg.op_query.field_selector, msg.op_query.field_selector_len));
    assert_true(bson_iter_init_find(&iter, &sel, "selector"));
    assert_true(bson_iter_bool(&iter));
 
@@ -229,10 +229,10 @@ test_mcdrpc_reply(void **state)
    assert_int_equal(len, 68);
    parse_ok(data, len, 0, &msg);
    assert_int_equal(msg.flags, 0);
-   assert_true(msg.cursor_id == (int64_t) 0x1122334455667788LL);
-   assert_int_equal(msg.starting_from, 0);
-   assert_int_equal(msg.number_returned, 2);
-   assert_int_equal(msg.documents_len, 32);
+   assert_true(msg.op_reply.cursor_id == (int64_t) 0x1122334455667788LL);
+   assert_int_equal(msg.op_reply.starting_from, 0);
+   assert_int_equal(msg.op_reply.number_returned, 2);
+   assert_int_equal(msg.op_reply.documents_len, 32);
    assert_int_equal(msg.body_len, 16);
 
    assert_true(opmsg_reply_iter_init(&it, &msg));
@@ -282,11 +282,11 @@ test_captures(void **state)
       assert_true(mlen <= len);
       parse_ok(data, mlen, OPMSG_PARSE_FULL_VALIDATE, &msg);
       assert_int_equal(msg.opcode, OPMSG_OP_QUERY);
-      assert_string_equal(msg.full_collection_name, "admin.$cmd");
+      assert_string_equal(msg.op_query.full_collection_name, "admin.$cmd");
       assert_int_equal(bson_strcasecmp(opmsg_command_name(&msg), "isMaster"), 0);
-      assert_int_equal(msg.number_to_skip, 0);
+      assert_int_equal(msg.op_query.number_to_skip, 0);
       /* -1 or 1: one reply document either way. */
-      assert_true(msg.number_to_return == -1 || msg.number_to_return == 1);
+      assert_true(msg.op_query.number_to_return == -1 || msg.op_query.number_to_return == 1);
       assert_true(has_key(msg.body, msg.body_len, "client"));
       int32_t request_id = msg.request_id;
       /* The rest of what the client sent parses too. */
@@ -302,7 +302,7 @@ test_captures(void **state)
       parse_ok(data, mlen, OPMSG_PARSE_FULL_VALIDATE, &msg);
       assert_int_equal(msg.opcode, OPMSG_OP_REPLY);
       assert_int_equal(msg.response_to, request_id);
-      assert_int_equal(msg.number_returned, 1);
+      assert_int_equal(msg.op_reply.number_returned, 1);
       assert_true(opmsg_body(&msg, &doc));
       assert_true(bson_iter_init_find(&iter, &doc, "ok"));
       assert_true(bson_iter_as_bool(&iter));
@@ -362,9 +362,9 @@ test_reply_counts(void **state)
    reply_begin(&b, 0);
    fix_length(&b);
    parse_ok(b.data, b.len, 0, &msg);
-   assert_int_equal(msg.number_returned, 0);
+   assert_int_equal(msg.op_reply.number_returned, 0);
    assert_null(msg.body);
-   assert_int_equal(msg.documents_len, 0);
+   assert_int_equal(msg.op_reply.documents_len, 0);
    tu_buf_free(&b);
 }
 
@@ -585,7 +585,7 @@ test_query_documents(void **state)
    fix_length(&b);
    assert_int_equal(b.len, 35);
    parse_ok(b.data, b.len, 0, &msg);
-   assert_string_equal(msg.full_collection_name, "a");
+   assert_string_equal(msg.op_query.full_collection_name, "a");
    assert_int_equal(msg.body_len, 5);
    assert_null(opmsg_command_name(&msg));
    tu_buf_free(&b);
@@ -694,10 +694,10 @@ test_hello_build_parse(void **state)
    assert_int_equal(msg.request_id, 42);
    assert_int_equal(msg.response_to, 0);
    assert_int_equal(msg.flags, 0);
-   assert_string_equal(msg.full_collection_name, "admin.$cmd");
-   assert_int_equal(msg.number_to_skip, 0);
-   assert_int_equal(msg.number_to_return, -1);
-   assert_null(msg.field_selector);
+   assert_string_equal(msg.op_query.full_collection_name, "admin.$cmd");
+   assert_int_equal(msg.op_query.number_to_skip, 0);
+   assert_int_equal(msg.op_query.number_to_return, -1);
+   assert_null(msg.op_query.field_selector);
    assert_string_equal(opmsg_command_name(&msg), "isMaster");
 
    char *json = tu_merge_json(buf, size, 0);
@@ -839,9 +839,9 @@ test_reply_build_parse(void **state)
    assert_int_equal(msg.request_id, 100);
    assert_int_equal(msg.response_to, 7);
    assert_int_equal(msg.flags, OPMSG_REPLY_FLAG_AWAIT_CAPABLE);
-   assert_true(msg.cursor_id == -2);
-   assert_int_equal(msg.starting_from, 5);
-   assert_int_equal(msg.number_returned, 3);
+   assert_true(msg.op_reply.cursor_id == -2);
+   assert_int_equal(msg.op_reply.starting_from, 5);
+   assert_int_equal(msg.op_reply.number_returned, 3);
    assert_true(opmsg_reply_iter_init(&it, &msg));
    while (opmsg_reply_iter_next(&it, &doc)) {
       assert_true(n < 3);
@@ -871,7 +871,7 @@ test_reply_build_parse(void **state)
    buf = malloc(size);
    assert_true(opmsg_build_reply(&r, buf, size, NULL, &error));
    parse_ok(buf, size, 0, &msg);
-   assert_int_equal(msg.number_returned, 0);
+   assert_int_equal(msg.op_reply.number_returned, 0);
    assert_true(opmsg_reply_iter_init(&it, &msg));
    assert_false(opmsg_reply_iter_next(&it, &doc));
    free(buf);
@@ -968,6 +968,103 @@ test_one_document_check(void **state)
    }
 }
 
+/* The removed opcodes, each in its own member of opmsg_msg_t's union
+ * (0.5.0), under the wire's names: every field where the bytes put it. */
+static void
+parse_removed(tu_buf_t *b, int32_t opcode, const char *fields, size_t len, opmsg_msg_t *msg)
+{
+   bson_error_t error;
+   tu_buf_init(b);
+   tu_put_i32(b, 0);
+   tu_put_i32(b, 1);
+   tu_put_i32(b, 0);
+   tu_put_i32(b, opcode);
+   tu_put(b, fields, len);
+   opmsg_write_u32(b->data, (uint32_t) b->len);
+   if (!opmsg_parse(b->data, b->len, NULL, msg, &error)) {
+      fail_msg("opCode %d: %s", opcode, error.message);
+   }
+   assert_int_equal(msg->opcode, opcode);
+}
+
+static void
+test_removed_opcode_views(void **state)
+{
+   (void) state;
+   tu_buf_t b;
+   opmsg_msg_t msg;
+   /* {} and {a: 1}: 5 and 12 bytes. */
+#define EMPTY "\5\0\0\0\0"
+#define A1          \
+   "\x0c\0\0\0\x10" \
+   "a\0\1\0\0\0\0"
+
+   /* OP_INSERT: flags 1, "db.c", two documents. */
+   static const char insert[] = "\1\0\0\0"
+                                "db.c\0" EMPTY A1;
+   parse_removed(&b, OPMSG_OP_INSERT, insert, sizeof insert - 1, &msg);
+   assert_int_equal(msg.flags, 1);
+   assert_string_equal(msg.op_insert.full_collection_name, "db.c");
+   assert_ptr_equal(msg.op_insert.full_collection_name, b.data + 20);
+   assert_int_equal(msg.op_insert.count, 2);
+   assert_ptr_equal(msg.op_insert.documents, b.data + 25);
+   assert_int_equal(msg.op_insert.documents_len, 17);
+   assert_ptr_equal(msg.body, b.data + 25);
+   assert_int_equal(msg.body_len, 5);
+   tu_buf_free(&b);
+
+   /* OP_UPDATE: ZERO, "db.c", flags 2, selector {}, update {a: 1}. */
+   static const char update[] = "\0\0\0\0"
+                                "db.c\0"
+                                "\2\0\0\0" EMPTY A1;
+   parse_removed(&b, OPMSG_OP_UPDATE, update, sizeof update - 1, &msg);
+   assert_int_equal(msg.flags, 2);
+   assert_string_equal(msg.op_update.full_collection_name, "db.c");
+   assert_ptr_equal(msg.body, b.data + 29);
+   assert_int_equal(msg.body_len, 5);
+   assert_ptr_equal(msg.op_update.update, b.data + 34);
+   assert_int_equal(msg.op_update.update_len, 12);
+   tu_buf_free(&b);
+
+   /* OP_DELETE: ZERO, "db.c", flags 1, selector {a: 1}. */
+   static const char del[] = "\0\0\0\0"
+                             "db.c\0"
+                             "\1\0\0\0" A1;
+   parse_removed(&b, OPMSG_OP_DELETE, del, sizeof del - 1, &msg);
+   assert_int_equal(msg.flags, 1);
+   assert_string_equal(msg.op_delete.full_collection_name, "db.c");
+   assert_ptr_equal(msg.body, b.data + 29);
+   assert_int_equal(msg.body_len, 12);
+   tu_buf_free(&b);
+
+   /* OP_GET_MORE: ZERO, "db.c", numberToReturn 7, cursorID 0x0102030405060708. */
+   static const char get_more[] = "\0\0\0\0"
+                                  "db.c\0"
+                                  "\7\0\0\0"
+                                  "\x08\x07\x06\x05\x04\x03\x02\x01";
+   parse_removed(&b, OPMSG_OP_GET_MORE, get_more, sizeof get_more - 1, &msg);
+   assert_string_equal(msg.op_get_more.full_collection_name, "db.c");
+   assert_int_equal(msg.op_get_more.number_to_return, 7);
+   assert_true(msg.op_get_more.cursor_id == 0x0102030405060708);
+   assert_null(msg.body);
+   tu_buf_free(&b);
+
+   /* OP_KILL_CURSORS: ZERO, two cursor IDs. */
+   static const char kill[] = "\0\0\0\0"
+                              "\2\0\0\0"
+                              "\1\0\0\0\0\0\0\0"
+                              "\2\0\0\0\0\0\0\0";
+   parse_removed(&b, OPMSG_OP_KILL_CURSORS, kill, sizeof kill - 1, &msg);
+   assert_int_equal(msg.op_kill_cursors.number_of_cursor_ids, 2);
+   assert_ptr_equal(msg.op_kill_cursors.cursor_ids, b.data + 24);
+   assert_int_equal(msg.op_kill_cursors.cursor_ids_len, 16);
+   assert_int_equal(opmsg_wire_i64(b.data, b.len, 32), 2);
+   assert_null(msg.body);
+   tu_buf_free(&b);
+#undef EMPTY
+#undef A1
+}
+
 int
 main(void)
 {
@@ -987,6 +1084,7 @@ main(void)
       cmocka_unit_test(test_hello_errors),
       cmocka_unit_test(test_reply_build_parse),
       cmocka_unit_test(test_one_document_check),
+      cmocka_unit_test(test_removed_opcode_views),
    };
    return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -188,7 +188,7 @@ typedef struct {
 #define BODY " u8:0 j:{\"insert\":\"c\",\"$db\":\"d\"} "
 #define TOP OPMSG_CHECK_TOP_LEVEL
 #define FULL OPMSG_CHECK_FULL
-#define FRAMES OPMSG_CHECK_FRAMES
+#define SPEC OPMSG_CHECK_SPEC
 
 static const offset_case_t cases[] = {
    /* The header: the field. */
@@ -234,8 +234,8 @@ static const offset_case_t cases[] = {
     OPMSG_ERR_IDENTIFIER_CLASH, FRAMES, 0, 0},
    {"path component twice in a sub-document",
     "H:2013 u32:0 u8:0 { e:03:a { e:03:b { } e:03:b { } } } @ s:a.b.c[ j:{} ]", OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
-   {"path component twice in the body (frames)", "H:2013 u32:0 u8:0 { e:03:a { } e:03:a { } } @ s:a.b[ j:{} ]",
-    OPMSG_ERR_IDENTIFIER_CLASH, FRAMES, 0, 0},
+   {"path component twice in the body (spec)", "H:2013 u32:0 u8:0 { e:03:a { } e:03:a { } } @ s:a.b[ j:{} ]",
+    OPMSG_ERR_IDENTIFIER_CLASH, SPEC, 0, 0},
    {"bad element of a sub-document on a path", "H:2013 u32:0 u8:0 { e:03:a { @ e:7e:x } } s:a.b[ j:{} ]",
     OPMSG_ERR_DOCUMENT_ELEMENT, TOP, 0, 0},
    {"stray bytes after the sections", "H:2013 u32:0" BODY "@ x:000000", OPMSG_ERR_TRAILING_BYTES, TOP, 0, 0},
@@ -251,8 +251,8 @@ static const offset_case_t cases[] = {
    {"body key twice", "H:2013 u32:0 u8:0 { e:10:a i32:1 @ e:10:a i32:2 }", OPMSG_ERR_DUPLICATE_KEY, TOP, 0, 0},
    {"body key twice, with a sequence", "H:2013 u32:0 u8:0 { e:10:a i32:1 e:10:b i32:1 @ e:10:a i32:2 } s:d[ j:{} ]",
     OPMSG_ERR_DUPLICATE_KEY, TOP, 0, 0},
-   {"bad element met by the frames level's walk", "H:2013 u32:0 u8:0 { e:10:a i32:1 @ e:7e:b } s:d[ j:{} ]",
-    OPMSG_ERR_DOCUMENT_ELEMENT, FRAMES, 0, 0},
+   {"bad element met by the spec level's walk", "H:2013 u32:0 u8:0 { e:10:a i32:1 @ e:7e:b } s:d[ j:{} ]",
+    OPMSG_ERR_DOCUMENT_ELEMENT, SPEC, 0, 0},
    {"no $db in a request", "H:2013 u32:0 u8:0 @ j:{\"ping\":1}", OPMSG_ERR_MISSING_DB, TOP, OPMSG_PARSE_REQUEST, 0},
 
    /* Sequence documents: the document, or its element. */

@@ -628,7 +628,7 @@ build_raw_body_seq(tu_buf_t *b, uint8_t type, const uint8_t *value, size_t value
 /* {"k": <raw value>} as a body alone, as a sequence document and as a body
  * beside a sequence: rejected with code under flags, or accepted when code
  * is 0. An element's rule holds from the top-level level up in a body alone
- * and in a sequence document, which the spec and frames levels only frame;
+ * and in a sequence document, which the spec level only frames;
  * in a body beside a sequence at every level, since its keys are read. */
 static void
 check_raw_full(uint8_t type, const uint8_t *value, size_t value_len, uint32_t flags, int code, int full_code)
@@ -645,7 +645,7 @@ check_raw_full(uint8_t type, const uint8_t *value, size_t value_len, uint32_t fl
       bool every_level = kind == 2 || (flags & OPMSG_PARSE_FULL_VALIDATE);
       if (code) {
          tu_assert_rejects_from(b.data, b.len, flags, (opmsg_error_code_t) code,
-                                every_level ? OPMSG_CHECK_FRAMES : OPMSG_CHECK_TOP_LEVEL);
+                                every_level ? OPMSG_CHECK_SPEC : OPMSG_CHECK_TOP_LEVEL);
       } else if (full_code) {
          /* Nested: a rule of the full level alone. */
          tu_assert_rejects_from(b.data, b.len, flags, (opmsg_error_code_t) full_code, OPMSG_CHECK_FULL);

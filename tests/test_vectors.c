@@ -47,7 +47,7 @@ check_merge(const opmsg_msg_t *msg)
 {
    bson_error_t error;
    if (msg->opcode != OPMSG_OP_MSG && msg->opcode != OPMSG_OP_QUERY &&
-       !(msg->opcode == OPMSG_OP_REPLY && msg->number_returned == 1)) {
+       !(msg->opcode == OPMSG_OP_REPLY && msg->op_reply.number_returned == 1)) {
       return;
    }
    bson_t *merged = opmsg_merge_bson(msg, &error);

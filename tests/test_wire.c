@@ -80,7 +80,7 @@ test_reply_and_compressed_fields(void **state)
    assert_true(opmsg_build_reply(&reply, buf, sizeof buf, &len, &error));
    assert_true(opmsg_parse(buf, len, NULL, &msg, &error));
    assert_int_equal(opmsg_wire_i32(buf, len, OPMSG_OFF_RESPONSE_FLAGS), 8);
-   assert_int_equal(opmsg_wire_i64(buf, len, OPMSG_OFF_CURSOR_ID), msg.cursor_id);
+   assert_int_equal(opmsg_wire_i64(buf, len, OPMSG_OFF_CURSOR_ID), msg.op_reply.cursor_id);
    assert_int_equal(opmsg_wire_i32(buf, len, OPMSG_OFF_STARTING_FROM), 3);
    assert_int_equal(opmsg_wire_i32(buf, len, OPMSG_OFF_NUMBER_RETURNED), 1);
    assert_ptr_equal(buf + OPMSG_OFF_REPLY_DOCUMENTS, msg.body);
@@ -92,7 +92,7 @@ test_reply_and_compressed_fields(void **state)
    assert_int_equal(opmsg_wire_i32(c, clen, OPMSG_OFF_ORIGINAL_OPCODE), OPMSG_OP_REPLY);
    assert_int_equal(opmsg_wire_i32(c, clen, OPMSG_OFF_UNCOMPRESSED_SIZE), (int32_t) len - OPMSG_HEADER_SIZE);
    assert_int_equal(c[OPMSG_OFF_COMPRESSOR_ID], OPMSG_COMPRESSOR_NOOP);
-   assert_ptr_equal(c + OPMSG_COMPRESSED_OVERHEAD, msg.compressed);
+   assert_ptr_equal(c + OPMSG_COMPRESSED_OVERHEAD, msg.op_compressed.compressed);
    bson_free(c);
    bson_destroy(doc);
 }

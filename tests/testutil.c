@@ -175,8 +175,7 @@ tu_msg_end(tu_buf_t *b)
    }
 }
 
-const opmsg_check_t tu_levels[TU_N_LEVELS] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_SPEC, OPMSG_CHECK_TOP_LEVEL,
-                                              OPMSG_CHECK_FULL};
+const opmsg_check_t tu_levels[TU_N_LEVELS] = {OPMSG_CHECK_SPEC, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL};
 
 uint32_t
 tu_parse_code(const uint8_t *data, size_t len, uint32_t flags, opmsg_check_t check, bson_error_t *error)
@@ -220,7 +219,7 @@ tu_assert_rejects_from(const uint8_t *data, size_t len, uint32_t flags, opmsg_er
 void
 tu_assert_rejects(const uint8_t *data, size_t len, uint32_t flags, opmsg_error_code_t code)
 {
-   tu_assert_rejects_from(data, len, flags, code, OPMSG_CHECK_FRAMES);
+   tu_assert_rejects_from(data, len, flags, code, OPMSG_CHECK_SPEC);
 }
 
 char *

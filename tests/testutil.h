@@ -55,10 +55,10 @@ size_t tu_msg_seq_begin(tu_buf_t *b, const char *identifier);
 void tu_msg_seq_end(tu_buf_t *b, size_t mark);
 void tu_msg_end(tu_buf_t *b);
 
-/* The check levels in the order of what they check: frames and spec (the
- * default) frame the documents, top-level also reads their top-level
- * elements, full every element. */
-#define TU_N_LEVELS 4
+/* The check levels in the order of what they check: spec (the default, 0)
+ * frames the documents, top-level also reads their top-level elements,
+ * full every element. */
+#define TU_N_LEVELS 3
 extern const opmsg_check_t tu_levels[TU_N_LEVELS];
 /* opmsg_parse() at check under flags: OPMSG_OK, or the error's code (whose
  * domain and message are asserted), with the error in *error. */

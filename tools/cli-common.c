@@ -77,19 +77,19 @@ cli_say(const char *fmt, ...)
 }
 
 static const char *const cli_usage_text[][2] = {
-   {"merge", "opmsg merge [--bson] [--check frames|spec|top-level|full]"
+   {"merge", "opmsg merge [--bson] [--check spec|top-level|full]"
              " [--full-validate]\n"
              "            [--stream] [--max-message-size N] FILE|-\n"},
-   {"check", "opmsg check [--check frames|spec|top-level|full] [--full-validate]\n"
+   {"check", "opmsg check [--check spec|top-level|full] [--full-validate]\n"
              "            [--stream] [--max-message-size N] FILE|-\n"},
-   {"dump", "opmsg dump [--check frames|spec|top-level|full] [--full-validate]\n"
+   {"dump", "opmsg dump [--check spec|top-level|full] [--full-validate]\n"
             "           [--stream] [--max-message-size N] FILE|-\n"},
    {"build", "opmsg build --command CMD.json [--sequence NAME=DOCS.jsonl]...\n"
              "            [--compress none|noop|snappy|zlib|zstd] [--checksum]\n"
              "            [--request-id N] [--response-to N] [--more-to-come]\n"
              "            [--exhaust-allowed] [--document-sequences-allowed] [--max-message-size N]"
              " [--max-batch N]\n"},
-   {"tap", "opmsg tap ... [--check frames|spec|top-level|full]"
+   {"tap", "opmsg tap ... [--check spec|top-level|full]"
            "  (see `opmsg tap --help`)\n"},
    {"help", "opmsg help [COMMAND]\n"
             "  opmsg --version\n"},
@@ -169,9 +169,9 @@ cli_check_option(const char *cmd, int argc, char **argv, int *i, opmsg_check_t *
    }
    if (!opmsg_check_from_name(v, check)) {
       /* The names in the order of what they check, from libopmsg. */
-      cli_usage_error(cmd, "%s%s%s (%s, %s, %s or %s)", v ? "unknown --check level '" : "--check needs a level",
-                      v ? v : "", v ? "'" : "", cli_check_text(OPMSG_CHECK_FRAMES), cli_check_text(OPMSG_CHECK_SPEC),
-                      cli_check_text(OPMSG_CHECK_TOP_LEVEL), cli_check_text(OPMSG_CHECK_FULL));
+      cli_usage_error(cmd, "%s%s%s (%s, %s or %s)", v ? "unknown --check level '" : "--check needs a level", v ? v : "",
+                      v ? "'" : "", cli_check_text(OPMSG_CHECK_SPEC), cli_check_text(OPMSG_CHECK_TOP_LEVEL),
+                      cli_check_text(OPMSG_CHECK_FULL));
       return -1;
    }
    return 1;

@@ -21,7 +21,7 @@
 
 #include <opmsg/opmsg.h>
 
-#include "../src/opmsg-bson-compat.h"
+#include "opmsg-bson-compat.h"
 
 #include <stdio.h>
 
@@ -74,7 +74,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) BSON_GNUC_PRINTF(2, 3
  * names are libopmsg's (opmsg_check_from_name()). */
 int cli_check_option(const char *cmd, int argc, char **argv, int *i, opmsg_check_t *check);
 
-/* opmsg_check_name() of check ("frames", "spec", "top-level", "full"). */
+/* opmsg_check_name() of check ("spec", "top-level", "full"). */
 const char *cli_check_text(opmsg_check_t check);
 
 /* The names of the OP_COMPRESSED codecs this build has (available true:

@@ -15,7 +15,9 @@ cd "$(dirname "$0")/../.."
 
 mode=${1:-all}
 version=$(sed -n 's/^  VERSION \([0-9.]*\)$/\1/p' CMakeLists.txt)
-ours="libopmsg1 libopmsg-dev opmsg libopmsg-mongoc"
+# The runtime package is named for the SONAME (CMakeLists.txt's OPMSG_SOVERSION).
+soversion=$(sed -n 's/^set(OPMSG_SOVERSION \([0-9]*\))$/\1/p' CMakeLists.txt)
+ours="libopmsg$soversion libopmsg-dev opmsg libopmsg-mongoc"
 export DEBIAN_FRONTEND=noninteractive
 
 say() { echo "package: $*"; }
@@ -96,7 +98,7 @@ debs() {
   [ -f "$libdir/libopmsg-mongoc.so" ] || fail "libopmsg-mongoc.so is not in $libdir"
   # The ldconfig trigger ran: both are in the cache.
   out=$(ldconfig -p)
-  grep -q 'libopmsg\.so\.1 ' <<<"$out" || fail "libopmsg.so.1 is not in the ldconfig cache"
+  grep -q "libopmsg\\.so\\.$soversion " <<<"$out" || fail "libopmsg.so.$soversion is not in the ldconfig cache"
   grep -q 'libopmsg-mongoc\.so ' <<<"$out" || fail "libopmsg-mongoc.so is not in the ldconfig cache"
   for m in man1/opmsg.1 man1/opmsg-bench.1 man7/libopmsg-mongoc.7; do
     [ -f "/usr/share/man/$m.gz" ] || fail "no /usr/share/man/$m.gz"
@@ -115,7 +117,7 @@ EOF
   mkdir -p "$work/debian"
   printf 'Source: t\n\nPackage: t\nArchitecture: any\n' >"$work/debian/control"
   out=$(cd "$work" && dpkg-shlibdeps -O t 2>/dev/null)
-  grep -q 'libopmsg1 (>= ' <<<"$out" || fail "dpkg-shlibdeps gives no libopmsg1 dependency: $out"
+  grep -q "libopmsg$soversion (>= " <<<"$out" || fail "dpkg-shlibdeps gives no libopmsg$soversion dependency: $out"
   say "dpkg-shlibdeps for a libopmsg program: ${out#shlibs:Depends=}"
   # ... and find_package(opmsg).
   cat >"$work/CMakeLists.txt" <<'EOF'

@@ -10,12 +10,13 @@
  *                    int32 startingFrom | int32 numberReturned | document*
  *
  * Parsing is opmsg_parse()'s job; it fills these opmsg_msg_t fields:
- *  - OP_QUERY: flags, full_collection_name (NUL-terminated, inside the
- *    message), number_to_skip, number_to_return, body/body_len (the query),
- *    field_selector/field_selector_len (NULL/0 when absent).
- *  - OP_REPLY: flags (responseFlags), cursor_id, starting_from,
- *    number_returned, documents/documents_len (all documents back to back),
- *    body/body_len (the first document; NULL/0 when there is none).
+ *  - OP_QUERY: flags, body/body_len (the query), and op_query:
+ *    full_collection_name (NUL-terminated, inside the message),
+ *    number_to_skip, number_to_return, field_selector/field_selector_len
+ *    (NULL/0 when absent).
+ *  - OP_REPLY: flags (responseFlags), body/body_len (the first document;
+ *    NULL/0 when there is none), and op_reply: cursor_id, starting_from,
+ *    number_returned, documents/documents_len (all documents back to back).
  * Every document is framed, and checked further to the level opts asks for
  * (opmsg_check_t: its top-level elements at top-level, every nested element
  * at full or with OPMSG_PARSE_FULL_VALIDATE). The query and the first reply

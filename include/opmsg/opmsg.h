@@ -51,9 +51,9 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 
 #define OPMSG_VERSION_MAJOR 0
-#define OPMSG_VERSION_MINOR 4
+#define OPMSG_VERSION_MINOR 5
 #define OPMSG_VERSION_PATCH 0
-#define OPMSG_VERSION_STRING "0.4.0"
+#define OPMSG_VERSION_STRING "0.5.0"
 /* One number that grows with every release: MAJOR*10000 + MINOR*100 + PATCH. */
 #define OPMSG_VERSION_NUMBER (OPMSG_VERSION_MAJOR * 10000 + OPMSG_VERSION_MINOR * 100 + OPMSG_VERSION_PATCH)
 
@@ -233,10 +233,10 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  * document (or a view) that is always well framed. The levels differ only
  * in how far inside the documents the parser looks:
  *
- *  - OPMSG_CHECK_SPEC (the default: NULL options, opmsg_options_init()):
- *    what the OP_MSG spec requires, and the framing. The header and its
- *    limits, flag bits, the checksum, the section kinds, exactly one body,
- *    kind-1 sizes, identifiers (syntax, unique, none a path prefix of
+ *  - OPMSG_CHECK_SPEC (0, the default: NULL options, opmsg_options_init(),
+ *    a zeroed opmsg_options_t): what the OP_MSG spec requires, and the
+ *    framing. The header and its limits, flag bits, the checksum, the
+ *    section kinds, exactly one body, kind-1 sizes, identifiers (syntax, unique, none a path prefix of
  *    another, none naming a body field, also as a dotted path), trailing
  *    bytes, compression bounds, and every document's frame: its length
  *    inside its section and under the size limit, and its terminating 0.
@@ -249,29 +249,28 @@ OPMSG_EXPORT const char *opmsg_error_name(uint32_t code);
  *    and that is refused as a clash. For callers that read the result
  *    through bson_iter, which checks each element it reads, or that only
  *    forward it.
- *  - OPMSG_CHECK_FRAMES: the same checks as spec, under the name 0.3 gave
- *    them.
- *  - OPMSG_CHECK_TOP_LEVEL (0): also every top-level element of every
+ *  - OPMSG_CHECK_TOP_LEVEL: also every top-level element of every
  *    document (type, key, value size) and no duplicate key in the body.
- *    What 0.1 to 0.3 did by default, and what a zeroed opmsg_options_t
- *    asks for.
+ *    What 0.1 to 0.3 did by default.
  *  - OPMSG_CHECK_FULL: also every nested element, to BSON's own rules:
  *    UTF-8 of strings and keys, booleans 0/1, each type's value rules,
  *    nesting up to OPMSG_MAX_DEPTH (the BSON corpus's rules). The flag
  *    OPMSG_PARSE_FULL_VALIDATE asks for the same and keeps working.
  *
- * OP_QUERY and OP_REPLY documents, and those of the removed opcodes, are
- * checked to the same level. The values are the ABI: the first three keep
- * the numbers and meanings they had.
+ * Each level checks all that the one before it does. OP_QUERY and
+ * OP_REPLY documents, and those of the removed opcodes, are checked to the
+ * same level. Since 0.5.0 (libopmsg.so.2) each level has one name and one
+ * value, and 0 is the default: 0.4's OPMSG_CHECK_FRAMES (spec's checks
+ * under 0.3's name) is gone, and a zeroed opmsg_options_t, top-level in
+ * 0.1 to 0.4, asks for spec.
  */
 typedef enum {
-   OPMSG_CHECK_TOP_LEVEL = 0,
-   OPMSG_CHECK_FRAMES = 1,
-   OPMSG_CHECK_FULL = 2,
-   OPMSG_CHECK_SPEC = 3
+   OPMSG_CHECK_SPEC = 0,      /* the default */
+   OPMSG_CHECK_TOP_LEVEL = 1, /* also every top-level element */
+   OPMSG_CHECK_FULL = 2       /* also every nested element */
 } opmsg_check_t;
 
-/* "spec", "frames", "top-level" or "full"; NULL for any other value.
+/* "spec", "top-level" or "full"; NULL for any other value.
  * Static. */
 OPMSG_EXPORT const char *opmsg_check_name(opmsg_check_t check);
 /* The level named name (as opmsg_check_name() spells it); false for any
@@ -290,16 +289,17 @@ typedef struct {
    size_t max_bson_size;
    /* OPMSG_PARSE_* bits. */
    uint32_t flags;
-   /* How far inside the documents to check (see opmsg_check_t):
-    * opmsg_options_init() sets the default, OPMSG_CHECK_SPEC; 0 is
-    * OPMSG_CHECK_TOP_LEVEL. Another value fails opmsg_parse() with
+   /* How far inside the documents to check (see opmsg_check_t): 0, what
+    * opmsg_options_init() sets, is the default, OPMSG_CHECK_SPEC. Another
+    * value than the three levels fails opmsg_parse() with
     * OPMSG_ERR_INVALID_ARGUMENT. OPMSG_PARSE_FULL_VALIDATE in flags means
     * OPMSG_CHECK_FULL whatever this says. */
    opmsg_check_t check;
 } opmsg_options_t;
 
 /* Fills *opts with the defaults (all limits 0 = default, no flags, the
- * OPMSG_CHECK_SPEC level): what NULL options mean. */
+ * OPMSG_CHECK_SPEC level): what NULL options mean, and since 0.5.0 the
+ * same as zeroing it. */
 OPMSG_EXPORT void opmsg_options_init(opmsg_options_t *opts);
 
 /* ---------------------------------------------------------------------------
@@ -313,35 +313,29 @@ OPMSG_EXPORT void opmsg_options_init(opmsg_options_t *opts);
  * ------------------------------------------------------------------------- */
 
 /*
- * A parsed message. Which fields an opcode fills (the others are 0 / NULL):
+ * A parsed message. The fields before the union are every opcode's (0 /
+ * NULL where an opcode has no such thing); the union holds what one opcode
+ * alone has, in the member named for msg.opcode, with the wire's names:
  *
- *   field                 OP_MSG      OP_QUERY       OP_REPLY         OP_COMPRESSED
- *   flags                 flagBits    flags          responseFlags    0
- *   body, body_len        the body    the query      document 0 (*)   -
- *   n_sequences           kind-1s     -              -                -
- *   full_collection_name  -           namespace      -                -
- *   number_to_skip        -           numberToSkip   -                -
- *   number_to_return      -           numberToReturn -                -
- *   field_selector(_len)  -           the selector   -                -
- *   cursor_id             -           -              cursorID         -
- *   starting_from         -           -              startingFrom     -
- *   number_returned       -           -              numberReturned   -
- *   documents(_len)       -           -              all documents    -
- *   original_opcode ...   -           -              -                the header
+ *   opcode           flags          body, body_len      union member
+ *   OP_MSG           flagBits       the body            - (n_sequences,
+ *                                                        checksum above)
+ *   OP_QUERY         flags          the query           op_query
+ *   OP_REPLY         responseFlags  document 0 (*)      op_reply
+ *   OP_COMPRESSED    0              -                   op_compressed
+ *   OP_INSERT        flags          the first document  op_insert
+ *   OP_UPDATE        flags          the selector        op_update
+ *   OP_DELETE        flags          the selector        op_delete
+ *   OP_GET_MORE      0              -                   op_get_more
+ *   OP_KILL_CURSORS  0              -                   op_kill_cursors
  *   (*) NULL when numberReturned is 0.
  *
+ * The other members of the union are not the message's: read only the one
+ * of msg.opcode. (Until 0.4 one set of fields served all opcodes, the
+ * removed ones reusing OP_QUERY's and OP_REPLY's under other meanings.)
  * The removed opcodes (OP_UPDATE, OP_INSERT, OP_GET_MORE, OP_DELETE,
- * OP_KILL_CURSORS; a proxy still sees them from old clients) reuse the
- * legacy fields for their own wire fields:
- *   OP_INSERT        flags; full_collection_name; documents(_len) all the
- *                    documents, number_returned how many, body the first.
- *   OP_UPDATE        full_collection_name; flags; body the selector,
- *                    field_selector the update document.
- *   OP_DELETE        full_collection_name; flags; body the selector.
- *   OP_GET_MORE      full_collection_name; number_to_return; cursor_id.
- *   OP_KILL_CURSORS  number_returned numberOfCursorIDs; documents(_len) the
- *                    cursor IDs (8 bytes each, little-endian); cursor_id
- *                    the first one (0 when there is none).
+ * OP_KILL_CURSORS) are gone since MongoDB 5.1; a proxy still sees them
+ * from old clients.
  *
  * Every pointer points into the bytes given to opmsg_parse(). The fields
  * before priv_ are the API; priv_ is opmsg's own state for the merge and
@@ -357,40 +351,73 @@ typedef struct {
    int32_t response_to;
    int32_t opcode;
 
-   uint32_t flags;
+   uint32_t flags;        /* the opcode's flags (see above); 0 when it has none */
    bool checksum_present; /* OP_MSG: flag bit 0 was set (and checked) */
    uint32_t checksum;     /* OP_MSG: the stored CRC-32C when checksum_present */
 
-   /* The main document, a framed BSON document of body_len bytes checked
-    * to the level asked (opmsg_check_t). */
+   /* The main document (see above), a framed BSON document of body_len
+    * bytes checked to the level asked (opmsg_check_t); NULL when the
+    * opcode has none. */
    const uint8_t *body;
    uint32_t body_len;
 
    /* OP_MSG: how many kind-1 sections (document sequences) there are. */
    uint32_t n_sequences;
 
-   /* OP_QUERY (see opmsg/legacy.h) and the removed opcodes. */
-   const char *full_collection_name; /* NUL-terminated, inside data */
-   int32_t number_to_skip;
-   int32_t number_to_return;
-   const uint8_t *field_selector; /* NULL when absent */
-   uint32_t field_selector_len;
-
-   /* OP_REPLY (see opmsg/legacy.h) and the removed opcodes. Every document
-    * is checked. */
-   int64_t cursor_id;
-   int32_t starting_from;
-   int32_t number_returned;
-   const uint8_t *documents; /* the documents back to back */
-   size_t documents_len;
-
-   /* OP_COMPRESSED (see opmsg/compress.h). Framing only: the payload is
-    * checked when it is decompressed. */
-   int32_t original_opcode;
-   int32_t uncompressed_size;
-   uint8_t compressor_id;
-   const uint8_t *compressed;
-   size_t compressed_len;
+   union {
+      /* OP_QUERY (see opmsg/legacy.h). body is the query. */
+      struct {
+         const char *full_collection_name; /* NUL-terminated, inside data */
+         int32_t number_to_skip;
+         int32_t number_to_return;
+         const uint8_t *field_selector; /* returnFieldsSelector; NULL when absent */
+         uint32_t field_selector_len;
+      } op_query;
+      /* OP_REPLY (see opmsg/legacy.h). Every document is checked. */
+      struct {
+         int64_t cursor_id;
+         int32_t starting_from;
+         int32_t number_returned;
+         const uint8_t *documents; /* the documents back to back */
+         size_t documents_len;
+      } op_reply;
+      /* OP_COMPRESSED (see opmsg/compress.h). Framing only: the payload is
+       * checked when it is decompressed. */
+      struct {
+         int32_t original_opcode;
+         int32_t uncompressed_size;
+         uint8_t compressor_id;
+         const uint8_t *compressed;
+         size_t compressed_len;
+      } op_compressed;
+      /* OP_INSERT: body is the first document. */
+      struct {
+         const char *full_collection_name;
+         int32_t count;            /* how many documents */
+         const uint8_t *documents; /* all of them, back to back */
+         size_t documents_len;
+      } op_insert;
+      /* OP_UPDATE: body is the selector. */
+      struct {
+         const char *full_collection_name;
+         const uint8_t *update; /* the update document */
+         uint32_t update_len;
+      } op_update;
+      /* OP_DELETE: body is the selector. */
+      struct {
+         const char *full_collection_name;
+      } op_delete;
+      struct {
+         const char *full_collection_name;
+         int32_t number_to_return;
+         int64_t cursor_id;
+      } op_get_more;
+      struct {
+         int32_t number_of_cursor_ids;
+         const uint8_t *cursor_ids; /* 8 bytes each, little-endian (opmsg_wire_i64()) */
+         size_t cursor_ids_len;
+      } op_kill_cursors;
+   };
 
    /* opmsg's own; see above. */
    void *priv_[8];
@@ -487,12 +514,13 @@ OPMSG_EXPORT bool opmsg_merge_into(const opmsg_msg_t *msg, uint8_t *buf, size_t 
                                    bson_error_t *error);
 
 /*
- * Returns the merged document as a new bson_t made with exactly one
- * allocation of exactly the size needed (the bson_t and its bytes in one
- * block; on a libbson whose private flags are not those of 1.23 to 2.5, a
- * copy made libbson's public way); bson_destroy() frees it. The document is read-only: libbson's
- * append functions abort on a read-only bson_t, so bson_copy() it (or use
- * opmsg_merge_init()) to extend it. NULL with *error set on failure.
+ * Returns the merged document as a new bson_t, written once in place into
+ * the bytes libbson's public API makes for it (bson_sized_new() of the
+ * exact size, bson_reserve_buffer()): one allocation for a document that
+ * fits inside the bson_t (libbson keeps up to 120 bytes there, 115 of
+ * them for this), two above (the bson_t, its bytes). bson_destroy() frees
+ * it. An ordinary, writable bson_t (since 0.5.0; read-only before): it
+ * takes appends. NULL with *error set on failure.
  */
 OPMSG_EXPORT bson_t *opmsg_merge_bson(const opmsg_msg_t *msg, bson_error_t *error);
 

@@ -74,7 +74,7 @@ dropin_debug_level(void)
 }
 
 /* OPMSG_MONGOC_CHECK: how far inside the documents every message is
- * checked (libopmsg's names, opmsg_check_from_name()); top-level when unset
+ * checked (libopmsg's names, opmsg_check_from_name()); spec when unset
  * or empty. Read once, like OPMSG_MONGOC_DEBUG: first from the constructor.
  * An unknown value never fails the application: it is kept (made printable)
  * for one warning, and the default applies. */
@@ -398,11 +398,10 @@ decide(void)
    if (check_unknown) {
       /* Said whatever OPMSG_MONGOC_DEBUG says: the variable was set for a
        * reason, and the drop-in checks at another level than asked. */
-      dropin_log("OPMSG_MONGOC_CHECK=%s is not a check level (%s, %s, %s or %s); "
+      dropin_log("OPMSG_MONGOC_CHECK=%s is not a check level (%s, %s or %s); "
                  "checking at %s",
-                 check_bad, opmsg_check_name(OPMSG_CHECK_SPEC), opmsg_check_name(OPMSG_CHECK_FRAMES),
-                 opmsg_check_name(OPMSG_CHECK_TOP_LEVEL), opmsg_check_name(OPMSG_CHECK_FULL),
-                 opmsg_check_name(check_level));
+                 check_bad, opmsg_check_name(OPMSG_CHECK_SPEC), opmsg_check_name(OPMSG_CHECK_TOP_LEVEL),
+                 opmsg_check_name(OPMSG_CHECK_FULL), opmsg_check_name(check_level));
    }
    resolve_originals(handle);
    if (sym) {

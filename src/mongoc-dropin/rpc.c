@@ -241,7 +241,7 @@ scatter(void *rpc, const uint8_t *buf, size_t buflen, bool reply, bool inner)
       /* An OP_REPLY, or an OP_COMPRESSED carrying one, where libmongoc
        * reads OP_MSG (see "The request a reply answers"). */
       if (reply && last_request_opcode == OPMSG_OP_MSG &&
-          (opcode == OPMSG_OP_REPLY || m.original_opcode == OPMSG_OP_REPLY)) {
+          (opcode == OPMSG_OP_REPLY || m.op_compressed.original_opcode == OPMSG_OP_REPLY)) {
          memset(rpc, 0, DROPIN_RPC_SIZE);
          return dropin_reject_msg("reply", "OP_REPLY answering an OP_MSG request (libmongoc would read it as OP_MSG)");
       }

@@ -1068,7 +1068,7 @@ def group_mutate():
 
 # --- check levels ----------------------------------------------------------
 
-LEVELS = ("frames", "spec", "top-level", "full")
+LEVELS = ("spec", "top-level", "full")
 
 
 def bad_element_doc():
@@ -1119,7 +1119,7 @@ def pcap_of(c2s):
 
 
 def group_check_levels():
-    """--check spec|frames|top-level|full (and --full-validate, its synonym for
+    """--check spec|top-level|full (and --full-validate, its synonym for
     full): what each level accepts, that frame errors are refused at every
     level, that the level reaches OP_COMPRESSED's inner message, merge, dump
     and tap, that check says the level, and that an unknown level is a
@@ -1138,11 +1138,11 @@ def group_check_levels():
     # What each level accepts (True) or refuses with its rule.
     verdicts = [
         ("bad top-level element in a sequence document", bad_elem,
-         {"frames": True, "spec": True, "top-level": "document-element", "full": "document-element"}),
+         {"spec": True, "top-level": "document-element", "full": "document-element"}),
         ("duplicate body key", dup_key,
-         {"frames": True, "spec": True, "top-level": "duplicate-key", "full": "duplicate-key"}),
+         {"spec": True, "top-level": "duplicate-key", "full": "duplicate-key"}),
         ("nested invalid UTF-8 in a sequence document", bad_utf8,
-         {"frames": True, "spec": True, "top-level": True, "full": "invalid-utf8"}),
+         {"spec": True, "top-level": True, "full": "invalid-utf8"}),
     ]
     # Frame errors: refused at every level, by the same rule.
     over = bytearray(good_doc)
@@ -1163,13 +1163,12 @@ def group_check_levels():
         verdicts.append((what, msg, {level: rule for level in LEVELS}))
 
     for what, msg, want in verdicts:
-        for args, level in [(["--check", "frames"], "frames"), (["--check=frames"], "frames"),
-                            (["--check", "spec"], "spec"), (["--check=spec"], "spec"),
+        for args, level in [(["--check", "spec"], "spec"), (["--check=spec"], "spec"),
                             (["--check", "top-level"], "top-level"), ([], "top-level"),
                             (["--check", "full"], "full"), (["--full-validate"], "full"),
                             # The last one given wins.
-                            (["--full-validate", "--check", "frames"], "frames"),
-                            (["--check", "frames", "--full-validate"], "full")]:
+                            (["--full-validate", "--check", "spec"], "spec"),
+                            (["--check", "spec", "--full-validate"], "full")]:
             label = "check %s: %s" % (" ".join(args) or "(default)", what)
             if want[level] is True:
                 rc, out, err = run(["check"] + args + ["-"], msg)
@@ -1196,31 +1195,31 @@ def group_check_levels():
                   and (ok or d["error"]["rule"] == want[level]),
                   "dump --check %s: %s: %d %r" % (level, what, rc, d))
 
-    # merge at the frames level: the sequence is merged as it is, byte for
+    # merge at the spec level: the sequence is merged as it is, byte for
     # byte (the bad element copied, never read); JSON cannot carry it, and
     # the error names the rule, as full validation finds it.
     want = enc(cmd)[:-1] + b"\x04documents\x00" + raw_array([good_doc, bad_element_doc()]) + b"\x00"
     want = struct.pack("<i", len(want)) + want[4:]
-    rc, out, err = run(["merge", "--bson", "--check", "frames", "-"], bad_elem)
-    check(rc == 0 and out == want, "merge --bson --check frames of a bad element: %d %r" % (rc, err))
+    rc, out, err = run(["merge", "--bson", "--check", "spec", "-"], bad_elem)
+    check(rc == 0 and out == want, "merge --bson --check spec of a bad element: %d %r" % (rc, err))
     expect_rule(["merge", "--bson", "-"], "document-element", "merge --bson (top-level) of a bad element",
                 bad_elem)
-    expect_rule(["merge", "--check", "frames", "-"], "document-element",
-                "merge to JSON --check frames of a bad element", bad_elem)
-    rc, out, err = run(["merge", "--bson", "--check", "frames", "-"], dup_key)
-    check(rc == 0 and out == dup_body, "merge --bson --check frames of a duplicate key: %d %r" % (rc, err))
+    expect_rule(["merge", "--check", "spec", "-"], "document-element",
+                "merge to JSON --check spec of a bad element", bad_elem)
+    rc, out, err = run(["merge", "--bson", "--check", "spec", "-"], dup_key)
+    check(rc == 0 and out == dup_body, "merge --bson --check spec of a duplicate key: %d %r" % (rc, err))
     expect_rule(["merge", "--bson", "--check", "full", "-"], "invalid-utf8",
                 "merge --bson --check full of nested invalid UTF-8", bad_utf8)
 
     # check --stream: every ok line ends with the level.
     good = op_msg([kind0(SON([("ping", 1), ("$db", "admin")]))])
     stream = good + bad_elem + dup_key
-    rc, out, err = run(["check", "--stream", "--check", "frames", "-"], stream)
+    rc, out, err = run(["check", "--stream", "--check", "spec", "-"], stream)
     check(rc == 0 and err == "" and out.decode().splitlines() == [
-        "ok 0 0 OP_MSG %d frames" % len(good),
-        "ok 1 %d OP_MSG %d frames" % (len(good), len(bad_elem)),
-        "ok 2 %d OP_MSG %d frames" % (len(good) + len(bad_elem), len(dup_key))],
-        "check --stream --check frames: %d %r %r" % (rc, out, err))
+        "ok 0 0 OP_MSG %d spec" % len(good),
+        "ok 1 %d OP_MSG %d spec" % (len(good), len(bad_elem)),
+        "ok 2 %d OP_MSG %d spec" % (len(good) + len(bad_elem), len(dup_key))],
+        "check --stream --check spec: %d %r %r" % (rc, out, err))
     rc, out, err = run(["check", "--stream", "-"], stream)
     lines = error_lines(err)
     check(rc == 1 and out.decode().splitlines() == ["ok 0 0 OP_MSG %d top-level" % len(good)]
@@ -1238,7 +1237,7 @@ def group_check_levels():
         for args, want in [([], ["document-element", "duplicate-key", "invalid-utf8"]),
                            (["--full-validate"], ["document-element", "duplicate-key", "invalid-utf8"]),
                            (["--check", "top-level"], ["document-element", "duplicate-key", None]),
-                           (["--check=frames", "--max-array", "1"], [None, None, None])]:
+                           (["--check=spec", "--max-array", "1"], [None, None, None])]:
             rc, out, err = run(["tap", "--pcap", pcap] + args)
             msgs = [x for x in (json.loads(l) for l in out.decode().splitlines()) if "dir" in x]
             check(rc == 0 and [m.get("error") for m in msgs] == want,
@@ -1256,6 +1255,8 @@ def group_check_levels():
     for args, bad in ((["check", "--check", "bogus", seed], "bogus"),
                       (["merge", "--check=Full", seed], "Full"),
                       (["dump", seed, "--check", "frame"], "frame"),
+                      # 0.4's second name for spec's checks is gone (0.5.0).
+                      (["check", seed, "--check", "frames"], "frames"),
                       (["check", seed, "--check"], None),
                       (["tap", "--pcap", seed, "--check", "none"], "none")):
         rc, out, err = run(args)

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """OPMSG_MONGOC_CHECK: the drop-in checks every reply at the level it names
-(libopmsg's spec, frames, top-level, full; spec, the spec's rules and the
+(libopmsg's spec, top-level, full; spec, the spec's rules and the
 frames, when unset), says the level in its activation line, and on an
 unknown value warns once and checks at spec without failing the
 application.
@@ -12,8 +12,8 @@ seq_bad_element (a sequence document whose second top-level element has
 the unknown type 0x42, inside a sound frame; zlib_seq_bad_element, the same
 inside OP_COMPRESSED) and seq_bad_utf8 (invalid
 UTF-8 one level down in a sequence document), and seq_doc_overrun (a frame
-error). What libmongoc 1.23.1 does with a reply the spec and frames levels
-let through was recorded and is asserted: it takes the merged body (ping finds
+error). What libmongoc 1.23.1 does with a reply the spec level
+lets through was recorded and is asserted: it takes the merged body (ping finds
 its "ok", find reads its cursor: neither iterates into the "extra" array)
 and the application gets a reply libbson cannot print (bson_iter stops at
 the bad element, so bson_as_relaxed_extended_json() returns NULL): the
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile_server as hs  # noqa: E402
 import run_case  # noqa: E402
 
-LEVELS = ("spec", "frames", "top-level", "full")
+LEVELS = ("spec", "top-level", "full")
 failures = []
 
 
@@ -74,7 +74,7 @@ def main():
     # the rule of the refusal or None)
     cases = [
         # The default, spec: a sequence document's elements are not read
-        # (libbson's iterator reads them), as with frames: accepted and
+        # (libbson's iterator reads them): accepted and
         # merged; libmongoc takes it, libbson cannot print it; find reads
         # its cursor and ignores "extra".
         ({}, "seq_bad_element", "ping", "spec", ("unprintable", "reply of "), None),
@@ -87,14 +87,9 @@ def main():
          "document-element"),
         ({"OPMSG_MONGOC_CHECK": "full"}, "seq_bad_element", "ping", "full", refused,
          "document-element"),
-        # frames: accepted and merged; libmongoc takes it, libbson cannot
-        # print it; find reads its cursor and ignores "extra".
-        ({"OPMSG_MONGOC_CHECK": "frames"}, "seq_bad_element", "ping", "frames",
-         ("unprintable", "reply of "), None),
-        ({"OPMSG_MONGOC_CHECK": "frames"}, "seq_bad_element", "find", "frames",
-         ("ok", '[{ "_id" : 1, "a" : "x" }, { "_id" : 2, "a" : "y" }]'), None),
+        # 0.4's "frames" is no level since 0.5.0 (the unknown values below).
         # The message inside OP_COMPRESSED is checked at the same level.
-        ({"OPMSG_MONGOC_CHECK": "frames"}, "zlib_seq_bad_element", "ping", "frames",
+        ({"OPMSG_MONGOC_CHECK": "spec"}, "zlib_seq_bad_element", "ping", "spec",
          ("unprintable", "reply of "), None),
         ({"OPMSG_MONGOC_CHECK": "top-level"}, "zlib_seq_bad_element", "ping", "top-level",
          refused, "document-element"),
@@ -102,17 +97,17 @@ def main():
         ({"OPMSG_MONGOC_CHECK": "top-level"}, "seq_bad_utf8", "ping", "top-level",
          ("unprintable", "reply of "), None),
         ({"OPMSG_MONGOC_CHECK": "full"}, "seq_bad_utf8", "ping", "full", refused, "invalid-utf8"),
-        # A frame error is refused at every level, spec and frames included.
+        # A frame error is refused at every level, spec included.
         ({}, "seq_doc_overrun", "ping", "spec", refused, "sequence-overrun"),
         ({}, "body_no_terminator", "ping", "spec", refused, "document-terminator"),
-        ({"OPMSG_MONGOC_CHECK": "frames"}, "seq_doc_overrun", "ping", "frames", refused,
+        ({"OPMSG_MONGOC_CHECK": "spec"}, "seq_doc_overrun", "ping", "spec", refused,
          "sequence-overrun"),
-        ({"OPMSG_MONGOC_CHECK": "frames"}, "body_no_terminator", "ping", "frames", refused,
+        ({"OPMSG_MONGOC_CHECK": "top-level"}, "body_no_terminator", "ping", "top-level", refused,
          "document-terminator"),
         # Legal replies stay right at every level.
         ({}, "find_seq", "find", "spec",
          ("ok", '[{ "_id" : 1, "a" : "x" }, { "_id" : 2, "a" : "y" }]'), None),
-        ({"OPMSG_MONGOC_CHECK": "frames"}, "find_seq", "find", "frames",
+        ({"OPMSG_MONGOC_CHECK": "top-level"}, "find_seq", "find", "top-level",
          ("ok", '[{ "_id" : 1, "a" : "x" }, { "_id" : 2, "a" : "y" }]'), None),
         ({"OPMSG_MONGOC_CHECK": "full"}, "seq_after", "ping", "full",
          ("ok", '{ "ok" : 1.0, "extra" : [ { "x" : 1 }, { "x" : 2 } ] }'), None),
@@ -131,14 +126,15 @@ def main():
         if not ok:
             sys.stdout.write(err[-2000:])
 
-    # An unknown value: one warning naming it and the four levels, then
+    # An unknown value: one warning naming it and the three levels, then
     # spec (the bad element is let through, as unset), and
     # the application runs on. Said without OPMSG_MONGOC_DEBUG too, and a
     # control character in the value does not break the line.
     warning = ("opmsg-mongoc: OPMSG_MONGOC_CHECK=%s is not a check level "
-               "(spec, frames, top-level or full); checking at spec")
+               "(spec, top-level or full); checking at spec")
     for value, shown, debug, mode, op, want in [
             ("bogus", "bogus", True, "seq_bad_element", "ping", ("unprintable", "reply of ")),
+            ("frames", "frames", True, "seq_bad_element", "ping", ("unprintable", "reply of ")),
             ("Frames", "Frames", True, "seq_bad_utf8", "ping", ("unprintable", "reply of ")),
             ("fr\names", "fr?ames", False, "plain", "ping", ("ok", '{ "ok" : 1.0 }')),
             ("none", "none", False, "seq_bad_element", "find",

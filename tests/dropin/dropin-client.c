@@ -8,7 +8,7 @@
  *      "RESULT error <domain>.<code> <message>" and exits 2, or, when
  *      libmongoc accepted the reply but libbson cannot print what it
  *      returned as JSON (an element bson_iter cannot read, which the
- *      drop-in's frames level lets through), "RESULT unprintable <what>"
+ *      drop-in's spec level lets through), "RESULT unprintable <what>"
  *      and exits 3.
  *   dropin-client URI threads
  *      a pooled client, 4 threads x 10 rounds of ping + find; prints
@@ -29,7 +29,7 @@
 #include <mongoc/mongoc.h>
 
 /* bson_string_t's stand-in (header only: this program links no libopmsg). */
-#include "../../src/opmsg-bson-compat.h"
+#include "../../tools/opmsg-bson-compat.h"
 
 #include <pthread.h>
 #include <stdio.h>

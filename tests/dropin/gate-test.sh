@@ -52,14 +52,14 @@ fi
 # OPMSG_MONGOC_CHECK is read once and named in the activation line; an
 # unknown value warns once (also without OPMSG_MONGOC_DEBUG) and the default
 # applies.
-if ! OPMSG_MONGOC_CHECK=frames FAKE_MONGOC_VERSION=1.23.1 OPMSG_MONGOC_DEBUG=1 \
+if ! OPMSG_MONGOC_CHECK=top-level FAKE_MONGOC_VERSION=1.23.1 OPMSG_MONGOC_DEBUG=1 \
      LD_PRELOAD=$dropin "$test_bin" global active 2>"$err" ||
-   [ "$(grep -c 'opmsg-mongoc: active: libmongoc 1.23.1 (rpc path), .*, check frames$' "$err")" -ne 1 ]; then
-  echo "FAIL: OPMSG_MONGOC_CHECK=frames is not in the activation line"; cat "$err"; fail=1
+   [ "$(grep -c 'opmsg-mongoc: active: libmongoc 1.23.1 (rpc path), .*, check top-level$' "$err")" -ne 1 ]; then
+  echo "FAIL: OPMSG_MONGOC_CHECK=top-level is not in the activation line"; cat "$err"; fail=1
 fi
 if ! OPMSG_MONGOC_CHECK=strict FAKE_MONGOC_VERSION=1.23.1 \
      LD_PRELOAD=$dropin "$test_bin" local active 2>"$err" ||
-   [ "$(cat "$err")" != "opmsg-mongoc: OPMSG_MONGOC_CHECK=strict is not a check level (spec, frames, top-level or full); checking at spec" ]; then
+   [ "$(cat "$err")" != "opmsg-mongoc: OPMSG_MONGOC_CHECK=strict is not a check level (spec, top-level or full); checking at spec" ]; then
   echo "FAIL: OPMSG_MONGOC_CHECK=strict: expected one warning line"; cat "$err"; fail=1
 fi
 

@@ -35,11 +35,11 @@ limit_of(const opmsg_options_t *opts)
 static void
 check_rebuilt_header(const opmsg_msg_t *msg, const uint8_t *data, size_t len)
 {
-   FUZZ_CHECK(len == 16 + (size_t) msg->uncompressed_size);
+   FUZZ_CHECK(len == 16 + (size_t) msg->op_compressed.uncompressed_size);
    FUZZ_CHECK(fuzz_u32(data) == len);
    FUZZ_CHECK((int32_t) fuzz_u32(data + 4) == msg->request_id);
    FUZZ_CHECK((int32_t) fuzz_u32(data + 8) == msg->response_to);
-   FUZZ_CHECK((int32_t) fuzz_u32(data + 12) == msg->original_opcode);
+   FUZZ_CHECK((int32_t) fuzz_u32(data + 12) == msg->op_compressed.original_opcode);
 }
 
 /* Compress the rebuilt message again; it must come back unchanged. */
@@ -50,10 +50,10 @@ check_round_trip(const opmsg_msg_t *outer, const uint8_t *plain, size_t len, con
    bson_error_t error;
    size_t packed_len = 0;
    uint8_t *packed =
-      opmsg_compress(plain, len, outer->compressor_id, OPMSG_COMPRESS_DEFAULT_LEVEL, &packed_len, &error);
+      opmsg_compress(plain, len, outer->op_compressed.compressor_id, OPMSG_COMPRESS_DEFAULT_LEVEL, &packed_len, &error);
    if (!packed) {
       fuzz_check_error(&error);
-      /* The frames and spec levels leave the body's elements unread: its first key,
+      /* The spec level leave the body's elements unread: its first key,
        * which names the command the compressor must know, may be unsound. */
       FUZZ_CHECK_MSG(
          (error.code == OPMSG_ERR_COMPRESSION_FORBIDDEN && !opmsg_compression_allowed(opmsg_command_name(inner))) ||
@@ -61,14 +61,15 @@ check_round_trip(const opmsg_msg_t *outer, const uint8_t *plain, size_t len, con
          "compressing a valid message failed: %s", error.message);
       return;
    }
-   FUZZ_CHECK(packed_len <= opmsg_compress_bound(len, outer->compressor_id));
+   FUZZ_CHECK(packed_len <= opmsg_compress_bound(len, outer->op_compressed.compressor_id));
 
    opmsg_options_t lenient;
    opmsg_options_init(&lenient);
    opmsg_msg_t again;
    FUZZ_CHECK_MSG(opmsg_parse(packed, packed_len, &lenient, &again, &error), "our own OP_COMPRESSED does not parse: %s",
                   error.message);
-   FUZZ_CHECK(again.opcode == OPMSG_OP_COMPRESSED && again.compressor_id == outer->compressor_id);
+   FUZZ_CHECK(again.opcode == OPMSG_OP_COMPRESSED &&
+              again.op_compressed.compressor_id == outer->op_compressed.compressor_id);
    size_t back_len = 0;
    uint8_t *back = opmsg_decompress(&again, &back_len, &error);
    FUZZ_CHECK_MSG(back != NULL, "our own OP_COMPRESSED does not decompress: %s", error.message);
@@ -97,7 +98,7 @@ check_inner(const opmsg_msg_t *outer, const opmsg_options_t *opts, const uint8_t
       return;
    }
    FUZZ_CHECK(d.len == len && memcmp(d.data, plain, len) == 0);
-   FUZZ_CHECK(d.inner.opcode == outer->original_opcode);
+   FUZZ_CHECK(d.inner.opcode == outer->op_compressed.original_opcode);
 
    size_t merged_len = 0;
    uint8_t *expect = fuzz_check_accepted(&d.inner, opts, &merged_len);
@@ -140,9 +141,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    }
    /* parse bounded uncompressedSize before anything was allocated. */
    size_t total = opmsg_decompressed_size(&msg);
-   FUZZ_CHECK(total == 16 + (size_t) msg.uncompressed_size);
+   FUZZ_CHECK(total == 16 + (size_t) msg.op_compressed.uncompressed_size);
    FUZZ_CHECK(total <= limit_of(&opts));
-   FUZZ_CHECK(msg.compressor_id <= OPMSG_COMPRESSOR_ZSTD);
+   FUZZ_CHECK(msg.op_compressed.compressor_id <= OPMSG_COMPRESSOR_ZSTD);
 
    fuzz_mem_stats_t mem;
    size_t len = 0;

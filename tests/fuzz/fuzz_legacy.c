@@ -23,11 +23,11 @@
 static void
 check_reply(const opmsg_msg_t *msg)
 {
-   FUZZ_CHECK(msg->number_returned >= 0);
-   FUZZ_CHECK(msg->documents == msg->data + 36 || msg->number_returned == 0);
-   FUZZ_CHECK(36 + msg->documents_len == msg->len);
+   FUZZ_CHECK(msg->op_reply.number_returned >= 0);
+   FUZZ_CHECK(msg->op_reply.documents == msg->data + 36 || msg->op_reply.number_returned == 0);
+   FUZZ_CHECK(36 + msg->op_reply.documents_len == msg->len);
 
-   size_t n = (size_t) msg->number_returned;
+   size_t n = (size_t) msg->op_reply.number_returned;
    bson_t *docs = fuzz_bson_array(n);
    const bson_t **ptrs = calloc(n ? n : 1, sizeof *ptrs);
    FUZZ_CHECK(ptrs != NULL);
@@ -61,8 +61,8 @@ check_reply(const opmsg_msg_t *msg)
    r.request_id = msg->request_id;
    r.response_to = msg->response_to;
    r.response_flags = msg->flags;
-   r.cursor_id = msg->cursor_id;
-   r.starting_from = msg->starting_from;
+   r.cursor_id = msg->op_reply.cursor_id;
+   r.starting_from = msg->op_reply.starting_from;
    r.documents = ptrs;
    r.n_documents = n;
    FUZZ_CHECK(opmsg_reply_size(&r) == msg->len);
@@ -82,22 +82,23 @@ check_reply(const opmsg_msg_t *msg)
 static void
 check_query(const opmsg_msg_t *msg)
 {
-   const char *ns = msg->full_collection_name;
+   const char *ns = msg->op_query.full_collection_name;
    FUZZ_CHECK(ns == (const char *) msg->data + 20);
    size_t ns_len = strnlen(ns, msg->len - 20);
    FUZZ_CHECK(ns_len > 0 && ns_len < msg->len - 20);
    size_t off = 20 + ns_len + 1;
-   FUZZ_CHECK((int32_t) fuzz_u32(msg->data + off) == msg->number_to_skip);
-   FUZZ_CHECK((int32_t) fuzz_u32(msg->data + off + 4) == msg->number_to_return);
+   FUZZ_CHECK((int32_t) fuzz_u32(msg->data + off) == msg->op_query.number_to_skip);
+   FUZZ_CHECK((int32_t) fuzz_u32(msg->data + off + 4) == msg->op_query.number_to_return);
    off += 8;
    FUZZ_CHECK(msg->body == msg->data + off);
    off += msg->body_len;
-   if (msg->field_selector) {
-      FUZZ_CHECK(msg->field_selector == msg->data + off);
-      FUZZ_CHECK(msg->field_selector_len >= 5 && fuzz_u32(msg->field_selector) == msg->field_selector_len);
-      off += msg->field_selector_len;
+   if (msg->op_query.field_selector) {
+      FUZZ_CHECK(msg->op_query.field_selector == msg->data + off);
+      FUZZ_CHECK(msg->op_query.field_selector_len >= 5 &&
+                 fuzz_u32(msg->op_query.field_selector) == msg->op_query.field_selector_len);
+      off += msg->op_query.field_selector_len;
    } else {
-      FUZZ_CHECK(msg->field_selector_len == 0);
+      FUZZ_CHECK(msg->op_query.field_selector_len == 0);
    }
    FUZZ_CHECK_MSG(off == msg->len, "the query's parts leave %zu bytes over", msg->len - off);
 

@@ -52,15 +52,14 @@ FUZZ_NORETURN void fuzz_fail(const char *file, int line, const char *fmt, ...) F
  *   bits 3-4  limits: 0 defaults; 1 max_message_size 4096; 2 max_bson_size
  *          512; 3 both small (1024 / 128), so the limit paths are reached
  *   bits 6-7  the check level unless bit 0 asks for full: 00 top-level,
- *          10 frames, 01 and 11 spec (the default, which the preload
- *          uses). Targets that give bits 5-7 a meaning of their own share
- *          bits 6-7 with it: both vary anyway.
- * fuzz_parse.c also tries every input at the frames and spec levels (its
- * lenient check), so each level meets every input there, and holds the two
- * to the same verdict and merge (they check the same).
+ *          01, 10 and 11 spec (the default, which the preload uses).
+ *          Targets that give bits 5-7 a meaning of their own share bits
+ *          6-7 with it: both vary anyway.
+ * fuzz_parse.c also tries every input at the spec level (its lenient
+ * check), so each level meets every input there.
  */
 void fuzz_options_from_byte(uint8_t control, opmsg_options_t *opts);
-/* True at the levels that only frame the documents (frames, spec). */
+/* True at the level that only frames the documents (spec). */
 bool fuzz_frames_only(const opmsg_options_t *opts);
 
 /* Fails unless *error is a well-formed opmsg error: our domain, a known

@@ -116,7 +116,7 @@ check_message(const char *path, bool request)
       }
       inner = &dec.inner;
    }
-   if (inner->opcode == OPMSG_OP_REPLY && inner->number_returned != 1) {
+   if (inner->opcode == OPMSG_OP_REPLY && inner->op_reply.number_returned != 1) {
       /* Nothing to merge: an OP_REPLY merges only with one document. */
    } else if (!(merged = opmsg_merge_bson(inner, &error))) {
       fail(path, "merge", &error);

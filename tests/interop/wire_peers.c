@@ -134,7 +134,7 @@ read_reply(int fd, int32_t request_id, int *codec, bool *had_checksum)
 
       CHECK(msg.response_to == request_id, "responseTo %d, expected %d", msg.response_to, request_id);
       if (msg.opcode == OPMSG_OP_COMPRESSED) {
-         *codec = msg.compressor_id;
+         *codec = msg.op_compressed.compressor_id;
          if (!opmsg_decompress_parse(&msg, NULL, &dec, &error)) {
             printf("FAIL: compressed reply: %s\n", error.message);
             failures++;

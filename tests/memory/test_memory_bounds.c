@@ -316,7 +316,9 @@ check_merge_bounds(const uint8_t *data, size_t len, const opmsg_options_t *opts)
    bson_t *doc = opmsg_merge_bson(&msg, &error);
    m = mem_end();
    assert_non_null(doc);
-   assert_int_equal(m.count, 1);
+   /* The bson_t, and its bytes: exactly the size (and the 5 bytes libbson's
+    * reserve counts from the empty document). */
+   assert_int_equal(m.count, merged <= 115 ? 1 : 2);
    assert_true(m.largest <= sizeof(bson_t) + merged + 256);
    assert_true(m.peak <= 3 * len + SLACK);
    bson_destroy(doc);
@@ -649,7 +651,7 @@ main(void)
       cmocka_unit_test(test_reader_lying_lengths),
       cmocka_unit_test(test_reader_large_messages_bounded),
    };
-   static const opmsg_check_t levels[] = {OPMSG_CHECK_FRAMES, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL};
+   static const opmsg_check_t levels[] = {OPMSG_CHECK_SPEC, OPMSG_CHECK_TOP_LEVEL, OPMSG_CHECK_FULL};
    int failed = 0;
    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
       g_check = levels[i];

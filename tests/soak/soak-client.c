@@ -42,7 +42,7 @@
 #include <mongoc/mongoc.h>
 
 /* opmsg_append_array_begin (header only: this program links no libopmsg). */
-#include "../../src/opmsg-bson-compat.h"
+#include "../../tools/opmsg-bson-compat.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

@@ -316,9 +316,9 @@ tap_append_contents(tap_t *tap, opmsg_strbuf_t *s, const opmsg_msg_t *msg, int d
       if (db) {
          opmsg_strbuf_append(s, ",\"db\":");
          tap_json_string(s, db, db_len);
-      } else if (msg->opcode == OPMSG_OP_QUERY && msg->full_collection_name) {
+      } else if (msg->opcode == OPMSG_OP_QUERY && msg->op_query.full_collection_name) {
          /* A legacy command names its database as "db.$cmd". */
-         const char *ns = msg->full_collection_name;
+         const char *ns = msg->op_query.full_collection_name;
          const char *dot = strchr(ns, '.');
 
          opmsg_strbuf_append(s, ",\"db\":");
@@ -326,8 +326,8 @@ tap_append_contents(tap_t *tap, opmsg_strbuf_t *s, const opmsg_msg_t *msg, int d
       }
    }
    if (msg->opcode == OPMSG_OP_REPLY) {
-      opmsg_strbuf_append_printf(s, ",\"numberReturned\":%" PRId32, msg->number_returned);
-      if (msg->number_returned != 1) {
+      opmsg_strbuf_append_printf(s, ",\"numberReturned\":%" PRId32, msg->op_reply.number_returned);
+      if (msg->op_reply.number_returned != 1) {
          if (msg->body && opmsg_body(msg, &body)) {
             tap_append_doc(tap, s, &body);
          }
@@ -376,11 +376,11 @@ tap_log_message(tap_t *tap, tap_session_t *ses, int dir, const uint8_t *data, si
    }
    ok = opmsg_parse(data, len, &opts, &msg, &error);
    if (ok && msg.opcode == OPMSG_OP_COMPRESSED) {
-      const char *codec = opmsg_compressor_name(msg.compressor_id);
+      const char *codec = opmsg_compressor_name(msg.op_compressed.compressor_id);
 
       opmsg_strbuf_append_printf(s, ",\"compressor\":\"%s\"", codec ? codec : "reserved");
-      tap_append_opcode(s, "originalOpcode", msg.original_opcode);
-      if (dir == TAP_C2S && msg.original_opcode == OPMSG_OP_MSG) {
+      tap_append_opcode(s, "originalOpcode", msg.op_compressed.original_opcode);
+      if (dir == TAP_C2S && msg.op_compressed.original_opcode == OPMSG_OP_MSG) {
          opts.flags |= OPMSG_PARSE_REQUEST;
       }
       ok = opmsg_decompress_parse(&msg, &opts, &dec, &error);

@@ -37,7 +37,7 @@ tap_usage(FILE *f)
          "                 [--raw DIR] [--max-array N]\n"
          "       opmsg tap --pcap FILE [--port N] [--out FILE] [--raw DIR]\n"
          "                 [--max-array N]\n"
-         "  both also take [--check frames|spec|top-level|full] [--full-validate]\n"
+         "  both also take [--check spec|top-level|full] [--full-validate]\n"
          "Forwards MongoDB wire traffic unchanged and logs one JSON line per\n"
          "message (docs/tap.md). --out FILE: the log (default stdout).\n"
          "--raw DIR: also save each message as DIR/<seq>-conn<id>-<c2s|s2c>.bin.\n"

@@ -139,16 +139,17 @@ def patch_u8(msg, offset, value):
 # The vectors
 # ---------------------------------------------------------------------------
 
-LEVELS = ("frames", "top-level", "full", "spec")
+# The check levels in the order of what they check (opmsg_check_t's
+# values): spec, the default, then top-level and full.
+LEVELS = ("spec", "top-level", "full")
 VECTORS = []  # (file, {level: verdict}, source, what)
 
 
-def expect(all=None, frames=None, top=None, full=None, spec=None):
+def expect(all=None, spec=None, top=None, full=None):
     """Verdict per level: "ok" or the library's rule name. all= sets every
-    level; spec (the coming default level) is frames' unless given."""
-    v = {"frames": frames or all, "top-level": top or all, "full": full or all}
-    v["spec"] = spec or v["frames"]
-    assert all is None or not (frames or top or full), "all= or per level"
+    level."""
+    v = {"spec": spec or all, "top-level": top or all, "full": full or all}
+    assert all is None or not (spec or top or full), "all= or per level"
     for level, verdict in v.items():
         assert verdict, level
     return v
@@ -229,42 +230,42 @@ def define():
 
     # --- levels differ: element checks a level may leave out -----------------
     vec("lvl_body_dup_key", op_msg(body([OK, ("a", 1), ("a", 2)])),
-        expect(frames="ok", top="duplicate-key", full="duplicate-key"),
+        expect(spec="ok", top="duplicate-key", full="duplicate-key"),
         "test_check.c test_body_alone", "a top-level body key twice (the spec allows it)")
     vec("lvl_body_dup_key_seq", op_msg(body([OK, ("x", 1), ("x", 2)]), seq("documents", [{"_id": 1}])),
-        expect(frames="ok", top="duplicate-key", full="duplicate-key"),
+        expect(spec="ok", top="duplicate-key", full="duplicate-key"),
         "test_check.c test_body_with_sequences", "a body key twice, with a sequence")
     vec("lvl_body_bad_element", op_msg(body(raw_doc(element("ok", 1.0) + bytes(BAD_ELEMENT)))),
-        expect(frames="ok", top="document-element", full="document-element"),
+        expect(spec="ok", top="document-element", full="document-element"),
         "test_check.c test_body_alone", "body alone, element of type 0x42 after ok")
     vec("lvl_body_bad_bool", op_msg(body(raw_doc(element("ok", 1.0) + b"\x08t\x00\x02"))),
-        expect(frames="ok", top="invalid-boolean", full="invalid-boolean"),
+        expect(spec="ok", top="invalid-boolean", full="invalid-boolean"),
         "test_parse.c test_top_level_elements", "body boolean 2")
     vec("lvl_body_ends_early", op_msg(body(raw_doc(element("ok", 1.0) + b"\x00\x10x\x00\x01\x00\x00\x00"))),
-        expect(frames="ok", top="document-terminator", full="document-terminator"),
+        expect(spec="ok", top="document-terminator", full="document-terminator"),
         "test_offsets.c (body element ends the body early)", "a 0 type byte before the body's end")
     vec("lvl_body_string_len", op_msg(body(raw_doc(element("ok", 1.0) + b"\x02s\x00\x09\x00\x00\x00a\x00"))),
-        expect(frames="ok", top="document-element", full="document-element"),
+        expect(spec="ok", top="document-element", full="document-element"),
         "test_parse.c test_top_level_elements", "body string length past the document")
     vec("lvl_seq_bad_element", op_msg(body([OK]), seq("documents", [{"_id": 1}, raw_doc(element("a", 1) +
                                                                                           bytes(BAD_ELEMENT))])),
-        expect(frames="ok", top="document-element", full="document-element"),
+        expect(spec="ok", top="document-element", full="document-element"),
         "test_check.c test_sequence_document_element", "sequence document with an element of type 0x42")
     vec("lvl_seq_bad_bool", op_msg(body([OK]), seq("documents", [raw_doc(b"\x08t\x00\x02")])),
-        expect(frames="ok", top="invalid-boolean", full="invalid-boolean"),
+        expect(spec="ok", top="invalid-boolean", full="invalid-boolean"),
         "test_offsets.c (document boolean neither 0 nor 1)", "sequence document boolean 2")
     nested_bad_utf8 = [("n", raw_doc(b"\x02s\x00\x02\x00\x00\x00\xff\x00"))]
     vec("lvl_seq_nested_utf8", op_msg(body([OK]), seq("documents", [doc(nested_bad_utf8)])),
-        expect(frames="ok", top="ok", full="invalid-utf8"), "test_check.c test_nested",
+        expect(spec="ok", top="ok", full="invalid-utf8"), "test_check.c test_nested",
         "nested string not UTF-8 in a sequence document")
     vec("lvl_body_nested_utf8", op_msg(body([OK] + nested_bad_utf8)),
-        expect(frames="ok", top="ok", full="invalid-utf8"), "test_check.c test_nested",
+        expect(spec="ok", top="ok", full="invalid-utf8"), "test_check.c test_nested",
         "nested string not UTF-8 in the body")
     vec("lvl_body_nested_bool", op_msg(body([OK, ("a", raw_doc(b"\x08t\x00\x07"))])),
-        expect(frames="ok", top="ok", full="invalid-boolean"), "test_offsets.c (nested boolean neither 0 nor 1)",
+        expect(spec="ok", top="ok", full="invalid-boolean"), "test_offsets.c (nested boolean neither 0 nor 1)",
         "nested boolean 7")
     vec("lvl_body_nested_bad_type", op_msg(body([OK, ("n", raw_doc(b"\x99x\x00"))])),
-        expect(frames="ok", top="ok", full="document-element"), "test_parse.c test_top_level_elements",
+        expect(spec="ok", top="ok", full="document-element"), "test_parse.c test_top_level_elements",
         "nested document with an unknown type")
 
     # --- header and flags ------------------------------------------------------
@@ -369,10 +370,10 @@ def define():
     vec("id_clash_ambiguous_top",
         op_msg(body([("cursor", [("id", Int64(0))]), OK, ("cursor", [("id", Int64(1))])]),
                seq("cursor.firstBatch", [{"_id": 1}])),
-        expect(frames="identifier-clash", top="duplicate-key", full="duplicate-key"),
+        expect(spec="identifier-clash", top="duplicate-key", full="duplicate-key"),
         "test_check.c test_body_with_sequences", "the path's first component twice in the body")
     vec("id_clash_past_dup", op_msg(body([("a", 1), ("a", 2), ("documents", 0), OK]), seq("documents", [{"_id": 1}])),
-        expect(frames="identifier-clash", top="duplicate-key", full="duplicate-key"),
+        expect(spec="identifier-clash", top="duplicate-key", full="duplicate-key"),
         "test_check.c test_body_with_sequences", "a clash found past a duplicate key")
 
     # --- documents ------------------------------------------------------------------
