@@ -231,7 +231,7 @@ static const offset_case_t cases[] = {
    {"path through a field the body lacks", "H:2013 u32:0" BODY "@ s:cursor.firstBatch[ j:{} ]",
     OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
    {"path through a field a sub-document lacks", "H:2013 u32:0 u8:0 j:{\"a\":{}} @ s:a.b.c[ j:{} ]",
-    OPMSG_ERR_IDENTIFIER_CLASH, FRAMES, 0, 0},
+    OPMSG_ERR_IDENTIFIER_CLASH, SPEC, 0, 0},
    {"path component twice in a sub-document",
     "H:2013 u32:0 u8:0 { e:03:a { e:03:b { } e:03:b { } } } @ s:a.b.c[ j:{} ]", OPMSG_ERR_IDENTIFIER_CLASH, TOP, 0, 0},
    {"path component twice in the body (spec)", "H:2013 u32:0 u8:0 { e:03:a { } e:03:a { } } @ s:a.b[ j:{} ]",
