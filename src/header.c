@@ -7,7 +7,7 @@
 #include "opmsg-parse.h"
 
 #include <stddef.h>
-#if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__)
+#if OPMSG_USE_SSE2 && defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
@@ -113,7 +113,7 @@ start_msg(opmsg_msg_t *msg, const uint8_t *data, size_t len)
    msg->opcode = opmsg_read_i32(data + OPMSG_OFF_OPCODE);
 }
 
-#if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__) && BSON_BYTE_ORDER == BSON_LITTLE_ENDIAN
+#if OPMSG_USE_SSE2 && defined(__x86_64__)
 /* The stores of fill_alone() follow these layouts. */
 _Static_assert(sizeof(opmsg_msg_t) == 224 && offsetof(opmsg_msg_t, len) == 8 &&
                   offsetof(opmsg_msg_t, message_length) == 16 && offsetof(opmsg_msg_t, opcode) == 28 &&

@@ -34,7 +34,7 @@
 #include "opmsg-bytes.h"
 
 #include <string.h>
-#if defined(__SSE2__)
+#if OPMSG_USE_SSE2
 #include <emmintrin.h>
 #endif
 
@@ -44,7 +44,7 @@
 static inline void
 rpc_clear(void *rpc)
 {
-#if defined(__SSE2__)
+#if OPMSG_USE_SSE2
    const __m128i zero = _mm_setzero_si128();
    uint8_t *p = rpc;
    _mm_storeu_si128((__m128i *) (void *) p, zero);
