@@ -14,14 +14,10 @@ static const struct {
    const char *name;
    uint32_t hash;
 } pinned[] = {
-   {"", 0x161a4660u},
-   {"a", 0xe36dcd34u},
-   {"$db", 0x0e9ab6ffu},
-   {"insert", 0xe300609au},
-   {"abcdefg", 0x0989724bu},
-   {"abcdefgh", 0x0e41222eu},
-   {"documents", 0x16643dcau},
-   {"a somewhat longer field name", 0x133e7191u},
+   {"", 0x161a4660u},          {"a", 0xe36dcd34u},
+   {"$db", 0x0e9ab6ffu},       {"insert", 0xe300609au},
+   {"abcdefg", 0x0989724bu},   {"abcdefgh", 0x0e41222eu},
+   {"documents", 0x16643dcau}, {"a somewhat longer field name", 0x133e7191u},
 };
 
 /* The hash of name, stored at the start of a 64-byte buffer whose other
