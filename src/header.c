@@ -132,13 +132,14 @@ _Static_assert(sizeof(opmsg_op_msg_t) == 64 && offsetof(opmsg_op_msg_t, body) ==
  * fourteen 16-byte stores instead of some thirty: the store unit, not the
  * checks, was what the parse of a body alone waited on. The header's four
  * fields are its first 16 bytes as they are.
- * Kept as intrinsics because plain C does not hold the speed (opmsg-bench
- * --cpu-time, parse of the five body-alone cases at frames and spec, two
- * runs each, gcc 12 -O2): these stores 4.1-4.2 ns a parse; the plain C
- * below 4.4-4.8 ns (gcc stores it field by field, some thirty stores);
- * start_msg()'s zero copy and then the fields 5.1-5.3 ns; a memset or a
- * compound literal of the whole struct becomes a `rep stos`. The plain C
- * is the fallback, tested by `make check-portable`. */
+ * Kept as intrinsics because plain C does not quite hold the speed
+ * (opmsg-bench --cpu-time, parse of the five body-alone cases at frames
+ * and spec, two runs each, gcc 12 -O2): these stores 4.1-4.2 ns a parse
+ * (4.2-4.9 in two whole runs), the plain C below 4.4-4.8 ns (4.3-4.9):
+ * gcc stores it field by field, some thirty stores. start_msg()'s zero
+ * copy and then the fields was 5.1-5.3 ns; a memset or a compound literal
+ * of the whole struct becomes a `rep stos`. The plain C is the fallback,
+ * tested by `make check-portable`. */
 static OPMSG_ALWAYS_INLINE void
 fill_alone(opmsg_msg_t *msg, const uint8_t *data, size_t len, uint32_t flags, uint32_t body_len)
 {
