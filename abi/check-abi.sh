@@ -166,8 +166,27 @@ fi
 needed_bson() {
   LC_ALL=C readelf -d "$1" 2>/dev/null | sed -n 's/.*Shared library: \[\(libbson[^]]*\)\].*/\1/p' | head -n 1
 }
+# Likewise the architecture (libabigail's name for it): the baseline is one
+# architecture's; a cross build (cmake/s390x.cmake) is checked by symbols.
+elf_arch() {
+  case "$(LC_ALL=C readelf -h "$1" 2>/dev/null | sed -n 's/^ *Machine: *//p')" in
+    *X86-64*) echo elf-amd-x86_64 ;;
+    AArch64) echo elf-arm-aarch64 ;;
+    "IBM S/390") echo elf-ibm-s390 ;;
+    *) echo unknown ;;
+  esac
+}
 baseline=$(dirname "$list")/libopmsg.abi
 if [ -f "$baseline" ]; then
+  base_arch=$(sed -n "1s/.* architecture='\([^']*\)'.*/\1/p" "$baseline")
+  lib_arch=$(elf_arch "$lib")
+  if [ -n "$base_arch" ] && [ "$base_arch" != "$lib_arch" ]; then
+    echo "abi: note: $(basename "$lib") is $lib_arch, $(basename "$baseline") was recorded" \
+         "on $base_arch: symbols checked, the type comparison is skipped" >&2
+    baseline=""
+  fi
+fi
+if [ -n "$baseline" ] && [ -f "$baseline" ]; then
   base_bson=$(sed -n "s/.*<dependency name='\(libbson[^']*\)'.*/\1/p" "$baseline" | head -n 1)
   lib_bson=$(needed_bson "$lib")
   if [ -n "$base_bson" ] && [ -n "$lib_bson" ] && [ "$base_bson" != "$lib_bson" ]; then

@@ -13,6 +13,17 @@
 #include <stdint.h>
 #include <string.h>
 
+/* 1 where the SSE2 paths are compiled (every x86-64 compiler targets
+ * SSE2), 0 elsewhere and in a build with OPMSG_SIMD=OFF (CMakeLists.txt),
+ * which runs the portable code instead: each SSE2 path is a small, pure
+ * function beside its portable twin, and `make check-portable` tests the
+ * twins (on x86-64 without SIMD and on big-endian s390x). */
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(OPMSG_NO_SIMD)
+#define OPMSG_USE_SSE2 1
+#else
+#define OPMSG_USE_SSE2 0
+#endif
+
 /* The wire is little-endian. memcpy lets the compiler emit one load and keeps
  * unaligned reads defined. */
 static inline uint32_t

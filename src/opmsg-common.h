@@ -32,6 +32,22 @@
 #define OPMSG_ALWAYS_INLINE inline
 #endif
 
+/* The number of trailing zero bits of v, which is not 0. */
+static inline unsigned
+opmsg_ctz64(uint64_t v)
+{
+#if defined(__GNUC__)
+   return (unsigned) __builtin_ctzll(v);
+#else
+   unsigned n = 0;
+   while (!(v & 1)) {
+      v >>= 1;
+      n++;
+   }
+   return n;
+#endif
+}
+
 /* Fills *error (when not NULL) with OPMSG_ERROR_DOMAIN, code and a message.
  * Always returns false so callers can `return opmsg_fail(...)`. For the
  * mistakes of a caller (an argument, memory); a fault of the bytes goes

@@ -11,7 +11,7 @@
 
 #include "opmsg-common.h"
 
-#if defined(__SSE2__)
+#if OPMSG_USE_SSE2
 #include <emmintrin.h>
 #endif
 
@@ -105,7 +105,7 @@ bool opmsg_element_error(opmsg_report_t *r, const char *what, const uint8_t *p, 
 static inline const uint8_t *
 opmsg_find_nul(const uint8_t *k, const uint8_t *end)
 {
-#if defined(__SSE2__) && defined(__GNUC__)
+#if OPMSG_USE_SSE2
    while (end - k >= 16) {
       __m128i v = _mm_loadu_si128((const __m128i *) (const void *) k);
       unsigned z = (unsigned) _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128()));
@@ -114,13 +114,16 @@ opmsg_find_nul(const uint8_t *k, const uint8_t *end)
       }
       k += 16;
    }
-#elif BSON_BYTE_ORDER == BSON_LITTLE_ENDIAN && defined(__GNUC__)
+#else
+   /* Eight bytes as a little-endian number on every machine (a big-endian
+    * one swaps them in the load): a zero byte's flag is then exact in the
+    * lowest flagged byte, the first in memory; the borrow may flag bytes
+    * after it, never before. */
    while (end - k >= 8) {
-      uint64_t w;
-      memcpy(&w, k, 8);
+      uint64_t w = (uint64_t) opmsg_read_i64(k);
       uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
       if (z) {
-         return k + (__builtin_ctzll(z) >> 3);
+         return k + (opmsg_ctz64(z) >> 3);
       }
       k += 8;
    }

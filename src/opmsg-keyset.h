@@ -76,16 +76,21 @@ opmsg_keyset_destroy(opmsg_keyset_t *s)
 static OPMSG_ALWAYS_INLINE uint32_t
 opmsg_key_hash(const char *name, size_t len, const uint8_t *limit)
 {
+   /* The bytes are read as little-endian numbers on every machine, so the
+    * mask below keeps the name's first bytes (and the hash of a name is the
+    * same on any byte order): read as they lie, a big-endian machine kept
+    * the bytes after a short name, and the same name hashed differently
+    * wherever it stood. */
    uint64_t a = 0, b = 0;
    if (len >= 8) {
-      memcpy(&a, name, 8);
-      memcpy(&b, name + len - 8, 8);
+      a = (uint64_t) opmsg_read_i64((const uint8_t *) name);
+      b = (uint64_t) opmsg_read_i64((const uint8_t *) name + len - 8);
    } else if ((const uint8_t *) name + 8 <= limit) {
-      /* One load, then keep only the name's bytes (little-endian). */
-      memcpy(&a, name, 8);
-      a &= (1ull << (8 * len)) - 1;
+      /* One load, then keep only the name's bytes. */
+      a = (uint64_t) opmsg_read_i64((const uint8_t *) name) & ((1ull << (8 * len)) - 1);
    } else {
       memcpy(&a, name, len);
+      a = BSON_UINT64_FROM_LE(a);
    }
    uint64_t h = (a ^ 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
    h ^= (b + len) * 0x94D049BB133111EBull;

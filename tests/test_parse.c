@@ -843,17 +843,18 @@ test_reply_only(void **state)
    }
    tu_buf_free(&b);
 
-   /* An OP_COMPRESSED reply must carry a reply. */
-   memcpy(compressed, (const int32_t[]) {OPMSG_OP_QUERY}, 4);
-   memcpy(compressed + 4, (const int32_t[]) {(int32_t) sizeof query}, 4);
+   /* An OP_COMPRESSED reply must carry a reply (the wire's integers are
+    * little-endian on every machine: opmsg_write_u32). */
+   opmsg_write_u32(compressed, OPMSG_OP_QUERY);
+   opmsg_write_u32(compressed + 4, (uint32_t) sizeof query);
    compressed[8] = OPMSG_COMPRESSOR_NOOP;
    memcpy(compressed + 9, query, sizeof query);
    put_message(&b, OPMSG_OP_COMPRESSED, compressed, sizeof compressed);
    assert_accepts(&b, 0);
    tu_assert_rejects(b.data, b.len, OPMSG_PARSE_REPLY, OPMSG_ERR_NOT_A_REPLY);
    tu_buf_free(&b);
-   memcpy(compressed_msg, (const int32_t[]) {OPMSG_OP_MSG}, 4);
-   memcpy(compressed_msg + 4, (const int32_t[]) {(int32_t) sizeof msg_payload}, 4);
+   opmsg_write_u32(compressed_msg, OPMSG_OP_MSG);
+   opmsg_write_u32(compressed_msg + 4, (uint32_t) sizeof msg_payload);
    compressed_msg[8] = OPMSG_COMPRESSOR_NOOP;
    memcpy(compressed_msg + 9, msg_payload, sizeof msg_payload);
    put_message(&b, OPMSG_OP_COMPRESSED, compressed_msg, sizeof compressed_msg);
