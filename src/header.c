@@ -171,9 +171,9 @@ static OPMSG_ALWAYS_INLINE void
 fill_alone(opmsg_msg_t *msg, const uint8_t *data, size_t len, uint32_t flags, uint32_t body_len)
 {
    static const opmsg_msg_t zero;
-   /* The fields of the other opcodes, 0. */
-   memcpy(&msg->full_collection_name, &zero.full_collection_name,
-          offsetof(opmsg_msg_t, priv_) - offsetof(opmsg_msg_t, full_collection_name));
+   /* The union of the other opcodes' fields, 0 (op_reply is its first
+    * byte: every member starts there). */
+   memcpy(&msg->op_reply, &zero.op_reply, offsetof(opmsg_msg_t, priv_) - offsetof(opmsg_msg_t, op_reply));
    msg->data = data;
    msg->len = len;
    msg->message_length = (int32_t) len;
