@@ -202,22 +202,6 @@ test_vectors_listed(void **state)
    assert_true(files >= 50);
 }
 
-/* The bytes of a hex string, in a buffer the caller frees. */
-static uint8_t *
-from_hex(const char *hex, size_t *len)
-{
-   size_t n = strlen(hex);
-   assert_int_equal(n % 2, 0);
-   uint8_t *out = malloc(n / 2 + 1);
-   assert_non_null(out);
-   for (size_t i = 0; i < n / 2; i++) {
-      unsigned v;
-      assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-      out[i] = (uint8_t) v;
-   }
-   *len = n / 2;
-   return out;
-}
 
 /* The merged document of one message accepted at check, decompressed first
  * when it is OP_COMPRESSED; NULL (and *error) when it is refused. */
@@ -260,7 +244,7 @@ check_neutral_case(const bson_t *c, opmsg_check_t spec, const char **outcome)
       return 0;
    }
    size_t len, want_len;
-   uint8_t *reply = from_hex(case_str(c, "reply"), &len);
+   uint8_t *reply = tu_from_hex(case_str(c, "reply"), &len);
    bson_error_t error;
    bson_t *merged = merged_at(reply, len, spec, &error);
    free(reply);
@@ -272,7 +256,7 @@ check_neutral_case(const bson_t *c, opmsg_check_t spec, const char **outcome)
       }
    } else {
       assert_string_equal(*outcome, "ok");
-      uint8_t *want = from_hex(case_str(c, "merged.bson"), &want_len);
+      uint8_t *want = tu_from_hex(case_str(c, "merged.bson"), &want_len);
       bson_t *ejson = bson_new_from_json((const uint8_t *) case_str(c, "merged.canonical_extjson"), -1, &error);
       if (!ejson || ejson->len != want_len || memcmp(bson_get_data(ejson), want, want_len) != 0) {
          print_error("%s: the canonical Extended JSON is not the case's BSON\n", name);

@@ -28,25 +28,6 @@
  * Helpers
  * ------------------------------------------------------------------------- */
 
-/* Decodes hex into a new buffer; fails the test on a bad digit. */
-static uint8_t *
-from_hex(const char *hex, size_t *len)
-{
-   size_t n = strlen(hex);
-   assert_int_equal(n % 2, 0);
-   uint8_t *out = malloc(n / 2 + 1);
-   assert_non_null(out);
-   for (size_t i = 0; i < n / 2; i++) {
-      unsigned v;
-      char pair[3] = {hex[2 * i], hex[2 * i + 1], 0};
-      if (sscanf(pair, "%2x", &v) != 1) {
-         fail_msg("bad hex \"%s\"", hex);
-      }
-      out[i] = (uint8_t) v;
-   }
-   *len = n / 2;
-   return out;
-}
 
 /* The message: header, flags, one kind-0 section holding the raw bytes. */
 static void
@@ -357,7 +338,7 @@ check_valid_bytes(const char *file, const char *desc, const char *field, const c
 {
    char what[512];
    size_t len;
-   uint8_t *doc = from_hex(hex, &len);
+   uint8_t *doc = tu_from_hex(hex, &len);
    tu_buf_t msg;
    opmsg_msg_t parsed;
    bson_error_t error;
@@ -432,7 +413,7 @@ check_decode_error(const char *file, const bson_t *c, void *ctx)
    assert_non_null(desc);
    assert_non_null(hex);
    snprintf(what, sizeof what, "%s: \"%s\"", file, desc);
-   uint8_t *doc = from_hex(hex, &len);
+   uint8_t *doc = tu_from_hex(hex, &len);
 
    body_message(&msg, doc, len);
    if (parse(&msg, OPMSG_PARSE_FULL_VALIDATE, &parsed, &error)) {
@@ -512,7 +493,7 @@ mutate_case(const char *file, const bson_t *c, void *ctx)
    static const uint8_t values[] = {0x00, 0x01, 0x02, 0x7F, 0x80, 0xC0, 0xFF};
    const char *hex = case_str(c, "canonical_bson");
    size_t len;
-   uint8_t *doc = from_hex(hex, &len);
+   uint8_t *doc = tu_from_hex(hex, &len);
    (void) file;
 
    for (size_t i = 0; i < len; i++) {

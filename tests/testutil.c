@@ -335,3 +335,22 @@ tu_for_each_message(const uint8_t *data, size_t len, void (*fn)(const uint8_t *m
    }
    return n;
 }
+
+uint8_t *
+tu_from_hex(const char *hex, size_t *len)
+{
+   size_t n = strlen(hex);
+   assert_int_equal(n % 2, 0);
+   uint8_t *out = malloc(n / 2 + 1);
+   assert_non_null(out);
+   for (size_t i = 0; i < n / 2; i++) {
+      unsigned v;
+      char pair[3] = {hex[2 * i], hex[2 * i + 1], 0};
+      if (sscanf(pair, "%2x", &v) != 1) {
+         fail_msg("bad hex \"%s\"", hex);
+      }
+      out[i] = (uint8_t) v;
+   }
+   *len = n / 2;
+   return out;
+}

@@ -21,6 +21,9 @@
 /* Reads tests/data/<rel> into a new buffer (free with free()); fails the test
  * when it is missing. */
 uint8_t *tu_read_file(const char *rel, size_t *len);
+/* The bytes of a hex string (an even number of digits), in a buffer the
+ * caller frees; fails the test on a bad digit. */
+uint8_t *tu_from_hex(const char *hex, size_t *len);
 /* True when tests/data/<rel> exists. */
 int tu_file_exists(const char *rel);
 
