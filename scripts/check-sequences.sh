@@ -41,6 +41,9 @@ if [ "${1:-}" = "--run" ]; then
   "$opmsg" tap --listen 127.0.0.1:0 --upstream "127.0.0.1:$OPMSG_FERRETDB_PORT" \
     --out "$out/fork.jsonl" 2>"$out/tap.err" &
   tap=$!
+  trap 'kill -KILL "$tap" 2>/dev/null || true' EXIT
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
   port=""
   for _ in $(seq 1 200); do   # up to 10 s
     port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out/tap.err")
@@ -111,6 +114,8 @@ timeout 1800 go -C tests/interop/go build -o "$PWD/$build/tests/interop/interop-
 work=$(mktemp -d "${TMPDIR:-/tmp}/opmsg-sequences.XXXXXX")
 if [ -n "${OPMSG_SEQ_KEEP:-}" ]; then trap 'echo "check-sequences: logs kept in $work" >&2' EXIT
 else trap 'rm -rf "$work"' EXIT; fi
+trap 'exit 143' TERM
+trap 'exit 130' INT
 for s in seq stock; do
   bin=$seq_bin; [ $s = stock ] && bin=$stock_bin
   OPMSG_FERRETDB=$bin timeout 1800 tests/peers/with-ferretdb.sh "$self" --run "$build" "$work/$s" ||
