@@ -26,7 +26,8 @@ set -eu
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
 
-if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] || [ $# -gt 3 ]; then
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] || { [ "${1:-}" != --run ] && [ $# -gt 1 ]; } ||
+   { [ "${1:-}" = --run ] && [ $# -ne 3 ]; }; then
   echo "usage: $0 [BUILD]" >&2
   exit 2
 fi
