@@ -18,10 +18,11 @@
  * Where the pull requests change one of these calls, the patched module
  * makes their call instead, as its _mongoc_cluster_run_opmsg_recv does:
  * run.sh looks for their declarations in the build's headers and defines
- *   FORK_BENCH_FROM_DATA_ERROR  (PR 2) mcd_rpc_message_from_data_in_place_with_error(rpc, data, len, end, error)
- *                               instead of mcd_rpc_message_from_data_in_place
- *   FORK_BENCH_INGRESS_ERROR    (PR 1) mcd_rpc_message_ingress(rpc, error) returns false for an opcode a reply may
- *                               not have
+ *   FORK_BENCH_FROM_DATA_ERROR  (PR 2) mcd_rpc_message_from_data_in_place(rpc, data, len, end, error): the error
+ *                               parameter
+ *   FORK_BENCH_INGRESS_ERROR    (PR 1) mcd_rpc_message_ingress(rpc, request_op_code, error) returns false for an
+ *                               opcode the reply may not have
+ *   FORK_BENCH_DECOMPRESS_ERROR (PR 2) mcd_rpc_message_decompress_if_necessary(..., error): the error parameter
  *   FORK_BENCH_GET_REPLY=1|2    (PR 3) mcd_rpc_message_get_reply(rpc, &doc) (1) or
  *                               mcd_rpc_message_get_reply(rpc, &doc, error) (2) instead of mcd_rpc_message_get_body:
  *                               the body with the document sequences merged, which the caller copies into its reply
@@ -144,13 +145,13 @@ receive(reply_ctx_t *c, bson_t *reply)
    bool ok = false;
 
 #if defined(FORK_BENCH_FROM_DATA_ERROR) || defined(FORK_BENCH_INGRESS_ERROR) || FORK_BENCH_GET_REPLY == 2 || \
-   defined(FORK_BENCH_COPY_REPLY)
+   defined(FORK_BENCH_COPY_REPLY) || defined(FORK_BENCH_DECOMPRESS_ERROR)
    bson_error_t error;
 #endif
 
    mcd_rpc_message_reset(c->rpc);
 #ifdef FORK_BENCH_FROM_DATA_ERROR
-   if (!mcd_rpc_message_from_data_in_place_with_error(c->rpc, c->buf, c->len, NULL, &error)) {
+   if (!mcd_rpc_message_from_data_in_place(c->rpc, c->buf, c->len, NULL, &error)) {
       return false;
    }
 #else
@@ -159,15 +160,21 @@ receive(reply_ctx_t *c, bson_t *reply)
    }
 #endif
 #ifdef FORK_BENCH_INGRESS_ERROR
-   if (!mcd_rpc_message_ingress(c->rpc, &error)) {
+   if (!mcd_rpc_message_ingress(c->rpc, MONGOC_OP_CODE_MSG, &error)) {
       return false;
    }
 #else
    mcd_rpc_message_ingress(c->rpc);
 #endif
+#ifdef FORK_BENCH_DECOMPRESS_ERROR
+   if (!mcd_rpc_message_decompress_if_necessary(c->rpc, &decompressed, &decompressed_len, MAX_MSG_SIZE, &error)) {
+      return false;
+   }
+#else
    if (!mcd_rpc_message_decompress_if_necessary(c->rpc, &decompressed, &decompressed_len, MAX_MSG_SIZE)) {
       return false;
    }
+#endif
    if (mcd_rpc_header_get_op_code(c->rpc) == MONGOC_OP_CODE_MSG) {
       doc_before = n_allocs;
 #ifdef FORK_BENCH_COPY_REPLY

@@ -96,9 +96,12 @@ get() { local v=$1_$2; echo "${!v}"; }
 series_calls() {  # SIDE -> -D options
   local h
   h=$(get L_HDR "$1")
-  grep -q 'mcd_rpc_message_from_data_in_place_with_error(' "$h/mcd-rpc.h" && echo -DFORK_BENCH_FROM_DATA_ERROR
-  grep -q 'mcd_rpc_message_ingress(const mcd_rpc_message \*rpc, bson_error_t \*error)' "$h/mongoc-rpc-private.h" &&
-    echo -DFORK_BENCH_INGRESS_ERROR
+  # (A declaration may span lines: each is read as one line.)
+  decl() { grep -A2 "^$1(" "$2" | tr '\n' ' '; }
+  decl mcd_rpc_message_from_data_in_place "$h/mcd-rpc.h" | grep -q 'bson_error_t' && echo -DFORK_BENCH_FROM_DATA_ERROR
+  decl mcd_rpc_message_ingress "$h/mongoc-rpc-private.h" | grep -q 'request_op_code' && echo -DFORK_BENCH_INGRESS_ERROR
+  decl mcd_rpc_message_decompress_if_necessary "$h/mongoc-cluster-private.h" | grep -q 'bson_error_t' &&
+    echo -DFORK_BENCH_DECOMPRESS_ERROR
   if grep -q '^mcd_rpc_message_copy_reply(const mcd_rpc_message \*rpc, bson_t \*reply, bson_error_t \*error)' \
     "$h/mongoc-rpc-private.h"; then
     echo -DFORK_BENCH_COPY_REPLY
