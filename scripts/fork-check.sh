@@ -1232,7 +1232,7 @@ if [ "$target" = master ] && [ "$whole" -eq 1 ]; then
   else
     rc=0
     bash "$top/scripts/fork-conformance.sh" --tree "$tree" --build "$bdir" >"$work/logs/conformance.log" 2>&1 || rc=$?
-    conf_line=$(grep '^fork conformance:' "$work/logs/conformance.log" | tail -n 1 || true)
+    conf_line=$(grep -E '^(fork conformance|spec tests \(fork\)):' "$work/logs/conformance.log" | tail -n 2 || true)
     [ -n "$conf_line" ] || conf_line="fork conformance: no line (log: $work/logs/conformance.log)"
     [ "$rc" -eq 0 ] || fail "conformance: scripts/fork-conformance.sh exited with $rc (log: $work/logs/conformance.log)"
     grep '^fork conformance' "$work/logs/conformance.log" | grep -v '^fork conformance:' | sed 's/^/  /' || true

@@ -26,10 +26,15 @@
 #                    it, else "frames" (the closest one before it)
 #   --out            where the program and results go
 #                    (default build/fork/conformance/out)
+# Then the specification's reply tests (tests/data/conformance/spec/, which
+# upstream/specifications/0002 adds to the specifications repository) go
+# through the same program, each judged by its file alone
+# (tests/data/conformance/spec_tests.py), not by libopmsg.
 # Ends with:
 #   fork conformance: vectors V, same verdict S, different D
-# Exit status 0 when V >= 50, S >= 90 % of V and every difference is
-# explained; 1 otherwise; 2 when the check could not run.
+#   spec tests (fork): cases N, as specified P
+# Exit status 0 when V >= 50, S >= 90 % of V, every difference is
+# explained and P = N; 1 otherwise; 2 when the check could not run.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,7 +55,7 @@ DATA=$ROOT/tests/data
 MANIFEST=$DATA/conformance/manifest.tsv
 DIFFS=$DATA/conformance/differences.tsv
 SRC=$ROOT/tests/fork/conformance.c
-export CCACHE_BASEDIR=/work/main/build/fork CCACHE_NOHASHDIR=1
+export CCACHE_BASEDIR=$ROOT/build/fork CCACHE_NOHASHDIR=1
 
 die() { echo "fork-conformance: $*" >&2; exit 2; }
 [ -x "$OPMSG" ] || die "no opmsg command at $OPMSG (run make first)"
@@ -115,6 +120,17 @@ FORK=$OUT/fork.tsv
 if [ -z "$LEVEL" ]; then
   if "$OPMSG" check --check spec "$DATA/conformance/ok_plain.bin" 2>/dev/null; then LEVEL=spec; else LEVEL=frames; fi
 fi
+rc=0
 /usr/bin/python3 "$ROOT/scripts/lib/conformance-compare.py" --label "fork conformance" --who fork \
   --results "$FORK" --manifest "$MANIFEST" --data "$DATA" --opmsg "$OPMSG" --level "$LEVEL" \
-  --differences "$DIFFS" --report "$OUT/fork-conformance.md"
+  --differences "$DIFFS" --report "$OUT/fork-conformance.md" || rc=$?
+
+# --- the specification's reply tests, judged by their files alone -------------
+SPEC_TESTS=$DATA/conformance/spec_tests.py
+/usr/bin/python3 "$SPEC_TESTS" prepare "$OUT/spec" || die "could not write the spec tests' replies"
+(cd "$TREE" && CONFORMANCE_MANIFEST=$OUT/spec/manifest.tsv CONFORMANCE_DATA=$OUT/spec \
+  CONFORMANCE_OUT=$OUT/spec.tsv MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on "$OUT/fork-conformance" \
+  --no-fork -l "/conformance/*" >"$OUT/fork-spec-tests.log" 2>&1) ||
+  die "the conformance program failed on the spec tests (see $OUT/fork-spec-tests.log)"
+/usr/bin/python3 "$SPEC_TESTS" judge "$OUT/spec" "$OUT/spec.tsv" fork || rc=1
+exit "$rc"
