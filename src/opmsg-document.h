@@ -26,14 +26,17 @@ typedef struct {
 } opmsg_element_t;
 
 /*
- * Checks the frame of the document at doc with at most avail bytes:
- * length >= 5, <= avail, <= max_len, and a terminating 0; stores the length
- * in *len. what names the document in messages ("body", "document 3 of
- * sequence \"documents\""). A fault is reported at the document's first
- * byte, a bad terminator at that byte.
+ * The report of the document frame (opmsg_doc_frame_check(), below): true
+ * with the length in *len, or the fault reported at the document's first
+ * byte (a bad terminator at that byte). what names the document in messages
+ * ("body", "document 3 of sequence \"documents\""), limit the bound max_len
+ * is (NULL: none named); a document above it takes the code too_large
+ * (OPMSG_OK: the rule's own, OPMSG_ERR_DOCUMENT_TOO_LARGE).
  */
 bool opmsg_doc_frame(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_len, const char *what,
                      uint32_t *len);
+bool opmsg_doc_frame_named(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_len, const char *what,
+                           const char *limit, opmsg_error_code_t too_large, uint32_t *len);
 
 
 /* The first key of a framed document of len bytes whose first key is
@@ -337,6 +340,11 @@ bool opmsg_deep_ok(opmsg_deep_check_fn deep, const uint8_t *doc, size_t len) OPM
  * itself, which hashes its keys on the way. */
 bool opmsg_doc_check(opmsg_report_t *r, const opmsg_limits_t *limits, const uint8_t *doc, size_t avail, size_t max_len,
                      const char *what, uint32_t *len);
+/* opmsg_doc_check() with the frame's limit named and its code given, as
+ * opmsg_doc_frame_named() takes them. */
+bool opmsg_doc_check_named(opmsg_report_t *r, const opmsg_limits_t *limits, const uint8_t *doc, size_t avail,
+                           size_t max_len, const char *what, const char *limit, opmsg_error_code_t too_large,
+                           uint32_t *len);
 
 /* The first element named key at the top level of the framed document
  * doc, or NULL. Each element is checked on the way (opmsg_skip_element()),
@@ -361,20 +369,77 @@ opmsg_field_named(const uint8_t *doc, const char *key, size_t key_len)
    return NULL;
 }
 
-/* True when the document at doc (avail bytes there) is framed: its length
- * at least 5, within avail and max_len, its last byte 0; the length goes to
- * *len whenever there are bytes to read it from. The fast form of
- * opmsg_doc_frame(), which says what is wrong. A length below 5 wraps around and fails the first comparison (see
- * opmsg_string_size()). */
+/* "$db", the database a command names: whether the element at p, whose
+ * key's NUL is at k (opmsg_skip_element()), is called that. The one test
+ * of the name: the walks that pass the body's keys anyway (the parser's)
+ * note the first with it, and opmsg_doc_db() finds it with it. */
 static OPMSG_ALWAYS_INLINE bool
-opmsg_doc_frame_ok(const uint8_t *doc, size_t avail, size_t max_len, size_t *len)
+opmsg_is_db_key(const uint8_t *p, const uint8_t *k)
 {
+   return k - p == 4 && memcmp(p + 1, "$db", 3) == 0;
+}
+
+/* The string of a "$db" element e (its length in *len when len is not
+ * NULL): NULL when e is NULL or not a string. */
+static inline const char *
+opmsg_db_string(const uint8_t *e, uint32_t *len)
+{
+   if (!e || *e != BSON_TYPE_UTF8) {
+      return NULL;
+   }
+   if (len) {
+      *len = opmsg_read_u32(e + 5) - 1; /* type, "$db", NUL, then the length */
+   }
+   return (const char *) e + 9;
+}
+
+/* The first "$db" element of the framed document doc, as a string (see
+ * opmsg_db_string()), or NULL: the one lookup of it, for every opcode (an
+ * OP_MSG's body when its parse did not note it, OP_QUERY's query). Each
+ * element is checked on the way; the walk stops at an unsound one. */
+const char *opmsg_doc_db(const uint8_t *doc, uint32_t *len);
+
+/*
+ * The document frame, the one check of it: the document at doc (avail
+ * bytes there) has a length of at least 5, within avail and max_len, and a
+ * last byte 0. Returns OPMSG_OK with the length in *len, or the rule broken
+ * with *at, the fault's offset from doc (the length's first byte, or the
+ * bad terminator): OPMSG_ERR_DOCUMENT_LENGTH (fewer than 5 bytes, a length
+ * below 5 or past avail), OPMSG_ERR_DOCUMENT_TOO_LARGE (above max_len),
+ * OPMSG_ERR_DOCUMENT_TERMINATOR. *len holds the length whenever there were
+ * bytes to read it from. The fast paths ask opmsg_doc_frame_ok(), the
+ * reports opmsg_doc_frame() (document.c): both this same call, so they
+ * cannot disagree. A length below 5 wraps around and fails the first
+ * comparison with one past avail (see opmsg_string_size()).
+ */
+static OPMSG_ALWAYS_INLINE opmsg_error_code_t
+opmsg_doc_frame_check(const uint8_t *doc, size_t avail, size_t max_len, size_t *len, size_t *at)
+{
+   *at = 0;
    if (OPMSG_UNLIKELY(avail < 5)) {
-      return false;
+      return OPMSG_ERR_DOCUMENT_LENGTH;
    }
    size_t n = opmsg_read_u32(doc);
    *len = n;
-   return n - 5 <= avail - 5 && n <= max_len && doc[n - 1] == 0;
+   if (OPMSG_UNLIKELY(n - 5 > avail - 5)) {
+      return OPMSG_ERR_DOCUMENT_LENGTH;
+   }
+   if (OPMSG_UNLIKELY(n > max_len)) {
+      return OPMSG_ERR_DOCUMENT_TOO_LARGE;
+   }
+   if (OPMSG_UNLIKELY(doc[n - 1] != 0)) {
+      *at = n - 1;
+      return OPMSG_ERR_DOCUMENT_TERMINATOR;
+   }
+   return OPMSG_OK;
+}
+
+/* opmsg_doc_frame_check()'s verdict alone, for the fast paths. */
+static OPMSG_ALWAYS_INLINE bool
+opmsg_doc_frame_ok(const uint8_t *doc, size_t avail, size_t max_len, size_t *len)
+{
+   size_t at;
+   return opmsg_doc_frame_check(doc, avail, max_len, len, &at) == OPMSG_OK;
 }
 
 #endif /* OPMSG_DOCUMENT_H */
