@@ -53,27 +53,36 @@ typedef struct {
    bool db_known;
 } opmsg_op_msg_t;
 
-/* The message most replies are: a body alone filling the sections, no
- * checksum, no required flag bit but moreToCome (optional bits are ignored
- * on receipt anyway), at the level that only frames a body alone (spec).
- * When data[0..len) (len >= OPMSG_OP_MSG_MIN_LENGTH, the header
- * checked) is that, returns true with its flagBits and the body's length:
- * its frame is all there is to check. Anything else, a fault included,
- * returns false, for opmsg_op_msg_parse()'s whole way, which says what is
- * wrong. Inline: opmsg_parse() takes it before anything else (header.c),
- * and so does opmsg_op_msg_parse(). */
+/* The body-alone rule, the one check of it: the sections at p (n bytes,
+ * the checksum's excluded) are one body whose frame (opmsg_doc_frame_ok(),
+ * within body_limit) fills them. Its length then goes to *body_len: at the
+ * level that only frames a body alone (spec) nothing else of the sections
+ * is checked. Anything else, a fault included, is false, for the whole way
+ * (parse.c's scan), which says what is wrong. */
 static OPMSG_ALWAYS_INLINE bool
-opmsg_op_msg_alone_ok(const uint8_t *data, size_t len, size_t body_limit, uint32_t *flags, uint32_t *body_len)
+opmsg_op_msg_body_fills(const uint8_t *p, size_t n, size_t body_limit, uint32_t *body_len)
 {
    size_t flen;
-   *flags = opmsg_read_u32(data + OPMSG_OFF_FLAG_BITS);
-   if ((*flags & OPMSG_FLAG_REQUIRED_MASK & ~OPMSG_FLAG_MORE_TO_COME) != 0 || data[OPMSG_OFF_SECTIONS] != 0 ||
-       !opmsg_doc_frame_ok(data + OPMSG_OFF_SECTIONS + 1, len - OPMSG_OFF_SECTIONS - 1, body_limit, &flen) ||
-       flen != len - OPMSG_OFF_SECTIONS - 1) {
+   if (p[0] != OPMSG_SECTION_BODY || !opmsg_doc_frame_ok(p + 1, n - 1, body_limit, &flen) || flen != n - 1) {
       return false;
    }
    *body_len = (uint32_t) flen;
    return true;
+}
+
+/* The message most replies are: a body alone filling the sections
+ * (opmsg_op_msg_body_fills()), no checksum, no required flag bit but
+ * moreToCome (optional bits are ignored on receipt anyway). When
+ * data[0..len) (len >= OPMSG_OP_MSG_MIN_LENGTH, the header checked) is
+ * that, returns true with its flagBits and the body's length. Inline:
+ * opmsg_parse() takes it before anything else (header.c), and so does
+ * opmsg_op_msg_parse(). */
+static OPMSG_ALWAYS_INLINE bool
+opmsg_op_msg_alone_ok(const uint8_t *data, size_t len, size_t body_limit, uint32_t *flags, uint32_t *body_len)
+{
+   *flags = opmsg_read_u32(data + OPMSG_OFF_FLAG_BITS);
+   return (*flags & OPMSG_FLAG_REQUIRED_MASK & ~OPMSG_FLAG_MORE_TO_COME) == 0 &&
+          opmsg_op_msg_body_fills(data + OPMSG_OFF_SECTIONS, len - OPMSG_OFF_SECTIONS, body_limit, body_len);
 }
 
 /* opmsg_op_msg_alone_ok(), and *m filled when it is true. */
@@ -284,5 +293,9 @@ const char *opmsg_path_rest(const char *id, size_t id_len, const char *path, siz
  * component key, or NULL (always NULL for a key holding a dot). */
 const char *opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t path_len, const char *key,
                                size_t key_len);
+/* The sub-document of doc that the path component comp (comp_len bytes)
+ * enters, on a path opmsg_rule_path() accepted (so the field is there, a
+ * document, and once): how the merge follows a path down. */
+const uint8_t *opmsg_path_sub(const uint8_t *doc, const char *comp, size_t comp_len);
 
 #endif /* OPMSG_MSG_H */

@@ -543,6 +543,15 @@ check_db(const opmsg_op_msg_t *m, opmsg_report_t *r)
    return true;
 }
 
+/* The end of every way that finds a body alone at the spec level: its
+ * merge is the body, and a request must still name its database. */
+static bool
+alone_done(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *r)
+{
+   m->merged_size = m->body_len;
+   return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
+}
+
 /* The sections in full: the scan, then the rules across sections. Its
  * frame holds the key tables (some 8 KB of stack), which a body alone at
  * the spec level never needs: opmsg_op_msg_parse() calls it otherwise. */
@@ -575,8 +584,7 @@ parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
        * looked for one by one in the walk (rules.c); many go through a key
        * set of the body's keys, as at the other levels. */
       if (scan.n_seq == 0) {
-         m->merged_size = m->body_len;
-         return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
+         return alone_done(m, limits, r);
       }
       if (scan.n_seq <= FRAMES_LINEAR_IDS) {
          body_keys = NULL;
@@ -625,7 +633,7 @@ opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opm
     * Anything else, or a fault, goes the whole way, which says what is
     * wrong. */
    if (!opmsg_checks_top(limits) && opmsg_op_msg_alone(m, data, len, opmsg_body_limit(limits))) {
-      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
+      return alone_done(m, limits, r);
    }
    /* Every field not set here is 0, false or NULL until the parse says
     * otherwise. */
@@ -643,17 +651,15 @@ opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opm
       }
       m->sections_end -= OPMSG_CHECKSUM_SIZE;
    }
-   /* The same with a checksum, now checked: the body's frame, filling the
-    * sections before it. */
-   size_t flen;
+   /* The same with a checksum, now checked: the one body-alone check, on
+    * the sections before it. */
    const uint8_t *p = opmsg_op_msg_sections(m);
-   size_t sections_len = m->sections_end - OPMSG_OFF_SECTIONS;
-   if (!opmsg_checks_top(limits) && p[0] == 0 &&
-       opmsg_doc_frame_ok(p + 1, sections_len - 1, opmsg_body_limit(limits), &flen) && flen == sections_len - 1) {
+   uint32_t body_len;
+   if (!opmsg_checks_top(limits) &&
+       opmsg_op_msg_body_fills(p, m->sections_end - OPMSG_OFF_SECTIONS, opmsg_body_limit(limits), &body_len)) {
       m->body = p + 1;
-      m->body_len = (uint32_t) flen;
-      m->merged_size = (uint32_t) flen;
-      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
+      m->body_len = body_len;
+      return alone_done(m, limits, r);
    }
    return parse_sections(m, limits, r);
 }

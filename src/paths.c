@@ -51,3 +51,10 @@ opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t path_len, c
    }
    return NULL;
 }
+
+const uint8_t *
+opmsg_path_sub(const uint8_t *doc, const char *comp, size_t comp_len)
+{
+   /* The element's type byte, the key and its NUL, then the document. */
+   return opmsg_field_named(doc, comp, comp_len) + 2 + comp_len;
+}
