@@ -198,30 +198,33 @@ opmsg_element_error(opmsg_report_t *r, const char *what, const uint8_t *p, const
    const char *sep = what ? ": " : "";
    size_t offset = opmsg_report_at(r, p);
    uint8_t type = *p;
-   if (type == 0) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_TERMINATOR, offset,
+   const uint8_t *next, *nul = NULL;
+   /* The rule is the check's; what follows only says it in words. */
+   opmsg_error_code_t code = opmsg_element_check(p, end, &next, &nul);
+   if (code == OPMSG_OK) {
+      return true; /* not reached: callers ask about a bad element */
+   }
+   if (code == OPMSG_ERR_DOCUMENT_TERMINATOR) {
+      return opmsg_report(r, code, offset,
                           "%s%selement at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
                           in, sep, offset, (size_t) (end - p));
    }
    if (opmsg_type_sizes[type] == OPMSG_SZ_UNKNOWN) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_ELEMENT, offset, "%s%selement at offset %zu: unknown type 0x%02x", in,
-                          sep, offset, type);
+      return opmsg_report(r, code, offset, "%s%selement at offset %zu: unknown type 0x%02x", in, sep, offset, type);
    }
-   const char *key = (const char *) p + 1;
-   const uint8_t *nul = memchr(key, 0, (size_t) (end - p) - 1);
    if (!nul) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_ELEMENT, offset,
-                          "%s%selement at offset %zu: key has no terminating NUL inside the document", in, sep, offset);
+      return opmsg_report(r, code, offset, "%s%selement at offset %zu: key has no terminating NUL inside the document",
+                          in, sep, offset);
    }
    char name[OPMSG_PRINTABLE_SIZE];
+   const char *key = (const char *) p + 1;
    opmsg_printable(name, key, (size_t) ((const char *) nul - key));
-   if (type == BSON_TYPE_BOOL && nul + 1 < end) {
-      return opmsg_report(r, OPMSG_ERR_INVALID_BOOLEAN, offset,
-                          "%s%selement \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1", in, sep, name,
-                          offset, nul[1]);
+   if (code == OPMSG_ERR_INVALID_BOOLEAN) {
+      return opmsg_report(r, code, offset, "%s%selement \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
+                          in, sep, name, offset, nul[1]);
    }
    return opmsg_report(
-      r, OPMSG_ERR_DOCUMENT_ELEMENT, offset,
+      r, code, offset,
       "%s%selement \"%s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end", in,
       sep, name, offset, type);
 }

@@ -92,9 +92,9 @@ extern const int8_t opmsg_type_sizes[256];
 /* Size of a value of the rare variable-length types (regex, DBPointer,
  * code with scope); 0 when it is malformed or does not fit. */
 size_t opmsg_variable_size(int8_t how, const uint8_t *v, size_t avail);
-/* Works out which rule the element at p breaks and reports it at the
- * element's type byte, the message starting with the name of its document,
- * what (NULL: none). */
+/* Reports the rule the element at p breaks (opmsg_element_check()'s code)
+ * at the element's type byte, the message starting with the name of its
+ * document, what (NULL: none). */
 bool opmsg_element_error(opmsg_report_t *r, const char *what, const uint8_t *p, const uint8_t *end) OPMSG_COLD;
 
 /* The first NUL in [k, end), or end, where *end is 0: the terminator of a
@@ -193,21 +193,27 @@ opmsg_binary_size(const uint8_t *v, size_t avail)
 }
 
 /*
- * The element at p, inside a framed document whose terminator is at end
- * (so *end is 0: every caller has checked the frame first): checks its
- * type, its key's NUL and its value's length, and returns the next
- * element's first byte, or NULL if the element is bad (the caller asks
- * opmsg_element_error() which rule it broke). *key_nul is set to the key's
- * terminating NUL. This is the hot loop of every parse, so the common types
- * are sized here and only the rare ones call opmsg_variable_size().
+ * The element rule, the one check of it: the element at p, inside a framed
+ * document whose terminator is at end (so *end is 0: every caller has
+ * checked the frame first), has a known type (not 0, which ends the
+ * document early), a key whose NUL lies before end, and a value whose
+ * length fits before end (a boolean's byte 0 or 1). Returns OPMSG_OK with
+ * the next element's first byte in *next and the key's NUL in *key_nul, or
+ * the rule broken, at the element's type byte: OPMSG_ERR_DOCUMENT_TERMINATOR
+ * (a 0 type byte), OPMSG_ERR_INVALID_BOOLEAN, OPMSG_ERR_DOCUMENT_ELEMENT
+ * (an unknown type, no NUL, a bad length). This is the hot loop of every
+ * parse, so the common types are sized here and only the rare ones call
+ * opmsg_variable_size(); which fault it is, is worked out only on the way
+ * out. opmsg_skip_element() is its verdict for the walks, and
+ * opmsg_element_error() reports this same call's code.
  */
-static OPMSG_ALWAYS_INLINE const uint8_t *
-opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul)
+static OPMSG_ALWAYS_INLINE opmsg_error_code_t
+opmsg_element_check(const uint8_t *p, const uint8_t *end, const uint8_t **next, const uint8_t **key_nul)
 {
    int8_t how = opmsg_type_sizes[*p];
    const uint8_t *k = opmsg_find_nul(p + 1, end);
    if (OPMSG_UNLIKELY(how == OPMSG_SZ_UNKNOWN || k == end)) {
-      return NULL;
+      return *p == 0 ? OPMSG_ERR_DOCUMENT_TERMINATOR : OPMSG_ERR_DOCUMENT_ELEMENT;
    }
    *key_nul = k;
    const uint8_t *v = k + 1;
@@ -215,7 +221,11 @@ opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul
    size_t n;
    if (how >= 0) {
       n = (size_t) how;
-      return OPMSG_LIKELY(n <= avail) ? v + n : NULL;
+      if (OPMSG_UNLIKELY(n > avail)) {
+         return OPMSG_ERR_DOCUMENT_ELEMENT;
+      }
+      *next = v + n;
+      return OPMSG_OK;
    }
    switch (how) {
    case OPMSG_SZ_STRING:
@@ -226,6 +236,9 @@ opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul
       break;
    case OPMSG_SZ_BOOL:
       n = (avail >= 1 && *v <= 1) ? 1 : 0;
+      if (OPMSG_UNLIKELY(n == 0)) {
+         return avail >= 1 ? OPMSG_ERR_INVALID_BOOLEAN : OPMSG_ERR_DOCUMENT_ELEMENT;
+      }
       break;
    case OPMSG_SZ_BINARY:
       n = opmsg_binary_size(v, avail);
@@ -234,7 +247,21 @@ opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul
       n = opmsg_variable_size(how, v, avail);
       break;
    }
-   return OPMSG_LIKELY(n != 0) ? v + n : NULL;
+   if (OPMSG_UNLIKELY(n == 0)) {
+      return OPMSG_ERR_DOCUMENT_ELEMENT;
+   }
+   *next = v + n;
+   return OPMSG_OK;
+}
+
+/* opmsg_element_check()'s verdict for the walks: the next element's first
+ * byte, or NULL when the element is bad (opmsg_element_error() reports
+ * which rule it broke). *key_nul is set to the key's terminating NUL. */
+static OPMSG_ALWAYS_INLINE const uint8_t *
+opmsg_skip_element(const uint8_t *p, const uint8_t *end, const uint8_t **key_nul)
+{
+   const uint8_t *next;
+   return OPMSG_LIKELY(opmsg_element_check(p, end, &next, key_nul) == OPMSG_OK) ? next : NULL;
 }
 
 /*
