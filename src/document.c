@@ -43,13 +43,13 @@ bool
 opmsg_doc_frame_named(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_len, const char *what,
                       const char *limit, opmsg_error_code_t too_large, uint32_t *len)
 {
-   size_t n = 0, at;
-   opmsg_error_code_t code = opmsg_doc_frame_check(doc, avail, max_len, &n, &at);
-   if (OPMSG_LIKELY(code == OPMSG_OK)) {
+   size_t n = 0;
+   opmsg_fault_t f;
+   if (OPMSG_LIKELY(opmsg_doc_frame_check(doc, avail, max_len, &n, &f))) {
       *len = (uint32_t) n;
       return true;
    }
-   return doc_frame_fail(r, code, doc, avail, max_len, at, what, limit, too_large);
+   return doc_frame_fail(r, f.code, doc, avail, max_len, f.at, what, limit, too_large);
 }
 
 bool
