@@ -21,12 +21,15 @@ if [ "$codename" != bookworm ] && command -v apt-cache >/dev/null 2>&1; then
   [ -n "$v" ] && clang_major=$v
 fi
 
+# pandoc: docs/opmsg.1 is generated from docs/cli.md (scripts/gen-man.sh,
+# checked by the test docs.man_page).
 PACKAGES="build-essential cmake ninja-build pkg-config git
   libbson-dev libmongoc-dev libsnappy-dev zlib1g-dev libzstd-dev libisal-dev
   libcmocka-dev clang llvm libclang-rt-$clang_major-dev libpcap-dev gnuplot-nox valgrind
   python3 python3-venv python3-pymongo python3-mockupdb
   lintian debhelper fakeroot dpkg-dev file tcpdump abigail-tools
-  gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-user"
+  gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-user
+  pandoc"
 
 # Node.js for the interop peers: Debian's only where no Node is installed
 # already (a newer one from elsewhere must not be replaced).

@@ -43,8 +43,11 @@ opmsg_build_init(opmsg_build_t *b, const bson_t *command)
  * keys for the clash checks of the identifiers. */
 static bool
 check_command(opmsg_report_t *r, const opmsg_build_t *b, const opmsg_limits_t *l, opmsg_keyset_t *keys,
-              opmsg_keyslot_t *local, uint32_t *body_len, bson_error_t *error)
+              opmsg_keyslot_t *local, uint32_t *body_len)
 {
+   /* The caller's own mistakes, which are not at a byte of the command,
+    * go to the report's error with opmsg_fail(). */
+   bson_error_t *error = r->error;
    const uint8_t *data;
    uint32_t len;
    uint32_t n_keys = 0;
@@ -201,8 +204,9 @@ too_large(size_t size, const opmsg_limits_t *l, bson_error_t *error)
  * command's handful of sequences, whose identifiers are the caller's
  * strings, not names in one buffer a key set could hold. */
 static bool
-check_identifiers(opmsg_report_t *r, const opmsg_build_t *b, bson_error_t *error)
+check_identifiers(opmsg_report_t *r, const opmsg_build_t *b)
 {
+   bson_error_t *error = r->error;
    for (size_t i = 0; i < b->n_sequences; i++) {
       const char *id = b->sequences[i].identifier;
       bool dotted;
@@ -238,8 +242,8 @@ plan_checked(const opmsg_build_t *b, plan_t *plan, opmsg_keyset_t *keys, opmsg_k
    opmsg_limits_set(&l, b->max_message_size, b->max_bson_size, 0);
    doc_limits(&dl, &l, b->trust_documents);
    opmsg_report_init(&r, error, NULL, HEAD_SIZE, &opmsg_encoder_side);
-   if (!opmsg_rule_flags(&r, b->flags) || !check_command(&r, b, &l, keys, local, &plan->body_len, error) ||
-       !check_identifiers(&r, b, error)) {
+   if (!opmsg_rule_flags(&r, b->flags) || !check_command(&r, b, &l, keys, local, &plan->body_len) ||
+       !check_identifiers(&r, b)) {
       return false;
    }
    const uint8_t *body = bson_get_data(b->command);

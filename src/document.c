@@ -9,34 +9,72 @@
 #include "opmsg-document.h"
 
 
+/* The words of a fault opmsg_doc_frame_check() found: the rule and its
+ * offset are that check's, this only says them. */
+static OPMSG_COLD bool
+doc_frame_fail(opmsg_report_t *r, opmsg_error_code_t code, const uint8_t *doc, size_t avail, size_t max_len, size_t at,
+               const char *what, const char *limit, opmsg_error_code_t too_large)
+{
+   size_t base = opmsg_report_at(r, doc);
+   int32_t n = avail >= 4 ? opmsg_read_i32(doc) : 0;
+   switch (code) {
+   case OPMSG_ERR_DOCUMENT_TOO_LARGE:
+      return opmsg_report(r, too_large != OPMSG_OK ? too_large : code, base,
+                          "%s at offset %zu: length %d is above the limit of %zu%s%s%s", what, base, n, max_len,
+                          limit ? " (" : "", limit ? limit : "", limit ? ")" : "");
+   case OPMSG_ERR_DOCUMENT_TERMINATOR:
+      return opmsg_report(r, code, base + at, "%s at offset %zu: last byte (offset %zu) is 0x%02x, not 0", what, base,
+                          base + at, doc[at]);
+   default:
+      if (avail < 5) {
+         return opmsg_report(r, code, base + at, "%s at offset %zu: %zu bytes left, a document needs at least 5", what,
+                             base, avail);
+      }
+      if (n < 5) {
+         return opmsg_report(r, code, base + at, "%s at offset %zu: length %d is below the minimum of 5", what, base,
+                             n);
+      }
+      return opmsg_report(r, code, base + at, "%s at offset %zu: length %d runs past the %zu bytes available", what,
+                          base, n, avail);
+   }
+}
+
+bool
+opmsg_doc_frame_named(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_len, const char *what,
+                      const char *limit, opmsg_error_code_t too_large, uint32_t *len)
+{
+   size_t n = 0;
+   opmsg_fault_t f;
+   if (OPMSG_LIKELY(opmsg_doc_frame_check(doc, avail, max_len, &n, &f))) {
+      *len = (uint32_t) n;
+      return true;
+   }
+   return doc_frame_fail(r, f.code, doc, avail, max_len, f.at, what, limit, too_large);
+}
+
 bool
 opmsg_doc_frame(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_len, const char *what, uint32_t *len)
 {
-   size_t base = opmsg_report_at(r, doc);
-   if (avail < 5) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_LENGTH, base,
-                          "%s at offset %zu: %zu bytes left, a document needs at least 5", what, base, avail);
+   return opmsg_doc_frame_named(r, doc, avail, max_len, what, NULL, OPMSG_OK, len);
+}
+
+const char *
+opmsg_doc_db(const uint8_t *doc, uint32_t *len)
+{
+   const uint8_t *p = doc + 4;
+   const uint8_t *end = doc + opmsg_read_u32(doc) - 1;
+   while (p < end) {
+      const uint8_t *k = p;
+      const uint8_t *next = opmsg_skip_element(p, end, &k);
+      if (!next) {
+         return NULL; /* an unsound element: the walk stops here */
+      }
+      if (opmsg_is_db_key(p, k)) {
+         return opmsg_db_string(p, len);
+      }
+      p = next;
    }
-   int32_t n = opmsg_read_i32(doc);
-   if (n < 5) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_LENGTH, base, "%s at offset %zu: length %d is below the minimum of 5",
-                          what, base, n);
-   }
-   if ((size_t) n > avail) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_LENGTH, base,
-                          "%s at offset %zu: length %d runs past the %zu bytes available", what, base, n, avail);
-   }
-   if ((size_t) n > max_len) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_TOO_LARGE, base,
-                          "%s at offset %zu: length %d is above the limit of %zu", what, base, n, max_len);
-   }
-   if (doc[n - 1] != 0) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_TERMINATOR, base + (size_t) n - 1,
-                          "%s at offset %zu: last byte (offset %zu) is 0x%02x, not 0", what, base,
-                          base + (size_t) n - 1, doc[n - 1]);
-   }
-   *len = (uint32_t) n;
-   return true;
+   return NULL;
 }
 
 bool
@@ -48,12 +86,19 @@ opmsg_deep_ok(opmsg_deep_check_fn deep, const uint8_t *doc, size_t len)
 }
 
 bool
+opmsg_doc_check_named(opmsg_report_t *r, const opmsg_limits_t *limits, const uint8_t *doc, size_t avail, size_t max_len,
+                      const char *what, const char *limit, opmsg_error_code_t too_large, uint32_t *len)
+{
+   return opmsg_doc_frame_named(r, doc, avail, max_len, what, limit, too_large, len) &&
+          (!opmsg_checks_top(limits) || opmsg_doc_check_top(r, doc, *len, what, NULL)) &&
+          (!opmsg_checks_deep(limits) || limits->deep(r, doc, *len, what));
+}
+
+bool
 opmsg_doc_check(opmsg_report_t *r, const opmsg_limits_t *limits, const uint8_t *doc, size_t avail, size_t max_len,
                 const char *what, uint32_t *len)
 {
-   return opmsg_doc_frame(r, doc, avail, max_len, what, len) &&
-          (!opmsg_checks_top(limits) || opmsg_doc_check_top(r, doc, *len, what, NULL)) &&
-          (!opmsg_checks_deep(limits) || limits->deep(r, doc, *len, what));
+   return opmsg_doc_check_named(r, limits, doc, avail, max_len, what, NULL, OPMSG_OK, len);
 }
 
 /* code_w_scope: int32 total, string, document, and the total must add up. */
@@ -153,30 +198,33 @@ opmsg_element_error(opmsg_report_t *r, const char *what, const uint8_t *p, const
    const char *sep = what ? ": " : "";
    size_t offset = opmsg_report_at(r, p);
    uint8_t type = *p;
-   if (type == 0) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_TERMINATOR, offset,
+   const uint8_t *next, *nul = NULL;
+   /* The rule is the check's; what follows only says it in words. */
+   opmsg_error_code_t code = opmsg_element_check(p, end, &next, &nul);
+   if (code == OPMSG_OK) {
+      return true; /* not reached: callers ask about a bad element */
+   }
+   if (code == OPMSG_ERR_DOCUMENT_TERMINATOR) {
+      return opmsg_report(r, code, offset,
                           "%s%selement at offset %zu: a 0 type byte ends the document %zu bytes before its length says",
                           in, sep, offset, (size_t) (end - p));
    }
    if (opmsg_type_sizes[type] == OPMSG_SZ_UNKNOWN) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_ELEMENT, offset, "%s%selement at offset %zu: unknown type 0x%02x", in,
-                          sep, offset, type);
+      return opmsg_report(r, code, offset, "%s%selement at offset %zu: unknown type 0x%02x", in, sep, offset, type);
    }
-   const char *key = (const char *) p + 1;
-   const uint8_t *nul = memchr(key, 0, (size_t) (end - p) - 1);
    if (!nul) {
-      return opmsg_report(r, OPMSG_ERR_DOCUMENT_ELEMENT, offset,
-                          "%s%selement at offset %zu: key has no terminating NUL inside the document", in, sep, offset);
+      return opmsg_report(r, code, offset, "%s%selement at offset %zu: key has no terminating NUL inside the document",
+                          in, sep, offset);
    }
    char name[OPMSG_PRINTABLE_SIZE];
+   const char *key = (const char *) p + 1;
    opmsg_printable(name, key, (size_t) ((const char *) nul - key));
-   if (type == BSON_TYPE_BOOL && nul + 1 < end) {
-      return opmsg_report(r, OPMSG_ERR_INVALID_BOOLEAN, offset,
-                          "%s%selement \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1", in, sep, name,
-                          offset, nul[1]);
+   if (code == OPMSG_ERR_INVALID_BOOLEAN) {
+      return opmsg_report(r, code, offset, "%s%selement \"%s\" at offset %zu: boolean byte 0x%02x is neither 0 nor 1",
+                          in, sep, name, offset, nul[1]);
    }
    return opmsg_report(
-      r, OPMSG_ERR_DOCUMENT_ELEMENT, offset,
+      r, code, offset,
       "%s%selement \"%s\" at offset %zu: value of type 0x%02x has a bad length or runs past the document's end", in,
       sep, name, offset, type);
 }

@@ -202,7 +202,7 @@ parse_alone(const uint8_t *data, size_t len, const opmsg_options_t *opts, opmsg_
    /* opmsg_limits_from()'s two limits, without the rest of the struct. */
    size_t max_message = OPMSG_DEFAULT_MAX_MESSAGE_SIZE, max_bson = OPMSG_DEFAULT_MAX_BSON_SIZE;
    if (opts) {
-      if (!opmsg_check_frames_only(opts->check) || (opts->flags & (OPMSG_PARSE_FULL_VALIDATE | OPMSG_PARSE_REQUEST))) {
+      if (!opmsg_check_frames_only(opmsg_options_check(opts)) || (opts->flags & OPMSG_PARSE_REQUEST)) {
          return false;
       }
       if (opts->max_message_size || opts->max_bson_size) {

@@ -254,12 +254,11 @@ write_spliced(const opmsg_op_msg_t *m, uint8_t *out, size_t size)
    memcpy(o, at, (size_t) (body + m->body_len - at));
 
    /* The lengths on the way down: the body's, then each sub-document's,
-    * found again component by component (rules.c found them once). */
+    * followed by paths.c (rules.c accepted the path). */
    opmsg_write_u32(out, (uint32_t) size);
    const uint8_t *doc = body;
    for (const char *comp = id, *dot; (dot = strchr(comp, '.')); comp = dot + 1) {
-      size_t comp_len = (size_t) (dot - comp);
-      doc = opmsg_field_named(doc, comp, comp_len) + 2 + comp_len;
+      doc = opmsg_path_sub(doc, comp, (size_t) (dot - comp));
       size_t off = (size_t) (doc - body);
       opmsg_write_u32(out + off, opmsg_read_u32(doc) + (uint32_t) added);
    }

@@ -145,6 +145,15 @@ bool opmsg_report(opmsg_report_t *r, opmsg_error_code_t code, size_t offset, con
  * (when code is not OPMSG_OK): the words stay. Always returns false. */
 bool opmsg_report_as(opmsg_report_t *r, opmsg_error_code_t code) OPMSG_COLD;
 
+/* A rule's verdict as data, before any words: the code of the rule broken
+ * and the fault's offset from the bytes the check was given. The checks
+ * that are one function for the fast path and the report
+ * (opmsg_doc_frame_check()) fill it; the report says it in words. */
+typedef struct {
+   opmsg_error_code_t code;
+   size_t at;
+} opmsg_fault_t;
+
 /* The full check level's walk of every nested level of a framed document
  * (validate.c's opmsg_doc_validate_deep()), what naming it in messages. */
 typedef bool (*opmsg_deep_check_fn)(opmsg_report_t *r, const uint8_t *doc, uint32_t len, const char *what);

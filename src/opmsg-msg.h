@@ -53,27 +53,36 @@ typedef struct {
    bool db_known;
 } opmsg_op_msg_t;
 
-/* The message most replies are: a body alone filling the sections, no
- * checksum, no required flag bit but moreToCome (optional bits are ignored
- * on receipt anyway), at the level that only frames a body alone (spec).
- * When data[0..len) (len >= OPMSG_OP_MSG_MIN_LENGTH, the header
- * checked) is that, returns true with its flagBits and the body's length:
- * its frame is all there is to check. Anything else, a fault included,
- * returns false, for opmsg_op_msg_parse()'s whole way, which says what is
- * wrong. Inline: opmsg_parse() takes it before anything else (header.c),
- * and so does opmsg_op_msg_parse(). */
+/* The body-alone rule, the one check of it: the sections at p (n bytes,
+ * the checksum's excluded) are one body whose frame (opmsg_doc_frame_ok(),
+ * within body_limit) fills them. Its length then goes to *body_len: at the
+ * level that only frames a body alone (spec) nothing else of the sections
+ * is checked. Anything else, a fault included, is false, for the whole way
+ * (parse.c's scan), which says what is wrong. */
 static OPMSG_ALWAYS_INLINE bool
-opmsg_op_msg_alone_ok(const uint8_t *data, size_t len, size_t body_limit, uint32_t *flags, uint32_t *body_len)
+opmsg_op_msg_body_fills(const uint8_t *p, size_t n, size_t body_limit, uint32_t *body_len)
 {
    size_t flen;
-   *flags = opmsg_read_u32(data + OPMSG_OFF_FLAG_BITS);
-   if ((*flags & OPMSG_FLAG_REQUIRED_MASK & ~OPMSG_FLAG_MORE_TO_COME) != 0 || data[OPMSG_OFF_SECTIONS] != 0 ||
-       !opmsg_doc_frame_ok(data + OPMSG_OFF_SECTIONS + 1, len - OPMSG_OFF_SECTIONS - 1, body_limit, &flen) ||
-       flen != len - OPMSG_OFF_SECTIONS - 1) {
+   if (p[0] != OPMSG_SECTION_BODY || !opmsg_doc_frame_ok(p + 1, n - 1, body_limit, &flen) || flen != n - 1) {
       return false;
    }
    *body_len = (uint32_t) flen;
    return true;
+}
+
+/* The message most replies are: a body alone filling the sections
+ * (opmsg_op_msg_body_fills()), no checksum, no required flag bit but
+ * moreToCome (optional bits are ignored on receipt anyway). When
+ * data[0..len) (len >= OPMSG_OP_MSG_MIN_LENGTH, the header checked) is
+ * that, returns true with its flagBits and the body's length. Inline:
+ * opmsg_parse() takes it before anything else (header.c), and so does
+ * opmsg_op_msg_parse(). */
+static OPMSG_ALWAYS_INLINE bool
+opmsg_op_msg_alone_ok(const uint8_t *data, size_t len, size_t body_limit, uint32_t *flags, uint32_t *body_len)
+{
+   *flags = opmsg_read_u32(data + OPMSG_OFF_FLAG_BITS);
+   return (*flags & OPMSG_FLAG_REQUIRED_MASK & ~OPMSG_FLAG_MORE_TO_COME) == 0 &&
+          opmsg_op_msg_body_fills(data + OPMSG_OFF_SECTIONS, len - OPMSG_OFF_SECTIONS, body_limit, body_len);
 }
 
 /* opmsg_op_msg_alone_ok(), and *m filled when it is true. */
@@ -122,24 +131,6 @@ opmsg_op_msg_merged_size(const opmsg_op_msg_t *m)
  * opmsg_op_msg_merged_size(m) bytes. Allocates nothing; cannot fail. */
 void opmsg_op_msg_merge(const opmsg_op_msg_t *m, uint8_t *out);
 
-/* The "$db" string of the element e (its length in *len when len is not
- * NULL): NULL when e is NULL or not a string. */
-static inline const char *
-opmsg_db_string(const uint8_t *e, uint32_t *len)
-{
-   if (!e || *e != BSON_TYPE_UTF8) {
-      return NULL;
-   }
-   if (len) {
-      *len = opmsg_read_u32(e + 5) - 1; /* type, "$db", NUL, then the length */
-   }
-   return (const char *) e + 9;
-}
-
-/* opmsg_op_msg_db() when the parse did not note "$db" (a body alone at the
- * spec level): a walk of the body's top level, which stops at an unsound
- * element (paths.c). */
-const char *opmsg_op_msg_find_db(const opmsg_op_msg_t *m, uint32_t *len);
 
 /* The body's "$db" string (its length in *len when len is not NULL), or
  * NULL when the body has none. Inline, with the walk out of line: the view
@@ -149,7 +140,7 @@ static inline const char *
 opmsg_op_msg_db(const opmsg_op_msg_t *m, uint32_t *len)
 {
    if (!m->db_known) {
-      return opmsg_op_msg_find_db(m, len);
+      return m->body ? opmsg_doc_db(m->body, len) : NULL;
    }
    return opmsg_db_string(m->db ? m->data + m->db : NULL, len);
 }
@@ -175,16 +166,46 @@ opmsg_op_msg_db(const opmsg_op_msg_t *m, uint32_t *len)
  * a sequence, an empty identifier's NUL; for a body, an empty document. */
 #define OPMSG_SEQ_MIN_SIZE 5
 
-/* The bytes (kind byte included) of the section at p, avail bytes there,
- * when it has a known kind and a size that fits: 0 when it does not. */
+/*
+ * The section frame, the one check of it: the section at p (its kind byte),
+ * avail bytes there, has a known kind and an int32 size of at least
+ * OPMSG_SEQ_MIN_SIZE that fits in the bytes after the kind byte. Returns
+ * OPMSG_OK with the section's bytes (kind byte included) in *size, or the
+ * rule broken with *at, the fault's offset from p: OPMSG_ERR_UNKNOWN_SECTION;
+ * for a sequence OPMSG_ERR_SECTION_TRUNCATED (no room for its size) or
+ * OPMSG_ERR_SEQUENCE_SIZE (a size below the minimum or past the end), at the
+ * kind byte; for a body OPMSG_ERR_DOCUMENT_LENGTH at the document, whose
+ * frame (opmsg_doc_frame_check()) then says the rest. The parser reports
+ * its verdict (parse.c), opmsg_section_frame() is the same call for the
+ * walkers of unchecked bytes.
+ */
+static OPMSG_ALWAYS_INLINE opmsg_error_code_t
+opmsg_section_check(const uint8_t *p, size_t avail, size_t *size, size_t *at)
+{
+   *at = 0;
+   if (avail < 1 || (*p != OPMSG_SECTION_BODY && *p != OPMSG_SECTION_SEQUENCE)) {
+      return avail < 1 ? OPMSG_ERR_SECTION_TRUNCATED : OPMSG_ERR_UNKNOWN_SECTION;
+   }
+   bool body = *p == OPMSG_SECTION_BODY;
+   if (avail < OPMSG_SEQ_MIN_SIZE) {
+      *at = body;
+      return body ? OPMSG_ERR_DOCUMENT_LENGTH : OPMSG_ERR_SECTION_TRUNCATED;
+   }
+   int32_t n = opmsg_read_i32(p + OPMSG_SECTION_OFF_SIZE);
+   if (n < OPMSG_SEQ_MIN_SIZE || (size_t) n > avail - 1) {
+      *at = body;
+      return body ? OPMSG_ERR_DOCUMENT_LENGTH : OPMSG_ERR_SEQUENCE_SIZE;
+   }
+   *size = 1 + (size_t) n;
+   return OPMSG_OK;
+}
+
+/* opmsg_section_check()'s verdict alone: the section's bytes, or 0. */
 static inline size_t
 opmsg_section_frame(const uint8_t *p, size_t avail)
 {
-   if (avail < OPMSG_SEQ_MIN_SIZE || (*p != OPMSG_SECTION_BODY && *p != OPMSG_SECTION_SEQUENCE)) {
-      return 0;
-   }
-   int32_t n = opmsg_read_i32(p + OPMSG_SECTION_OFF_SIZE);
-   return n >= OPMSG_SEQ_MIN_SIZE && (size_t) n <= avail - 1 ? 1 + (size_t) n : 0;
+   size_t size, at;
+   return opmsg_section_check(p, avail, &size, &at) == OPMSG_OK ? size : 0;
 }
 
 /* One section of a parsed OP_MSG. For kind 0 body and body_len; for kind 1
@@ -272,5 +293,9 @@ const char *opmsg_path_rest(const char *id, size_t id_len, const char *path, siz
  * component key, or NULL (always NULL for a key holding a dot). */
 const char *opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t path_len, const char *key,
                                size_t key_len);
+/* The sub-document of doc that the path component comp (comp_len bytes)
+ * enters, on a path opmsg_rule_path() accepted (so the field is there, a
+ * document, and once): how the merge follows a path down. */
+const uint8_t *opmsg_path_sub(const uint8_t *doc, const char *comp, size_t comp_len);
 
 #endif /* OPMSG_MSG_H */

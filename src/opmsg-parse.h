@@ -35,24 +35,40 @@ opmsg_msg_ccore(const opmsg_msg_t *msg)
    return (const opmsg_op_msg_t *) (const void *) msg->priv_;
 }
 
-/* opmsg_limits_set() from the caller's options (NULL: the defaults), with
- * the check level (OPMSG_PARSE_FULL_VALIDATE makes it full; an unknown level
- * counts as the default here, parsing refuses it first through
- * opmsg_options_valid()). Inline: every parse starts with it. */
+/* The check level the caller's options ask for, the one mapping from
+ * options to a level: NULL the default (spec, 0); OPMSG_PARSE_FULL_VALIDATE
+ * full whatever the level says; otherwise the level given (an unknown one
+ * counts as top-level here: parsing refuses it first through
+ * opmsg_options_valid()). What each level checks is opmsg-common.h's
+ * mapping (opmsg_check_top(), opmsg_check_deep()). */
+static inline opmsg_check_t
+opmsg_options_check(const opmsg_options_t *opts)
+{
+   if (!opts) {
+      return OPMSG_CHECK_SPEC;
+   }
+   if ((opts->flags & OPMSG_PARSE_FULL_VALIDATE) || opmsg_check_deep(opts->check)) {
+      return OPMSG_CHECK_FULL;
+   }
+   return opmsg_check_frames_only(opts->check) ? OPMSG_CHECK_SPEC : OPMSG_CHECK_TOP_LEVEL;
+}
+
+/* opmsg_limits_set() from the caller's options (NULL: the defaults), at
+ * the level opmsg_options_check() gives. Inline: every parse starts with
+ * it. */
 static inline void
 opmsg_limits_from(const opmsg_options_t *opts, opmsg_limits_t *limits)
 {
+   opmsg_check_t check = opmsg_options_check(opts);
    if (!opts) {
       opmsg_limits_set(limits, 0, 0, 0);
-      limits->check = OPMSG_CHECK_SPEC;
-      return;
+   } else {
+      opmsg_limits_set(limits, opts->max_message_size, opts->max_bson_size, opts->flags);
    }
-   opmsg_limits_set(limits, opts->max_message_size, opts->max_bson_size, opts->flags);
-   /* The flag asks for full whatever the level says. */
-   if ((opts->flags & OPMSG_PARSE_FULL_VALIDATE) || opmsg_check_deep(opts->check)) {
+   if (opmsg_check_deep(check)) {
       opmsg_limits_full(limits);
-   } else if (opmsg_check_frames_only(opts->check)) {
-      limits->check = OPMSG_CHECK_SPEC;
+   } else {
+      limits->check = check;
    }
 }
 /* False with OPMSG_ERR_INVALID_ARGUMENT when opts asks for a check level

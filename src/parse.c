@@ -144,7 +144,7 @@ body_key_step(const uint8_t **bp, const uint8_t *bend, const char *id, size_t id
       *bp = bend;
       return;
    }
-   if (k - p == 4 && !*db && memcmp(p + 1, "$db", 3) == 0) {
+   if (!*db && opmsg_is_db_key(p, k)) {
       *db = p;
    }
    *bp = next;
@@ -152,24 +152,28 @@ body_key_step(const uint8_t **bp, const uint8_t *bend, const char *id, size_t id
 
 /* The frame of a kind-1 section starting after its kind byte at p (offset
  * off of the kind byte), up to end: returns its size, and its identifier, a
- * sound one, in *seq (whether it is dotted in *dotted); 0 on a fault. Faults
- * of the section's frame are reported at its kind byte. */
+ * sound one, in *seq (whether it is dotted in *dotted); 0 on a fault. The
+ * frame is opmsg_section_check()'s, said here in words, at the kind byte;
+ * then the identifier's rules. */
 static OPMSG_ALWAYS_INLINE int32_t
 sequence_frame(const uint8_t *p, const uint8_t *end, size_t off, opmsg_seq_ref_t *seq, bool *dotted, opmsg_report_t *r)
 {
    size_t avail = (size_t) (end - p);
-   if (avail < 4) {
-      (void) opmsg_report(r, OPMSG_ERR_SECTION_TRUNCATED, off,
-                          "document sequence at offset %zu: %zu bytes left, its size needs 4", off, avail);
+   size_t size, at;
+   opmsg_error_code_t code = opmsg_section_check(p - 1, avail + 1, &size, &at);
+   if (code == OPMSG_ERR_SECTION_TRUNCATED) {
+      (void) opmsg_report(r, code, off + at, "document sequence at offset %zu: %zu bytes left, its size needs 4", off,
+                          avail);
       return 0;
    }
-   int32_t n = opmsg_read_i32(p);
-   if (n < OPMSG_SEQ_MIN_SIZE || (size_t) n > avail) {
-      (void) opmsg_report(r, OPMSG_ERR_SEQUENCE_SIZE, off, "document sequence at offset %zu: size %d is %s", off, n,
-                          n < OPMSG_SEQ_MIN_SIZE ? "below the minimum of 5 (size, identifier and NUL)"
-                                                 : "past the end of the sections");
+   if (code != OPMSG_OK) {
+      int32_t bad = opmsg_read_i32(p);
+      (void) opmsg_report(r, code, off + at, "document sequence at offset %zu: size %d is %s", off, bad,
+                          bad < OPMSG_SEQ_MIN_SIZE ? "below the minimum of 5 (size, identifier and NUL)"
+                                                   : "past the end of the sections");
       return 0;
    }
+   int32_t n = (int32_t) (size - 1);
    const char *id = (const char *) p + 4;
    const uint8_t *nul = memchr(id, 0, (size_t) n - 4);
    if (!nul) {
@@ -184,15 +188,15 @@ sequence_frame(const uint8_t *p, const uint8_t *end, size_t off, opmsg_seq_ref_t
 }
 
 /* What a sound sequence adds to the scan: its share of the merged size
- * (type byte, the last path component and NUL, the array's length and
- * terminator, and per document a type byte, key and NUL), and its count. */
+ * (the array field: type byte, the last path component and NUL, and the
+ * array document, opmsg_array_doc_size(), the one size formula the writer
+ * keeps to), and its count. */
 static void
 scan_sequence_add(opmsg_op_msg_t *m, scan_t *scan, const opmsg_seq_ref_t *seq, bool dotted, size_t docs_len,
                   uint32_t count)
 {
    const char *last = dotted ? strrchr(seq->id, '.') + 1 : seq->id;
-   scan->seq_out +=
-      1 + (seq->len - (size_t) (last - seq->id)) + 1 + 4 + 1 + docs_len + count + opmsg_array_keys_size(count);
+   scan->seq_out += 1 + (seq->len - (size_t) (last - seq->id)) + 1 + opmsg_array_doc_size(docs_len, count);
    if (scan->n_seq == OPMSG_MAX_DOTTED_SEQUENCES) {
       scan->over_off = seq->n;
    }
@@ -317,7 +321,7 @@ walk_body(opmsg_op_msg_t *m, scan_t *scan, opmsg_report_t *r)
          scan->key_len[n] = (uint32_t) key_len;
       }
       /* Remembered so opmsg_op_msg_db() need not walk the body again. */
-      if (key_len == 3 && memcmp(key, "$db", 3) == 0 && !m->db) {
+      if (!m->db && opmsg_is_db_key(q, k)) {
          m->db = (uint32_t) (q - m->data);
       }
       q = next;
@@ -387,9 +391,13 @@ scan_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, scan_t *scan, opm
          }
          p += 1 + size;
          break;
-      default:
-         return opmsg_report(r, OPMSG_ERR_UNKNOWN_SECTION, off,
+      default: {
+         /* The kind's rule is the section frame's (opmsg_section_check()). */
+         size_t sz, at;
+         opmsg_error_code_t code = opmsg_section_check(p, left, &sz, &at);
+         return opmsg_report(r, code, off + at,
                              "section kind %u at offset %zu is not 0 (body) or 1 (document sequence)", *p, off);
+      }
       }
    } while (p < end);
 
@@ -535,6 +543,15 @@ check_db(const opmsg_op_msg_t *m, opmsg_report_t *r)
    return true;
 }
 
+/* The end of every way that finds a body alone at the spec level: its
+ * merge is the body, and a request must still name its database. */
+static bool
+alone_done(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *r)
+{
+   m->merged_size = m->body_len;
+   return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
+}
+
 /* The sections in full: the scan, then the rules across sections. Its
  * frame holds the key tables (some 8 KB of stack), which a body alone at
  * the spec level never needs: opmsg_op_msg_parse() calls it otherwise. */
@@ -567,8 +584,7 @@ parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
        * looked for one by one in the walk (rules.c); many go through a key
        * set of the body's keys, as at the other levels. */
       if (scan.n_seq == 0) {
-         m->merged_size = m->body_len;
-         return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
+         return alone_done(m, limits, r);
       }
       if (scan.n_seq <= FRAMES_LINEAR_IDS) {
          body_keys = NULL;
@@ -617,7 +633,7 @@ opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opm
     * Anything else, or a fault, goes the whole way, which says what is
     * wrong. */
    if (!opmsg_checks_top(limits) && opmsg_op_msg_alone(m, data, len, opmsg_body_limit(limits))) {
-      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
+      return alone_done(m, limits, r);
    }
    /* Every field not set here is 0, false or NULL until the parse says
     * otherwise. */
@@ -635,17 +651,15 @@ opmsg_op_msg_parse(opmsg_op_msg_t *m, const uint8_t *data, size_t len, const opm
       }
       m->sections_end -= OPMSG_CHECKSUM_SIZE;
    }
-   /* The same with a checksum, now checked: the body's frame, filling the
-    * sections before it. */
-   size_t flen;
+   /* The same with a checksum, now checked: the one body-alone check, on
+    * the sections before it. */
    const uint8_t *p = opmsg_op_msg_sections(m);
-   size_t sections_len = m->sections_end - OPMSG_OFF_SECTIONS;
-   if (!opmsg_checks_top(limits) && p[0] == 0 &&
-       opmsg_doc_frame_ok(p + 1, sections_len - 1, opmsg_body_limit(limits), &flen) && flen == sections_len - 1) {
+   uint32_t body_len;
+   if (!opmsg_checks_top(limits) &&
+       opmsg_op_msg_body_fills(p, m->sections_end - OPMSG_OFF_SECTIONS, opmsg_body_limit(limits), &body_len)) {
       m->body = p + 1;
-      m->body_len = (uint32_t) flen;
-      m->merged_size = (uint32_t) flen;
-      return (limits->flags & OPMSG_PARSE_REQUEST) == 0 || check_db(m, r);
+      m->body_len = body_len;
+      return alone_done(m, limits, r);
    }
    return parse_sections(m, limits, r);
 }

@@ -1,6 +1,6 @@
 /*
  * paths.c - where the sequence of a dotted identifier goes in a parsed
- * OP_MSG's merged document, and where its body's "$db" is.
+ * OP_MSG's merged document.
  *
  * Part of the OP_MSG core (opmsg-msg.h). The view (view.c) and the merge
  * (merge.c) both ask here, so they place sequences alike; the fuzz targets
@@ -52,8 +52,9 @@ opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t path_len, c
    return NULL;
 }
 
-const char *
-opmsg_op_msg_find_db(const opmsg_op_msg_t *m, uint32_t *len)
+const uint8_t *
+opmsg_path_sub(const uint8_t *doc, const char *comp, size_t comp_len)
 {
-   return opmsg_db_string(m->body ? opmsg_field_named(m->body, "$db", 3) : NULL, len);
+   /* The element's type byte, the key and its NUL, then the document. */
+   return opmsg_field_named(doc, comp, comp_len) + 2 + comp_len;
 }

@@ -116,44 +116,18 @@ opmsg_merged_size_fail(opmsg_report_t *r, size_t size, bool exact)
  * Documents: the body and the sequence documents
  * ------------------------------------------------------------------------- */
 
-/* A bound on a document's size, as the messages name it, and the code a
- * document above it is refused under. */
-typedef struct {
-   size_t max;
-   const char *name;
-   opmsg_error_code_t code;
-} size_limit_t;
-
-/* A framed document (5 <= length <= avail) above the limit is refused under
- * its code before document.c frames it, which would call it
- * OPMSG_ERR_DOCUMENT_TOO_LARGE whoever asks. The order is document.c's:
- * a length that does not fit the bytes is a framing fault, not a size. */
-static bool
-size_ok(opmsg_report_t *r, const uint8_t *doc, size_t avail, const char *what, const size_limit_t *limit)
-{
-   size_t max = limit->max;
-   if (avail < 5) {
-      return true; /* document.c says what is wrong */
-   }
-   size_t n = opmsg_read_u32(doc);
-   if (n < 5 || n > avail || n <= max) {
-      return true;
-   }
-   size_t off = opmsg_report_at(r, doc);
-   return opmsg_report(r, limit->code, off, "%s at offset %zu: %zu bytes, above the limit of %zu (%s)", what, off, n,
-                       max, limit->name);
-}
-
 bool
 opmsg_rule_body_frame(opmsg_report_t *r, const opmsg_limits_t *limits, const uint8_t *body, size_t avail, uint32_t *len)
 {
-   /* Too large is OPMSG_ERR_DOCUMENT_TOO_LARGE on both sides (build.h
-    * says so for the command too): it is the limit, not the bytes. */
-   const size_limit_t limit = {opmsg_body_limit(limits), "maxBsonObjectSize + 16 KiB", OPMSG_ERR_DOCUMENT_TOO_LARGE};
-   if (!size_ok(r, body, avail, body_noun(r), &limit)) {
-      return false;
+   /* The one frame check (opmsg_doc_frame_check()). Too large is
+    * OPMSG_ERR_DOCUMENT_TOO_LARGE on both sides (build.h says so for the
+    * command too): it is the limit, not the bytes; any other fault takes
+    * the side's code for the body's bytes. */
+   if (opmsg_doc_frame_named(r, body, avail, opmsg_body_limit(limits), body_noun(r), "maxBsonObjectSize + 16 KiB",
+                             OPMSG_OK, len)) {
+      return true;
    }
-   return opmsg_doc_frame(r, body, avail, limit.max, body_noun(r), len) || body_fault(r);
+   return r->code == OPMSG_ERR_DOCUMENT_TOO_LARGE ? false : body_fault(r);
 }
 
 /* The top level of the body or of a sub-document of it (document.c). */
@@ -178,9 +152,10 @@ opmsg_rule_seq_doc(opmsg_report_t *r, const opmsg_limits_t *limits, const opmsg_
    char what[OPMSG_PRINTABLE_SIZE + 64];
    snprintf(what, sizeof what, "document %zu of sequence \"%s\"", index, opmsg_printable(name, seq->id, seq->len));
 
-   const size_limit_t limit = {limits->max_bson_size, "maxBsonObjectSize", r->side->doc_over_limit};
+   /* Above max_bson_size: the side's code (doc_over_limit). */
    uint32_t len = 0;
-   if (!size_ok(r, doc, avail, what, &limit) || !opmsg_doc_check(r, limits, doc, avail, limit.max, what, &len)) {
+   if (!opmsg_doc_check_named(r, limits, doc, avail, limits->max_bson_size, what, "maxBsonObjectSize",
+                              r->side->doc_over_limit, &len)) {
       return 0;
    }
    return len;
@@ -356,7 +331,7 @@ find_key_checked(opmsg_report_t *r, const uint8_t *p, const uint8_t *end, name_t
          (void) opmsg_next_element(&p, end, found); /* sound */
          return 1;
       }
-      if (db && !*db && k - p == 4 && memcmp(p + 1, "$db", 3) == 0) {
+      if (db && !*db && opmsg_is_db_key(p, k)) {
          *db = p;
       }
       p = next;

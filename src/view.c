@@ -17,27 +17,14 @@ opmsg_command_name(const opmsg_msg_t *msg)
    return msg->body ? opmsg_doc_first_key(msg->body, msg->body_len) : NULL;
 }
 
-/* "$db" in the body of another opcode (OP_QUERY's query), through libbson.
- * Out of line: its bson_t and iterator make a stack frame that the OP_MSG
- * path, asked of every reply, does not pay for. */
-static OPMSG_NOINLINE const char *
-legacy_db(const opmsg_msg_t *msg, uint32_t *len)
-{
-   bson_t body;
-   bson_iter_t it;
-   if (!opmsg_body(msg, &body) || !bson_iter_init_find(&it, &body, "$db") || !BSON_ITER_HOLDS_UTF8(&it)) {
-      return NULL;
-   }
-   return bson_iter_utf8(&it, len);
-}
-
 const char *
 opmsg_db(const opmsg_msg_t *msg, uint32_t *len)
 {
    if (msg->opcode == OPMSG_OP_MSG) {
       return opmsg_op_msg_db(opmsg_msg_ccore(msg), len);
    }
-   return legacy_db(msg, len);
+   /* Another opcode's body (OP_QUERY's query): the same lookup. */
+   return msg->body ? opmsg_doc_db(msg->body, len) : NULL;
 }
 
 bool

@@ -567,6 +567,145 @@ test_large_messages(void **state)
    expect_at(&b, &opts, OPMSG_ERR_NESTING_TOO_DEEP, starts[OPMSG_MAX_DEPTH + 1]);
 }
 
+/* ---------------------------------------------------------------------------
+ * Each frame rule is one check (opmsg_doc_frame_check(),
+ * opmsg_section_check()) whose code and offset the fast verdict and the
+ * report both are. Against the rule as the spec states it, for every
+ * length around the bounds: the check's code and offset, the fast form's
+ * verdict and the report's code and offset all agree with it.
+ * ------------------------------------------------------------------------- */
+
+/* The document frame as written in docs/api.md, one case at a time. */
+static opmsg_error_code_t
+frame_oracle(const uint8_t *doc, size_t avail, size_t max_len, size_t *at)
+{
+   *at = 0;
+   if (avail < 5) {
+      return OPMSG_ERR_DOCUMENT_LENGTH;
+   }
+   int32_t n =
+      (int32_t) ((uint32_t) doc[0] | (uint32_t) doc[1] << 8 | (uint32_t) doc[2] << 16 | (uint32_t) doc[3] << 24);
+   if (n < 5 || (size_t) n > avail) {
+      return OPMSG_ERR_DOCUMENT_LENGTH;
+   }
+   if ((size_t) n > max_len) {
+      return OPMSG_ERR_DOCUMENT_TOO_LARGE;
+   }
+   if (doc[n - 1] != 0) {
+      *at = (size_t) n - 1;
+      return OPMSG_ERR_DOCUMENT_TERMINATOR;
+   }
+   return OPMSG_OK;
+}
+
+static void
+test_frame_check_is_its_report(void **state)
+{
+   (void) state;
+   static const int32_t lengths[] = {INT32_MIN, -1, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, INT32_MAX};
+   uint8_t buf[16];
+   size_t n_cases = 0;
+
+   for (size_t avail = 0; avail <= sizeof buf; avail++) {
+      for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+         for (size_t max_len = 5; max_len <= 12; max_len += 7) {
+            for (int term = 0; term < 2; term++) {
+               memset(buf, term ? 0x41 : 0, sizeof buf);
+               uint32_t u = (uint32_t) lengths[li];
+               for (int b = 0; b < 4; b++) {
+                  buf[b] = (uint8_t) (u >> (8 * b));
+               }
+               size_t at_want, len = 0, fast_len;
+               opmsg_fault_t fault = {OPMSG_OK, 0};
+               opmsg_error_code_t want = frame_oracle(buf, avail, max_len, &at_want);
+               bool framed = opmsg_doc_frame_check(buf, avail, max_len, &len, &fault);
+               assert_int_equal(framed, want == OPMSG_OK);
+               if (!framed) {
+                  assert_int_equal(fault.code, want);
+                  assert_int_equal(fault.at, at_want);
+               }
+               assert_int_equal(opmsg_doc_frame_ok(buf, avail, max_len, &fast_len), want == OPMSG_OK);
+
+               /* The report: the same code, at the same offset (counted
+                * from a document at offset 100 of a message). */
+               opmsg_report_t r;
+               bson_error_t error;
+               uint32_t rlen = 0;
+               opmsg_report_init(&r, &error, buf, 100, &opmsg_parser_side);
+               bool ok = opmsg_doc_frame(&r, buf, avail, max_len, "document", &rlen);
+               assert_int_equal(ok, want == OPMSG_OK);
+               if (ok) {
+                  assert_int_equal(rlen, (uint32_t) lengths[li]);
+               } else {
+                  assert_int_equal(r.code, want);
+                  assert_int_equal(error.code, want);
+                  assert_int_equal(r.offset, 100 + at_want);
+               }
+               n_cases++;
+            }
+         }
+      }
+   }
+   assert_true(n_cases > 500);
+}
+
+/* The section frame as docs/api.md states it: kind 0 or 1, then an int32
+ * size of at least 5 within what follows the kind byte. */
+static opmsg_error_code_t
+section_oracle(const uint8_t *p, size_t avail, size_t *at)
+{
+   *at = 0;
+   if (avail < 1) {
+      return OPMSG_ERR_SECTION_TRUNCATED;
+   }
+   if (p[0] > 1) {
+      return OPMSG_ERR_UNKNOWN_SECTION;
+   }
+   bool body = p[0] == 0;
+   *at = body ? 1 : 0;
+   if (avail < 5) {
+      return body ? OPMSG_ERR_DOCUMENT_LENGTH : OPMSG_ERR_SECTION_TRUNCATED;
+   }
+   int32_t n = (int32_t) ((uint32_t) p[1] | (uint32_t) p[2] << 8 | (uint32_t) p[3] << 16 | (uint32_t) p[4] << 24);
+   if (n < 5 || (size_t) n > avail - 1) {
+      return body ? OPMSG_ERR_DOCUMENT_LENGTH : OPMSG_ERR_SEQUENCE_SIZE;
+   }
+   *at = 0;
+   return OPMSG_OK;
+}
+
+static void
+test_section_check_is_its_frame(void **state)
+{
+   (void) state;
+   static const int32_t sizes[] = {INT32_MIN, -1, 0, 4, 5, 6, 9, 10, 11, 12, INT32_MAX};
+   uint8_t buf[12];
+
+   for (uint8_t kind = 0; kind < 3; kind++) {
+      for (size_t avail = 0; avail <= sizeof buf; avail++) {
+         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            memset(buf, 'x', sizeof buf);
+            buf[0] = kind;
+            for (int b = 0; b < 4; b++) {
+               buf[1 + b] = (uint8_t) ((uint32_t) sizes[si] >> (8 * b));
+            }
+            size_t at_want, at, size = 0;
+            opmsg_error_code_t want = section_oracle(buf, avail, &at_want);
+            opmsg_error_code_t got = opmsg_section_check(buf, avail, &size, &at);
+            assert_int_equal(got, want);
+            if (got == OPMSG_OK) {
+               assert_int_equal(size, 1 + (size_t) sizes[si]);
+               assert_int_equal(opmsg_section_frame(buf, avail), size);
+               assert_int_equal(opmsg_wire_section(buf, avail, 0), size);
+            } else {
+               assert_int_equal(at, at_want);
+               assert_int_equal(opmsg_section_frame(buf, avail), 0);
+            }
+         }
+      }
+   }
+}
+
 int
 main(void)
 {
@@ -575,6 +714,8 @@ main(void)
       cmocka_unit_test(test_success_gives_len),
       cmocka_unit_test(test_not_the_bytes),
       cmocka_unit_test(test_large_messages),
+      cmocka_unit_test(test_frame_check_is_its_report),
+      cmocka_unit_test(test_section_check_is_its_frame),
    };
    return cmocka_run_group_tests(tests, NULL, NULL);
 }
