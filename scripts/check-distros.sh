@@ -139,7 +139,7 @@ for suite in "${suites[@]}"; do
     [ -n "$ferretdb" ] && fdb_env="OPMSG_FERRETDB=/usr/local/bin/ferretdb"
     # shellcheck disable=SC2016
     in_root env "$fdb_env" JOBS="$jobs" DISTRO_CTEST_ARGS="${DISTRO_CTEST_ARGS:-}" sh -c \
-      'cd /src/opmsg/build && ctest -j "$JOBS" --output-on-failure --timeout 900 $DISTRO_CTEST_ARGS' \
+      'cd /src/opmsg/build && ctest -j "$JOBS" --output-on-failure --timeout 900 -E "^(soak\.short|valgrind\.cli)$" $DISTRO_CTEST_ARGS' \
       >"$logs/$suite-test.log" 2>&1
     read -r passed failed skipped < <(ctest_counts "$logs/$suite-test.log")
     t_test=$(( $(now) - t0 ))

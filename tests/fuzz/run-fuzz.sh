@@ -9,7 +9,7 @@ set -u
 cd "$(dirname "$0")/../.."
 
 build=${FUZZ_BUILD:-build-fuzz}
-seconds=${FUZZ_SECONDS:-60}
+seconds=${FUZZ_SECONDS:-30}
 runs=${FUZZ_RUNS:-}
 targets=${FUZZ_TARGETS:-}
 work=${FUZZ_WORK:-$build/fuzz-work}
