@@ -1,6 +1,6 @@
 #!/bin/bash
 # opmsg on other Debian releases, each in its own test system (a root made
-# by scripts/debian-root.sh): `make check-distros` runs this (mk/distros.mk,
+# by scripts/debian-root.sh): `make check-distros` runs this (Makefile,
 # docs/distros.md).
 #
 #   scripts/check-distros.sh [--no-tests] [--no-package] [SUITE...]

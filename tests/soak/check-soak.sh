@@ -1,5 +1,5 @@
 #!/bin/bash
-# check-soak.sh: `make check-soak` (mk/soak.mk, docs/soak.md).
+# check-soak.sh: `make check-soak` (and CTest's soak.short; docs/soak.md).
 #
 # For each release of SOAK_RELEASES (host: this machine; trixie, sid: the
 # Debian roots of scripts/debian-root.sh, needing root) and each kind of
