@@ -92,7 +92,7 @@ check-libmongoc-suite: deps all
 	scripts/libmongoc-suite.sh --dropin $(DROPIN) --jobs 2 $(LIBMONGOC_SUITE_ARGS)
 # Document sequences in replies, live, with the fork's libmongoc (FORK_PREFIX).
 check-sequences: deps all
-	FORK_PREFIX=$(or $(FORK_PREFIX),build/fork/master/builds/all/prefix) scripts/check-sequences.sh $(BUILD)
+	scripts/check-sequences.sh $(BUILD)
 
 # --- Debian 13 and sid in debootstrap roots (docs/distros.md; root) ------------
 DISTROS ?= trixie sid
