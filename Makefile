@@ -1,55 +1,110 @@
-# The front door. `make demo` and `make check` do all the set-up on a fresh
-# Debian 12 machine (they install what is missing, as root or with sudo).
-# Everything else is CMake: build/ holds the build, build-asan/ the sanitised one.
+# The front door: each target is one line calling a CMake preset
+# (CMakePresets.json), CTest or one script. `make demo` and `make check` do
+# all the set-up on a fresh Debian 12 machine (they install what is missing,
+# as root or with sudo). CONTRIBUTING.md lists every target and what it runs.
+#
+# OPMSG_WERROR=ON (environment or command line; CI sets it) makes warnings
+# errors in the presets' builds; the packages never use it.
+# JOBS: parallel compilations and tests (default: the cores).
 
-BUILD      ?= build
-JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-CMAKE_ARGS ?=
-# OPMSG_WERROR=ON (from the environment or the command line) makes warnings
-# errors in build/ and build-asan/: CI sets it (.ci/run). Unset, the trees
-# keep what they were configured with (a new tree: off). The packages never
-# use it (mk/package.mk).
-OPMSG_WERROR ?=
-WERROR_ARG = $(if $(OPMSG_WERROR),-DOPMSG_WERROR=$(OPMSG_WERROR))
-# The trees `make` and `make check-asan` configure have every OP_COMPRESSED
-# codec, or fail to configure (CMake's default, AUTO, would leave a missing
-# one out); `make check-no-codecs` (mk/codecs.mk) checks a build without.
-CODEC_ARGS = -DOPMSG_WITH_SNAPPY=ON -DOPMSG_WITH_ZLIB=ON -DOPMSG_WITH_ZSTD=ON
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
+export CTEST_PARALLEL_LEVEL = $(JOBS)
+BUILD := build
+DROPIN := $(BUILD)/src/mongoc-dropin/libopmsg-mongoc.so
+VERSION := $(shell sed -n 's/^  VERSION \([0-9.]*\)$$/\1/p' CMakeLists.txt)
 
-.PHONY: all deps configure check check-asan demo clean
+.PHONY: all deps check check-all check-asan check-no-codecs check-portable demo clean \
+	bench bench-report bench-dropin bench-tap fuzz fuzz-build package dist dist-check \
+	format format-check check-soak check-soak-fork check-encryption check-libmongoc-suite \
+	check-sequences check-checksum distro-roots check-distros check-distros-package
 
-all: configure
-	cmake --build $(BUILD) -j $(JOBS)
-
+# --- Builds and tests ---------------------------------------------------------
+all:
+	cmake --preset default >/dev/null && cmake --build --preset default
 deps:
 	@scripts/install-deps.sh
-
-# Ninja when it is there; otherwise (or if that fails) plain Makefiles, in a
-# fresh directory so no half-written cache of the first attempt remains.
-configure:
-	@if test -f $(BUILD)/CMakeCache.txt; then \
-	  test -z "$(WERROR_ARG)" || cmake $(WERROR_ARG) $(BUILD) >/dev/null; \
-	else \
-	  { command -v ninja >/dev/null && \
-	    cmake -S . -B $(BUILD) -G Ninja $(CODEC_ARGS) $(WERROR_ARG) $(CMAKE_ARGS) >/dev/null 2>&1; } || \
-	  { rm -rf $(BUILD) && cmake -S . -B $(BUILD) $(CODEC_ARGS) $(WERROR_ARG) $(CMAKE_ARGS); }; \
-	fi
-
-check: deps all
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-
-# The whole test suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The unit tests of build/ (label unit): CI's first step, nothing outside the checkout.
+check: deps
+	cmake --workflow --preset ci
+# Every suite of build/ (interop, dropin, consumer, encryption, soak, valgrind too).
+check-all: deps
+	cmake --workflow --preset all
 check-asan: deps
-	cmake --preset asan $(CODEC_ARGS) $(WERROR_ARG) >/dev/null
-	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -j $(JOBS)
-
+	cmake --workflow --preset asan
+# libopmsg without snappy, zlib, zstd or ISA-L (build-nocodecs/): what such a build does.
+check-no-codecs: deps
+	cmake --workflow --preset nocodecs
+# Prints "portable nosimd: tests P/R" and "portable s390x: tests P/R".
+check-portable: deps
+	@scripts/check-portable.sh
 demo: deps all
 	@scripts/demo.sh $(BUILD)
-
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-*
 
-# Further targets (bench, fuzz, package, dist, ...) live in mk/*.mk;
-# CONTRIBUTING.md lists every one, what it runs and which CI step calls it.
--include $(wildcard mk/*.mk)
+# --- Fuzzing (libFuzzer, clang; docs/fuzzing.md): FUZZ_SECONDS per target (default 30)
+fuzz: deps
+	cmake --workflow --preset fuzz
+fuzz-build: deps
+	cmake --preset fuzz >/dev/null && cmake --build --preset fuzz
+
+# --- Benchmarks (docs/benchmarks.md): not tests, nothing fails on a figure ----
+BENCH_ARGS ?= --cpu-time
+bench: all
+	$(BUILD)/bench/opmsg-bench --cpu-time && $(MAKE) --no-print-directory bench-dropin bench-tap
+bench-report: all
+	OPMSG_BENCH_ARGS="$(BENCH_ARGS)" bench/report.sh $(BUILD)
+bench-dropin: all
+	bench/dropin-overhead.sh $(abspath $(BUILD))/bench/dropin-overhead $(abspath $(DROPIN))
+bench-tap: all
+	bench/tap-latency.sh $(abspath $(BUILD))/bench/tap-latency $(abspath $(BUILD))/tools/opmsg
+
+# --- Packages and the source tarball ------------------------------------------
+package: deps
+	@scripts/package.sh
+dist:
+	mkdir -p dist && git archive --format=tar --prefix=opmsg-$(VERSION)/ HEAD | gzip -9n >dist/opmsg-$(VERSION).tar.gz
+dist-check:
+	.ci/steps/package.sh dist-only
+
+# --- Style (.clang-format, the pinned clang-format; fork/ excepted) ------------
+format:
+	@scripts/clang-format.sh --fix
+format-check:
+	@scripts/clang-format.sh --check
+
+# --- Long checks against libmongoc ---------------------------------------------
+# The soak (docs/soak.md): SOAK_SEED, SOAK_OPS, SOAK_KINDS, SOAK_RELEASES,
+# SOAK_THREADS, SOAK_FORK_LIBDIR, SOAK_ARGS as tests/soak/check-soak.sh says.
+check-soak: deps all
+	BUILD=$(BUILD) tests/soak/check-soak.sh
+# The fork kind on make fork-debs' packages, every release required clean.
+check-soak-fork: deps all
+	scripts/fork-debs-libdir.sh $(BUILD)/soak-fork && SOAK_KINDS=fork SOAK_FORK_LIBDIR=$(abspath $(BUILD))/soak-fork SOAK_REQUIRE_ALL=1 BUILD=$(BUILD) tests/soak/check-soak.sh
+# Client-side field level encryption (docs/encryption.md); ENC_ROOTS: the Debian roots too.
+ENC_ROOTS ?= $(patsubst build/roots/READY-%,%,$(wildcard build/roots/READY-*))
+check-encryption: deps all
+	tests/encryption/check-encryption.sh $(abspath $(BUILD))/tests/encryption/enc-client $(abspath $(DROPIN)) $(ENC_ROOTS)
+# libmongoc's own suite, stock and with the drop-in (docs/libmongoc-suite.md).
+LIBMONGOC_SUITE_ARGS ?=
+check-libmongoc-suite: deps all
+	scripts/libmongoc-suite.sh --dropin $(DROPIN) --jobs 2 $(LIBMONGOC_SUITE_ARGS)
+# Document sequences in replies, live, with the fork's libmongoc (FORK_PREFIX).
+check-sequences: deps all
+	scripts/check-sequences.sh $(BUILD)
+# OP_MSG checksums live (PR 3's opMsgChecksum against FerretDB; docs/fork.md). FORK_PREFIX as above.
+check-checksum: deps all
+	scripts/check-checksum.sh $(BUILD)
+
+# --- Debian 13 and sid in debootstrap roots (docs/distros.md; root) ------------
+DISTROS ?= trixie sid
+distro-roots:
+	for d in $(DISTROS); do scripts/debian-root.sh $$d || exit 1; done
+check-distros:
+	JOBS=$(JOBS) scripts/check-distros.sh $(DISTROS)
+check-distros-package:
+	JOBS=$(JOBS) scripts/check-distros.sh --no-tests $(DISTROS)
+
+# The fork's targets (check-fork, bench-fork, fork-debs, fork-patches, ...).
+-include $(wildcard mk/fork*.mk)

@@ -5,7 +5,7 @@
 #                    the library documentation and examples (dev)
 #   opmsg            the opmsg and opmsg-bench programs, their man pages (tools)
 #   libopmsg-mongoc  the libmongoc drop-in and its man page (dropin)
-# `make package` builds them in a tree configured for /usr (mk/package.mk);
+# `make package` builds them in a tree configured for /usr (scripts/package.sh, preset pkg);
 # dpkg-shlibdeps fills in the library dependencies. packaging/ holds the
 # CPack scripts that finish the staged trees and the lintian overrides.
 # The packages are for the Debian release they are built on: the names of

@@ -1,6 +1,6 @@
 #!/bin/bash
 # opmsg on other Debian releases, each in its own test system (a root made
-# by scripts/debian-root.sh): `make check-distros` runs this (mk/distros.mk,
+# by scripts/debian-root.sh): `make check-distros` runs this (Makefile,
 # docs/distros.md).
 #
 #   scripts/check-distros.sh [--no-tests] [--no-package] [SUITE...]
@@ -137,18 +137,27 @@ for suite in "${suites[@]}"; do
     t0=$(now)
     fdb_env="OPMSG_FERRETDB="
     [ -n "$ferretdb" ] && fdb_env="OPMSG_FERRETDB=/usr/local/bin/ferretdb"
+    # ctest's status is the verdict. Not the drop-in's release: its own
+    # tests (label dropin) run after the others, reported, not counted.
+    gate=""
+    [ $ours -eq 1 ] || gate="-LE dropin"
+    rc=0
     # shellcheck disable=SC2016
-    in_root env "$fdb_env" JOBS="$jobs" DISTRO_CTEST_ARGS="${DISTRO_CTEST_ARGS:-}" sh -c \
-      'cd /src/opmsg/build && ctest -j "$JOBS" --output-on-failure --timeout 900 $DISTRO_CTEST_ARGS' \
-      >"$logs/$suite-test.log" 2>&1
+    in_root env "$fdb_env" JOBS="$jobs" GATE="$gate" DISTRO_CTEST_ARGS="${DISTRO_CTEST_ARGS:-}" sh -c \
+      'cd /src/opmsg/build && ctest -j "$JOBS" --output-on-failure --timeout 900 -E "^(soak\.short|valgrind\.cli)$" $GATE $DISTRO_CTEST_ARGS' \
+      >"$logs/$suite-test.log" 2>&1 || rc=$?
+    if [ $ours -eq 0 ]; then
+      # shellcheck disable=SC2016
+      in_root env JOBS="$jobs" sh -c 'cd /src/opmsg/build && ctest -j "$JOBS" -L dropin' \
+        >"$logs/$suite-test-dropin.log" 2>&1 || true
+    fi
     read -r passed failed skipped < <(ctest_counts "$logs/$suite-test.log")
     t_test=$(( $(now) - t0 ))
     failed_names=$(sed -n '/The following tests FAILED:/,$p' "$logs/$suite-test.log" |
                    sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) .*/\1/p')
     tolerated=0
-    if [ $ours -eq 0 ] && [ -n "$failed_names" ]; then
-      # Not the drop-in's release: its own tests may fail there.
-      tolerated=$(echo "$failed_names" | grep -c '^dropin\.')
+    if [ $ours -eq 0 ]; then
+      read -r _ tolerated _ < <(ctest_counts "$logs/$suite-test-dropin.log")
     fi
     line="$line tests $passed passed, $failed failed, $skipped skipped ($t_test s),"
     if [ -n "$failed_names" ]; then
@@ -159,7 +168,7 @@ for suite in "${suites[@]}"; do
     if cp "$dir/src/opmsg/build/tests/dropin/dropin-table.md" "$logs/$suite-dropin-table.md" 2>/dev/null; then
       tail -n 1 "$logs/$suite-dropin-table.md" | sed "s/^/$suite harness: /"
     fi
-    if [ "$failed" -gt "$tolerated" ] || ! grep -q 'tests passed' "$logs/$suite-test.log"; then
+    if [ $rc -ne 0 ]; then
       bad=1
     elif [ "$tolerated" -gt 0 ]; then
       line="$line ($tolerated drop-in failures not counted: unsupported libmongoc),"

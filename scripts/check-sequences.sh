@@ -23,19 +23,17 @@
 # default ferretdb-seq and ferretdb in PATH or $(go env GOPATH)/bin),
 # OPMSG_SEQ_KEEP=1 keeps the logs.
 set -eu
-self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
 
-if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] || { [ "${1:-}" != --run ] && [ $# -gt 1 ]; } ||
-   { [ "${1:-}" = --run ] && [ $# -ne 3 ]; }; then
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] || [ $# -gt 1 ]; then
   echo "usage: $0 [BUILD]" >&2
   exit 2
 fi
 PEERS="pymongo node mongosh go mongoc mongoc-preload"
 
-# --- Inner: under with-ferretdb.sh, one server: --run BUILD OUT ---------------------------
-if [ "${1:-}" = "--run" ]; then
-  build=$2 out=$3
+# --- One server (OPMSG_FERRETDB_PORT, OPMSG_FERRETDB_URI): run_on BUILD OUT, in a subshell ---
+run_on() (
+  build=$1 out=$2
   mkdir -p "$out"
   opmsg=$build/tools/opmsg
   # The fork's program through the tap; the port the tap chose is on its stderr.
@@ -81,8 +79,7 @@ if [ "${1:-}" = "--run" ]; then
       --record "$out/$p" -- "${cmd[@]}" >"$out/$p.log" 2>&1 || rc=$?
     echo "$rc" >"$out/$p.rc"
   done
-  exit 0
-fi
+)
 
 # --- Outer -----------------------------------------------------------------------------------
 build=${1:-build}
@@ -113,14 +110,21 @@ timeout 1800 go -C tests/interop/go build -o "$PWD/$build/tests/interop/interop-
   fail "the Go client does not build"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/opmsg-sequences.XXXXXX")
-if [ -n "${OPMSG_SEQ_KEEP:-}" ]; then trap 'echo "check-sequences: logs kept in $work" >&2' EXIT
-else trap 'rm -rf "$work"' EXIT; fi
+stop_servers() { for d in "$work"/*-server; do if [ -d "$d" ]; then tests/peers/with-ferretdb.sh --stop "$d"; fi; done; }
+if [ -n "${OPMSG_SEQ_KEEP:-}" ]; then trap 'stop_servers; echo "check-sequences: logs kept in $work" >&2' EXIT
+else trap 'stop_servers; rm -rf "$work"' EXIT; fi
 trap 'exit 143' TERM
 trap 'exit 130' INT
 for s in seq stock; do
   bin=$seq_bin; [ $s = stock ] && bin=$stock_bin
-  OPMSG_FERRETDB=$bin timeout 1800 tests/peers/with-ferretdb.sh "$self" --run "$build" "$work/$s" ||
-    fail "the run against $bin failed"
+  OPMSG_FERRETDB=$bin tests/peers/with-ferretdb.sh --start "$work/$s-server" >/dev/null &&
+    [ -f "$work/$s-server/port" ] || fail "$bin does not start"
+  OPMSG_FERRETDB_PORT=$(cat "$work/$s-server/port")
+  export OPMSG_FERRETDB_PORT OPMSG_FERRETDB_URI="mongodb://127.0.0.1:$OPMSG_FERRETDB_PORT/"
+  rc=0
+  run_on "$build" "$work/$s" || rc=$?
+  tests/peers/with-ferretdb.sh --stop "$work/$s-server"
+  [ $rc -eq 0 ] || fail "the run against $bin failed"
 done
 
 # 1. The fork: both runs pass, the same documents, every ferretdb-seq cursor reply has sequences.

@@ -6,7 +6,11 @@
 # clang-format is left alone: 14 (Debian 12) cannot read upstream's
 # .clang-format, and formatting must not depend on the release.
 #
-# Usage: scripts/clang-format.sh [--pin VERSION] [--print-version]
+# Usage: scripts/clang-format.sh [--pin VERSION] [--print-version | --check | --fix]
+# --check (make format-check, CI) lists every tracked .c/.h file outside
+# fork/ that clang-format would change and fails; --fix (make format)
+# rewrites them in place. fork/ is mongo-c-driver's code: upstream's
+# .clang-format holds there, which the fork's check applies.
 # --pin 17.0.6 gives the series mongo-c-driver's older branches pinned
 # (1.30's poetry "^17"; 1.23 pins none and its tree is clean under 17 too),
 # for the fork's Debian ports; the default is 20.1.8, master's and ours.
@@ -51,8 +55,19 @@ if ! bin=$(pick); then
   "$venv/bin/pip" install -q --disable-pip-version-check "clang-format==$pin" >&2
   bin=$(pick) || { echo "clang-format.sh: clang-format $pin did not install" >&2; exit 1; }
 fi
-if [ "${1:-}" = --print-version ]; then
-  "$bin" --version
-else
-  echo "$bin"
-fi
+version=$("$bin" --version | sed 's/.*version //')
+case ${1:-} in
+  --print-version) "$bin" --version ;;
+  --fix) cd "$top" && git ls-files -z '*.c' '*.h' ':!:fork/' | xargs -0 "$bin" -i ;;
+  --check)
+    cd "$top"
+    bad=$(git ls-files '*.c' '*.h' ':!:fork/' | while read -r f; do
+      "$bin" --dry-run -Werror "$f" >/dev/null 2>&1 || printf ' %s' "$f"; done)
+    if [ -n "$bad" ]; then
+      echo "format-check: not formatted with $version:$bad"
+      echo "format-check: run 'make format'"
+      exit 1
+    fi
+    echo "format-check: $(git ls-files '*.c' '*.h' ':!:fork/' | wc -l) files formatted ($version)" ;;
+  *) echo "$bin" ;;
+esac

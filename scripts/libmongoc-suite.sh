@@ -817,4 +817,5 @@ if [ "$ndiff" -gt "$nexpl" ]; then
 fi
 echo "$line" >"$vdir/summary.txt"
 echo "$line"
-[ "$ndiff" -eq "$nexpl" ] && [ "$active" = yes ]
+# The status is the verdict: tests ran, every difference explained, the drop-in active.
+[ "$n0" -gt 0 ] && [ "$ndiff" -eq "$nexpl" ] && [ "$active" = yes ]

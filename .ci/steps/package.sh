@@ -1,6 +1,6 @@
 #!/bin/bash
 # CI step: the Debian packages and the source tarball.
-#  1. `make package` (the .deb files in dist/, lintian without errors); ask
+#  1. scripts/package.sh (`make package`: the .deb files in dist/, lintian without errors); ask
 #     apt what they would pull in on a minimal Debian 12 (only Debian's own
 #     packages may appear); install them with dpkg (apt-get -f install adds
 #     Debian's packages for missing dependencies), check what they installed,
@@ -47,7 +47,7 @@ fresh_machine() {
 }
 
 debs() {
-  make package
+  scripts/package.sh
   local p
   for p in $ours; do
     ls dist/"${p}"_"${version}"-*.deb >/dev/null 2>&1 || fail "no .deb for $p"

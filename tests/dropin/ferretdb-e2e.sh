@@ -26,6 +26,11 @@ if [ "$dropin" = - ] && [ -z "$reference" ]; then
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 
+# The FerretDB of the CTest fixture (tests/interop/CMakeLists.txt) when there is one.
+if [ -z "${OPMSG_FERRETDB_URI:-}" ] && [ -f "${OPMSG_FERRETDB_STATE:-/nonexistent}/port" ]; then
+  OPMSG_FERRETDB_PORT=$(cat "$OPMSG_FERRETDB_STATE/port")
+  export OPMSG_FERRETDB_PORT OPMSG_FERRETDB_URI="mongodb://127.0.0.1:$OPMSG_FERRETDB_PORT/"
+fi
 if [ -z "${OPMSG_FERRETDB_URI:-}" ]; then
   peer="$here/../peers/with-ferretdb.sh"
   if [ ! -x "$peer" ]; then

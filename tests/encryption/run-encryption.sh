@@ -21,7 +21,8 @@
 # "skipped" or "inactive" and does not fail the run. On a tested series
 # (1.23.x, 1.30.x, 2.5.x) an inactive drop-in fails.
 #
-# Runs itself under tests/peers/with-ferretdb.sh (a private FerretDB) unless
+# Runs against the CTest fixture's FerretDB (OPMSG_FERRETDB_STATE), else
+# itself under tests/peers/with-ferretdb.sh (a private FerretDB) unless
 # OPMSG_FERRETDB_URI is set; exits 77 (skipped) when FerretDB is missing or
 # libmongoc has no client-side encryption.
 #
@@ -38,6 +39,11 @@ client=${1:?usage: run-encryption.sh CLIENT [DROPIN]}
 dropin=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 
+# The FerretDB of the CTest fixture (tests/interop/CMakeLists.txt) when there is one.
+if [ -z "${OPMSG_FERRETDB_URI:-}" ] && [ -f "${OPMSG_FERRETDB_STATE:-/nonexistent}/port" ]; then
+  OPMSG_FERRETDB_PORT=$(cat "$OPMSG_FERRETDB_STATE/port")
+  export OPMSG_FERRETDB_PORT OPMSG_FERRETDB_URI="mongodb://127.0.0.1:$OPMSG_FERRETDB_PORT/"
+fi
 if [ -z "${OPMSG_FERRETDB_URI:-}" ]; then
   peer="$here/../peers/with-ferretdb.sh"
   if [ ! -x "$peer" ]; then

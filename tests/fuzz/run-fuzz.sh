@@ -4,12 +4,12 @@
 # corpus and regressions. Prints libFuzzer's final "Done N runs in S
 # second(s)" line and the last coverage line per target. Exits 1 when a
 # target crashed, leaked, timed out or broke a property, printing where the
-# reproducer is. Called by `make fuzz` (mk/fuzz.mk); see docs/fuzzing.md.
+# reproducer is. CTest runs it per target (fuzz.smoke.*, preset fuzz: `make fuzz`); see docs/fuzzing.md.
 set -u
 cd "$(dirname "$0")/../.."
 
 build=${FUZZ_BUILD:-build-fuzz}
-seconds=${FUZZ_SECONDS:-60}
+seconds=${FUZZ_SECONDS:-30}
 runs=${FUZZ_RUNS:-}
 targets=${FUZZ_TARGETS:-}
 work=${FUZZ_WORK:-$build/fuzz-work}

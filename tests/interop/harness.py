@@ -1,7 +1,8 @@
 """Runs one real client through `opmsg tap` to FerretDB and checks the log.
 
-Run under tests/peers/with-ferretdb.sh (which exports OPMSG_FERRETDB_URI and
-OPMSG_FERRETDB_PORT):
+Runs against the FerretDB of the CTest fixture "ferretdb" (its port in
+$OPMSG_FERRETDB_STATE/port), or under tests/peers/with-ferretdb.sh (which
+exports OPMSG_FERRETDB_URI and OPMSG_FERRETDB_PORT):
 
   harness.py --tap OPMSG --client NAME [--tcpdump] [--record DIR] -- CMD...
 
@@ -302,9 +303,16 @@ def main():
             print("SKIP: %s client: %s is missing (scripts/install-deps.sh "
                   "installs it)" % (args.client, need))
             return SKIP
+    state = os.path.join(os.environ.get("OPMSG_FERRETDB_STATE", "/nonexistent"), "port")
+    if not os.environ.get("OPMSG_FERRETDB_URI") and os.path.exists(state):
+        with open(state) as f:
+            port = f.read().strip()
+        os.environ["OPMSG_FERRETDB_PORT"] = port
+        os.environ["OPMSG_FERRETDB_URI"] = "mongodb://127.0.0.1:%s/" % port
     uri = os.environ.get("OPMSG_FERRETDB_URI")
     if not uri:
-        print("SKIP: run me under tests/peers/with-ferretdb.sh")
+        print("SKIP: no FerretDB (the CTest fixture ferretdb did not start one: is it installed?),"
+              " and not run under tests/peers/with-ferretdb.sh")
         return SKIP
     try:
         import pymongo  # noqa: F401

@@ -1,5 +1,6 @@
 #!/bin/bash
-# with-ferretdb.sh CMD [ARGS...]
+# Usage: with-ferretdb.sh CMD [ARGS...]
+#        with-ferretdb.sh --start DIR | --stop DIR   (a CTest fixture's setup, cleanup)
 #
 # Runs CMD against a private FerretDB (v1.24.2, SQLite handler): starts it on a
 # free 127.0.0.1 port with its data in a temporary directory, waits until it
@@ -9,13 +10,42 @@
 # Exits 77 (CTest/automake "skipped") with a "SKIP: ..." line when FerretDB is
 # not installed (scripts/install-deps.d/peers.sh installs it).
 #
+# --start DIR starts one FerretDB that outlives the script (its port and
+# process id in DIR/port, DIR/pid; nothing, and status 0, when FerretDB is
+# missing); --stop DIR stops it. With OPMSG_FERRETDB_STATE=DIR in the
+# environment, CMD runs against that FerretDB when it answers, instead of
+# starting one (the interop tests' fixture, tests/interop/CMakeLists.txt).
+#
 # Environment: OPMSG_FERRETDB (path of the binary, optional),
 #              OPMSG_FERRETDB_LOG (keep FerretDB's log in this file, optional).
 set -u
 
 if [ $# -eq 0 ]; then
-  echo "usage: $0 CMD [ARGS...]" >&2
+  echo "usage: $0 CMD [ARGS...] | --start DIR | --stop DIR" >&2
   exit 2
+fi
+
+port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+if [ "$1" = --stop ]; then
+  state=${2:?usage: $0 --stop DIR}
+  if [ -f "$state/pid" ]; then
+    pid=$(cat "$state/pid")
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  rm -rf "$state"
+  exit 0
+fi
+if [ "$1" != --start ] && [ -n "${OPMSG_FERRETDB_STATE:-}" ] && [ -f "$OPMSG_FERRETDB_STATE/port" ]; then
+  PORT=$(cat "$OPMSG_FERRETDB_STATE/port")
+  if port_open "$PORT"; then
+    export OPMSG_FERRETDB_URI="mongodb://127.0.0.1:$PORT/" OPMSG_FERRETDB_PORT="$PORT"
+    exec "$@"
+  fi
 fi
 
 find_ferretdb() {
@@ -38,6 +68,7 @@ find_ferretdb() {
 FERRETDB=$(find_ferretdb) || {
   echo "SKIP: FerretDB v1.24.2 is not installed (no 'ferretdb' in PATH nor in \$(go env GOPATH)/bin);" \
        "run scripts/install-deps.sh (needs Go) to install it" >&2
+  [ "$1" = --start ] && exit 0 # no fixture: each test then skips itself
   exit 77
 }
 
@@ -47,11 +78,15 @@ free_port() {
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-port_open() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/opmsg-ferretdb.XXXXXX") || exit 1
+start=""
+if [ "$1" = --start ]; then
+  start=${2:?usage: $0 --start DIR}
+  rm -rf "$start"
+  mkdir -p "$start" || exit 1
+  WORK=$start
+else
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/opmsg-ferretdb.XXXXXX") || exit 1
+fi
 mkdir -p "$WORK/data" "$WORK/state"
 LOG=${OPMSG_FERRETDB_LOG:-$WORK/ferretdb.log}
 PID=""
@@ -65,7 +100,7 @@ cleanup() {
   fi
   rm -rf "$WORK"
 }
-trap cleanup EXIT
+[ -n "$start" ] || trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -73,11 +108,12 @@ trap 'exit 143' TERM
 started=0
 for attempt in 1 2 3 4 5; do
   PORT=$(free_port) || { echo "with-ferretdb: cannot pick a free port" >&2; exit 1; }
-  "$FERRETDB" \
+  # (A fixture's FerretDB in a session of its own: CTest ends the setup test.)
+  ${start:+setsid} "$FERRETDB" \
     --handler=sqlite --sqlite-url="file:$WORK/data/" \
     --listen-addr="127.0.0.1:$PORT" --debug-addr=- \
     --state-dir="$WORK/state" --telemetry=disable \
-    --log-level=warn >>"$LOG" 2>&1 &
+    --log-level=warn </dev/null >>"$LOG" 2>&1 &
   PID=$!
   for _ in $(seq 1 300); do           # up to 30 s (the first start creates files)
     if port_open "$PORT"; then started=1; break; fi
@@ -92,6 +128,12 @@ if [ "$started" -ne 1 ]; then
   echo "with-ferretdb: FerretDB failed to start; its log:" >&2
   tail -n 30 "$LOG" >&2
   exit 1
+fi
+if [ -n "$start" ]; then
+  echo "$PORT" >"$start/port"
+  echo "$PID" >"$start/pid"
+  echo "with-ferretdb: FerretDB on 127.0.0.1:$PORT (pid $PID) until --stop $start"
+  exit 0
 fi
 
 export OPMSG_FERRETDB_URI="mongodb://127.0.0.1:$PORT/"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# check-soak.sh: `make check-soak` (mk/soak.mk, docs/soak.md).
+# check-soak.sh: `make check-soak` (and CTest's soak.short; docs/soak.md).
 #
 # For each release of SOAK_RELEASES (host: this machine; trixie, sid: the
 # Debian roots of scripts/debian-root.sh, needing root) and each kind of
@@ -20,6 +20,9 @@
 # preload, preload-asan and fork must have 0 wrong and 0 crashes over all
 # SOAK_OPS operations, no descriptor growth, RSS growth under 1 MiB; the
 # script exits 1 otherwise. It ends with one line per run.
+#
+# SOAK_REQUIRE_ALL=1 (make check-soak-fork) makes a skipped run (no fork
+# libmongoc for a release, no root) a failure.
 #
 # Environment: BUILD (this machine's build tree, default build), SOAK_SEED,
 # SOAK_OPS, SOAK_KINDS, SOAK_RELEASES, SOAK_THREADS, SOAK_FORK_LIBDIR,
@@ -46,6 +49,15 @@ SOAK_RELEASES=${SOAK_RELEASES:-host trixie sid}
 SOAK_THREADS=${SOAK_THREADS:-8}
 
 say() { echo "check-soak: $*"; }
+# 1 once a run that must be clean is not (its exit status), or cannot run.
+failed=0
+# fail LINE: a result line on descriptor 3, and the whole check fails.
+fail() { echo "$1" >&3; failed=1; }
+# skip LINE: a skipped run; a failure under SOAK_REQUIRE_ALL=1.
+skip() {
+  echo "$1" >&3
+  [ "${SOAK_REQUIRE_ALL:-0}" != 1 ] || failed=1
+}
 
 # The sanitised drop-in: a build of its own (the asan preset leaves the
 # drop-in out: a sanitised process cannot take a preload ahead of its
@@ -72,30 +84,31 @@ run_kinds() { # RELEASE BUILD SRC LOGS FORKDIR
         local runtime
         runtime=$(readlink -f "$(cc -print-file-name=libasan.so)")
         if [ ! -f "$runtime" ]; then
-          echo "soak $release preload-asan: FAILED: no ASan runtime (cc -print-file-name=libasan.so)" >&3
+          fail "soak $release preload-asan: FAILED: no ASan runtime (cc -print-file-name=libasan.so)"
           continue
         fi
         if ! build_asan_dropin "$src" "$build/soak-asan"; then
           tail -n 20 "$build/soak-asan.log"
-          echo "soak $release preload-asan: FAILED: the ASan drop-in does not build ($build/soak-asan.log)" >&3
+          fail "soak $release preload-asan: FAILED: the ASan drop-in does not build ($build/soak-asan.log)"
           continue
         fi
         args+=(--dropin "$build/soak-asan/src/mongoc-dropin/libopmsg-mongoc.so" --asan-runtime "$runtime"
                --require-clean --no-rss-limit) ;;
       fork)
         if [ -z "$forkdir" ]; then
-          echo "soak $release fork: skipped: SOAK_FORK_LIBDIR is not set (no patched libmongoc of the fork yet)" >&3
+          skip "soak $release fork: skipped: no fork libmongoc for $release (SOAK_FORK_LIBDIR)"
           continue
         fi
         args+=(--fork-libdir "$forkdir" --require-clean) ;;
-      *) echo "soak $release $kind: FAILED: unknown kind (stock, preload, preload-asan, fork)" >&3; continue ;;
+      *) fail "soak $release $kind: FAILED: unknown kind (stock, preload, preload-asan, fork)"; continue ;;
     esac
     # shellcheck disable=SC2086
     "$python" "$here/run_soak.py" "${args[@]}" $SOAK_ARGS 2>&1 | tee "$logs/$release-$kind.txt"
     rc=${PIPESTATUS[0]}
+    # The run's own line, for the summary; whether it passed is its status.
     grep -E "^soak \S+ $kind: (operations|FAILED)" "$logs/$release-$kind.txt" >&3 ||
-      echo "soak $release $kind: FAILED: no result (exit $rc, $logs/$release-$kind.txt)" >&3
-    [ "$rc" -eq 0 ] || echo "soak $release $kind: FAILED (exit $rc)" >&3
+      echo "soak $release $kind: no result line ($logs/$release-$kind.txt)" >&3
+    [ "$rc" -eq 0 ] || fail "soak $release $kind: FAILED (exit $rc)"
   done
 }
 
@@ -116,7 +129,7 @@ if [ "${1:-}" = --inside ]; then
   run_kinds "$suite" "$work/build" "$work/tree" "$work/logs" "$fork" 3>"$work/results"
   echo "== results"
   cat "$work/results"
-  exit 0
+  exit $failed
 fi
 
 # --- this machine, then the roots --------------------------------------------
@@ -145,12 +158,12 @@ for release in $SOAK_RELEASES; do
     continue
   fi
   if [ "$(id -u)" -ne 0 ]; then
-    echo "soak $release: skipped: the Debian roots need root (chroot)" >>"$results"
+    skip "soak $release: skipped: the Debian roots need root (chroot)" 3>>"$results"
     continue
   fi
   root=$(scripts/debian-root.sh --path "$release")
   if [ ! -e "$(dirname "$root")/READY-$(basename "$root")" ]; then
-    echo "soak $release: skipped: no usable $release root (make distro-roots makes it)" >>"$results"
+    skip "soak $release: skipped: no usable $release root (make distro-roots makes it)" 3>>"$results"
     continue
   fi
   say "== $release (root $root)"
@@ -166,18 +179,13 @@ for release in $SOAK_RELEASES; do
     OPMSG_SOAK_THREADS=$SOAK_THREADS OPMSG_SOAK_ARGS=${SOAK_ARGS:-} \
     scripts/debian-root.sh --exec "$release" -- /bin/bash "/tmp/opmsg-soak-$id/tree/tests/soak/check-soak.sh" \
     --inside "$release" | tee "$logs/$release.txt"
-  if [ -f "$work/results" ]; then
-    cat "$work/results" >>"$results"
-  else
-    echo "soak $release: FAILED: no results from the root ($logs/$release.txt)" >>"$results"
-  fi
+  rc=${PIPESTATUS[0]}
+  [ -f "$work/results" ] && cat "$work/results" >>"$results"
+  [ "$rc" -eq 0 ] || fail "soak $release: FAILED (exit $rc in the root, $logs/$release.txt)" 3>>"$results"
   rm -rf "$logs/$release" && cp -a "$work/logs" "$logs/$release" 2>/dev/null
 done
 
 echo
 echo "== check-soak: seed $SOAK_SEED, $(( $(date +%s) - start )) s, logs in $logs"
-grep -v "FAILED (exit" "$results"
-if grep -q "FAILED" "$results"; then
-  exit 1
-fi
-exit 0
+cat "$results"
+exit $failed

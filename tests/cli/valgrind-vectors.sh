@@ -1,4 +1,6 @@
 #!/bin/bash
+# Usage: valgrind-vectors.sh CLI DATA_DIR   (CTest: valgrind.cli, label valgrind)
+#
 # valgrind over the CLI: `opmsg check --full-validate` and `opmsg merge --bson`
 # on every wire vector under tests/data (each file read with --stream, so
 # captures of whole conversations work too). valgrind runs with
@@ -8,13 +10,10 @@
 # (definite and indirect leaks count) or the CLI exits with anything but 0
 # or 1. Runs in parallel, one valgrind per core.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
 
-cli=${OPMSG_CLI:-build/tools/opmsg}
-if [ ! -x "$cli" ]; then
-  echo "valgrind: $cli is not built (run make first); skipped"
-  exit 0
-fi
+[ $# -eq 2 ] || { echo "usage: $0 CLI DATA_DIR" >&2; exit 2; }
+cli=$1
+data=$2
 if ! command -v valgrind >/dev/null; then
   echo "valgrind: not installed (scripts/install-deps.sh installs it)"
   exit 1
@@ -45,7 +44,7 @@ one() {
 }
 export -f one
 
-find tests/data -name '*.bin' -type f | sort >"$logdir/vectors"
+find "$data" -name '*.bin' -type f | sort >"$logdir/vectors"
 nvec=$(wc -l <"$logdir/vectors")
 {
   while IFS= read -r v; do
