@@ -136,8 +136,14 @@ step "autopkgtest $tests (exit $rc)"
 
 dpkg-query -W -f '${Package}:${Architecture} ${Version} ${db:Status-Abbrev}\n' >"$work/host-after"
 cmp -s "$work/host-before" "$work/host-after" && host=yes || host=no
-[ "$upgrade" = yes ] && [ -s "$work/submission.debdiff" ] && cp "$work/submission.debdiff" "$fork/submission.debdiff.new"
+# The committed submission (FORK_DEBS_UPDATE=1 rewrites it): current unless
+# only dates differ.
+sub_diff=$fork/mongo-c-driver_$next.debdiff
+[ "${FORK_DEBS_UPDATE:-0}" != 1 ] || cp "$work/submission.debdiff" "$sub_diff"
+undate() { sed -E 's/^(---|\+\+\+) ([^\t]*)\t.*/\1 \2/; s/^(\+ -- .*>  ).*/\1DATE/' "$1"; }
+cmp -s <(undate "$work/submission.debdiff") <(undate "$sub_diff" 2>/dev/null) && current=yes ||
+  { current=no; echo "fork-debs: $sub_diff is not current (FORK_DEBS_UPDATE=1 rewrites it)" >&2; }
 line="fork-deb $rel $track $local_v: packages $packages, signed $signed, from apt $from_apt, upgrade $upgrade, host untouched $host, lintian errors $lint_errors, abi breaks $abi, autopkgtest $tests, revert $revert"
 echo "$line" | tee "$work/result"
 echo "fork-debs: $(($(date +%s) - start)) s in all; the submission: $work/submission.debdiff ($changed changed lines in the patches)"
-[ "$signed $from_apt $host $lint_errors $abi $revert" = "yes yes yes 0 0 yes" ] && [ "${tests%/*}" = "${tests#*/}" ]
+[ "$signed $from_apt $host $lint_errors $abi $revert $current" = "yes yes yes 0 0 yes yes" ] && [ "${tests%/*}" = "${tests#*/}" ]
