@@ -72,7 +72,7 @@ changed=$(filterdiff -i '*/debian/patches/0*' "$work/submission.debdiff" | grep 
 
 # The local packages: the local suffix, debian/tests, our Maintainer.
 mkdir -p "$loc/debian/tests" && cp packaging/debian/tests/* "$fork/reply-cases" tests/dropin/hostile_server.py "$loc/debian/tests/"
-sed -i 's/^Maintainer: \(.*\)/Maintainer: opmsg project <opmsg@example.invalid>\nXSBC-Original-Maintainer: \1/' "$loc/debian/control"
+sed -i 's/^Maintainer: .*/Maintainer: opmsg project <opmsg@example.invalid>/' "$loc/debian/control"
 entry "$loc" "$local_v" "$rel-$track" "Local build (opmsg project, not Debian's): $next's patches, with debian/tests and the project as Maintainer"
 (cd "$work/local" && dpkg-source -b "${loc##*/}" >/dev/null)
 step "sources"
@@ -85,7 +85,7 @@ if [ ! -s "$tar" ] || [ -n "$(find "$tar" -mtime +7)" ]; then
   step "mmdebstrap $tar"
 fi
 mkdir -p "$work/out"
-DEB_BUILD_OPTIONS="nocheck nodoc parallel=2" sbuild --chroot-mode=unshare --chroot="$tar" -d "$rel" \
+DEB_BUILD_OPTIONS="nocheck nodoc parallel=2" sbuild --chroot-mode=unshare --chroot="$tar" -d "$rel-$track" \
   --no-arch-all --profiles=nodoc --no-run-lintian --no-run-piuparts --no-run-autopkgtest \
   --build-dir="$work/out" --nolog "$work/local/mongo-c-driver_$local_v.dsc" >"$work/sbuild.log" 2>&1 ||
   die "sbuild failed: $work/sbuild.log"
@@ -114,19 +114,23 @@ step "lintian, abidiff"
 mkdir -p "$state/conf" "$state/gnupg" "$repo" && chmod 700 "$state/gnupg"
 export GNUPGHOME=$state/gnupg
 gpg -q --list-secret-keys opmsg-apt@example.invalid >/dev/null 2>&1 ||
-  gpg -q --batch --passphrase '' --quick-gen-key "opmsg apt repository <opmsg-apt@example.invalid>" ed25519 sign never
+  gpg -q --batch --passphrase '' --quick-gen-key "opmsg apt repository <opmsg-apt@example.invalid>" ed25519 sign never 2>"$work/gpg.log"
 key=$(gpg --with-colons --list-secret-keys opmsg-apt@example.invalid | awk -F: '/^fpr/ { print $10; exit }')
 sed "s/@KEY@/$key/" packaging/debian/reprepro-distributions >"$state/conf/distributions"
 gpg -q --armor --export "$key" >"$repo/opmsg-archive-keyring.asc"
-reprepro -b "$state" --outdir "$repo" --ignore=wrongdistribution include "$rel-$track" "$changes" >"$work/reprepro.log" 2>&1 ||
+reprepro -b "$state" --outdir "$repo" removesrc "$rel-$track" mongo-c-driver >"$work/reprepro.log" 2>&1
+reprepro -b "$state" --outdir "$repo" deleteunreferenced >>"$work/reprepro.log" 2>&1
+reprepro -b "$state" --outdir "$repo" include "$rel-$track" "$changes" >>"$work/reprepro.log" 2>&1 &&
+  reprepro -b "$state" --outdir "$repo" includedsc "$rel-$track" "$work/local/mongo-c-driver_$local_v.dsc" >>"$work/reprepro.log" 2>&1 ||
   die "reprepro failed: $work/reprepro.log"
-gpg -q --verify "$repo/dists/$rel-$track/InRelease" 2>/dev/null && signed=yes || signed=no
+gpg -q --verify "$repo/dists/$rel-$track/InRelease" 2>/dev/null && [ -s "$repo/dists/$rel-$track/main/source/Sources.gz" ] &&
+  compgen -G "$repo/pool/main/m/mongo-c-driver/*-dbgsym_${local_v#*:}_*.deb" >/dev/null && signed=yes || signed=no
 step "published in $repo"
 
 # Installed from the repository over Debian's packages in a clean testbed.
 sed "s/@SUITE@/$rel-$track/" packaging/debian/testbed-setup >"$work/testbed-setup"
 rc=0
-autopkgtest -B "$loc" --setup-commands="$work/testbed-setup" --summary-file="$work/autopkgtest.summary" \
+autopkgtest -B "$loc" --copy=packaging/debian/tests/reply-client.c:/tmp/reply-client.c --setup-commands="$work/testbed-setup" --summary-file="$work/autopkgtest.summary" \
   -o "$work/autopkgtest" -- unshare -r "$rel" -t "$tar" -b "$repo" /srv/opmsg-apt >"$work/autopkgtest.log" 2>&1 || rc=$?
 from_apt=no revert=no
 [ $rc -ne 0 ] && [ $rc -ne 4 ] || from_apt=yes
