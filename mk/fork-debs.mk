@@ -13,12 +13,12 @@
 #                                   one "fork-deb ..." line each
 #
 #   FORK_DEBS="bookworm"            the releases (bookworm only so far)
-#   FORK_DEBS_TRACKS="fixes"        the tracks (fixes only so far)
+#   FORK_DEBS_TRACKS="fixes features" the tracks
 #   FORK_DEBS_REVISION=1            N of the local suffix ~opmsgN
 #   FORK_DEBS_UPDATE=1              rewrite the committed debdiff
 
 FORK_DEBS ?= bookworm
-FORK_DEBS_TRACKS ?= fixes
+FORK_DEBS_TRACKS ?= fixes features
 
 .PHONY: fork-debs
 

@@ -42,7 +42,7 @@ apt-get "${apt[@]}" -q update >"$work/apt.log"
   { apt-get "${apt[@]}" download libbson-1.0-0-dbgsym libmongoc-1.0-0-dbgsym || true; }) >>"$work/apt.log" 2>&1
 dsc=$(ls "$work"/mongo-c-driver_*.dsc) && served=${dsc##*_} && served=${served%.dsc}
 next=$(echo "$served" | perl -pe 's/(\+deb\d+u)(\d+)$/$1.($2+1)/e; s/^([^+]*)$/$1+deb12u1/')
-local_v=$next~opmsg$n
+local_v=$next~opmsg$n && [ "$track" = fixes ] || local_v=$local_v+$track
 installed=$(dpkg-query -W -f '${Version}' libmongoc-1.0-0 2>/dev/null || echo 0)
 dpkg --compare-versions "$local_v" gt "$served" && dpkg --compare-versions "$local_v" lt "$next" ||
   die "$local_v does not sort between $served and $next"
@@ -55,7 +55,17 @@ sub=$work/submission/mongo-c-driver-${served%%-*} loc=$work/local/mongo-c-driver
 mkdir -p "$work/submission" "$work/local"
 ln -s ../mongo-c-driver_${served%%-*}.orig.tar.gz "$work/submission/" && ln -s ../mongo-c-driver_${served%%-*}.orig.tar.gz "$work/local/"
 dpkg-source --no-check -x "$dsc" "$sub" >/dev/null 2>&1
-cp "$fork"/0*.patch "$sub/debian/patches/" && (cd "$fork" && ls 0*.patch) >>"$sub/debian/patches/series"
+# The track's patches: its own 000N_ files, or (the features track) those
+# its "patches" file lists, numbered after Debian's last.
+if [ -f "$fork/patches" ]; then
+  i=$(ls "$sub/debian/patches" | sed -n 's/^\([0-9]\{4\}\)_.*/\1/p' | sort -n | tail -n 1)
+  grep -v '^#' "$fork/patches" | while read -r p; do
+    i=$((10#$i + 1)) && name=$(printf '%04d_%s' "$i" "${p##*/[0-9][0-9][0-9][0-9]-}")
+    cp "$p" "$sub/debian/patches/$name" && echo "$name" >>"$sub/debian/patches/series"
+  done
+else
+  cp "$fork"/0*.patch "$sub/debian/patches/" && (cd "$fork" && ls 0*.patch) >>"$sub/debian/patches/series"
+fi
 cp -a "$sub" "$loc"
 export DEBFULLNAME="mongo-c-driver contributor" DEBEMAIL=contributor@example.invalid
 entry() {  # TREE VERSION DISTRIBUTION [ITEM]: dch, the fork's items then ITEM
@@ -143,9 +153,9 @@ cmp -s "$work/host-before" "$work/host-after" && host=yes || host=no
 # The committed submission (FORK_DEBS_UPDATE=1 rewrites it): current unless
 # only dates differ.
 sub_diff=$fork/mongo-c-driver_$next.debdiff
-[ "${FORK_DEBS_UPDATE:-0}" != 1 ] || cp "$work/submission.debdiff" "$sub_diff"
+[ "${FORK_DEBS_UPDATE:-0}" != 1 ] || [ "$track" != fixes ] || cp "$work/submission.debdiff" "$sub_diff"
 undate() { sed -E 's/^(---|\+\+\+) ([^\t]*)\t.*/\1 \2/; s/^(\+ -- .*>  ).*/\1DATE/' "$1"; }
-cmp -s <(undate "$work/submission.debdiff") <(undate "$sub_diff" 2>/dev/null) && current=yes ||
+[ "$track" != fixes ] || cmp -s <(undate "$work/submission.debdiff") <(undate "$sub_diff" 2>/dev/null) && current=yes ||
   { current=no; echo "fork-debs: $sub_diff is not current (FORK_DEBS_UPDATE=1 rewrites it)" >&2; }
 line="fork-deb $rel $track $local_v: packages $packages, signed $signed, from apt $from_apt, upgrade $upgrade, host untouched $host, lintian errors $lint_errors, abi breaks $abi, autopkgtest $tests, revert $revert"
 echo "$line" | tee "$work/result"

@@ -14,4 +14,6 @@ check 1.23.1-1+deb12u4~opmsg1 lt 1.23.1-1+deb12u4+b1    # and that revision's bi
 check 1.23.1-1+deb12u4~opmsg2 gt 1.23.1-1+deb12u4~opmsg1 # a local rebuild upgrades the last
 check 1.23.1-1+deb12u4~opmsg1 gt 1.23.1-1+deb12u3+b1    # above a binNMU of the installed revision
 check 1.23.1-1+deb12u4~opmsg1 lt 1.23.1-1+deb12u5~opmsg1 # the rebuild on Debian's next revision
+check 1.23.1-1+deb12u4~opmsg1+features gt 1.23.1-1+deb12u3  # the features track: above the installed revision
+check 1.23.1-1+deb12u4~opmsg1+features lt 1.23.1-1+deb12u4  # and below Debian's next
 exit $fail
