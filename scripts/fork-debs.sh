@@ -83,7 +83,7 @@ changed=$(filterdiff -i '*/debian/patches/0*' "$work/submission.debdiff" | grep 
 # The local packages: the local suffix, debian/tests, our Maintainer.
 mkdir -p "$loc/debian/tests" && cp packaging/debian/tests/* "$fork/reply-cases" tests/dropin/hostile_server.py "$loc/debian/tests/"
 sed -i 's/^Maintainer: .*/Maintainer: opmsg project <opmsg@example.invalid>/' "$loc/debian/control"
-entry "$loc" "$local_v" "$rel-$track" "Local build (opmsg project, not Debian's): $next's patches, with debian/tests and the project as Maintainer"
+entry "$loc" "$local_v" "$rel" "Local build (opmsg project, not Debian's): $next's patches, with debian/tests and the project as Maintainer"
 (cd "$work/local" && dpkg-source -b "${loc##*/}" >/dev/null)
 step "sources"
 
@@ -95,7 +95,7 @@ if [ ! -s "$tar" ] || [ -n "$(find "$tar" -mtime +7)" ]; then
   step "mmdebstrap $tar"
 fi
 mkdir -p "$work/out"
-DEB_BUILD_OPTIONS="nocheck nodoc parallel=2" sbuild --chroot-mode=unshare --chroot="$tar" -d "$rel-$track" \
+DEB_BUILD_OPTIONS="nocheck nodoc parallel=2" sbuild --chroot-mode=unshare --chroot="$tar" -d "$rel" \
   --no-arch-all --profiles=nodoc --no-run-lintian --no-run-piuparts --no-run-autopkgtest \
   --build-dir="$work/out" --nolog "$work/local/mongo-c-driver_$local_v.dsc" >"$work/sbuild.log" 2>&1 ||
   die "sbuild failed: $work/sbuild.log"
