@@ -133,7 +133,16 @@ reprepro -b "$state" --outdir "$repo" deleteunreferenced >>"$work/reprepro.log" 
 reprepro -b "$state" --outdir "$repo" include "$rel-$track" "$changes" >>"$work/reprepro.log" 2>&1 &&
   reprepro -b "$state" --outdir "$repo" includedsc "$rel-$track" "$work/local/mongo-c-driver_$local_v.dsc" >>"$work/reprepro.log" 2>&1 ||
   die "reprepro failed: $work/reprepro.log"
-gpg -q --verify "$repo/dists/$rel-$track/InRelease" 2>/dev/null && [ -s "$repo/dists/$rel-$track/main/source/Sources.gz" ] &&
+aptsig() {  # KEYRING: apt-get update of the suite alone, Signed-By KEYRING
+  local d=$work/aptsig/${1##*/} && mkdir -p "$d/lists/partial"
+  printf 'Types: deb deb-src\nURIs: file:%s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$repo" "$rel-$track" "$1" >"$d/o.sources"
+  apt-get -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$top/$d" -o "Dir::State::Lists=$top/$d/lists" \
+    -o APT::Sandbox::User=root -o APT::Update::Error-Mode=any update >"$d.log" 2>&1
+}
+# Signed: apt accepts the suite with the published key and refuses it with
+# another; Sources and the -dbgsym packages are in it.
+aptsig "$repo/opmsg-archive-keyring.asc" && ! aptsig /usr/share/keyrings/debian-archive-keyring.gpg &&
+  [ -s "$repo/dists/$rel-$track/main/source/Sources.gz" ] &&
   compgen -G "$repo/pool/main/m/mongo-c-driver/*-dbgsym_${local_v#*:}_*.deb" >/dev/null && signed=yes || signed=no
 step "published in $repo"
 
