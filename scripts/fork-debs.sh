@@ -116,7 +116,9 @@ for lib in libbson-1.0-0 libmongoc-1.0-0; do
   rc=0
   dbg=() && [ -d "$work/abi/old-$lib/usr/lib/debug" ] && dbg=(--d1 "$work/abi/old-$lib/usr/lib/debug" --d2 "$work/abi/new-$lib/usr/lib/debug")
   abidiff "${dbg[@]}" "$work/abi/old-$lib/$so" "$work/abi/new-$lib/$so" >"$work/abi/$lib.txt" 2>&1 || rc=$?
-  [ $((rc & 12)) -eq 0 ] || abi=$((abi + 1))   # 4: ABI change, 8: incompatible
+  # 1, 2: abidiff failed; 8: an incompatible change; [D]eleted or [C]hanged
+  # functions or symbols (4 alone with [A]dded ones is compatible).
+  [ $((rc & 11)) -eq 0 ] && ! grep -q '^  \[[DC]\]' "$work/abi/$lib.txt" || abi=$((abi + 1))
 done
 step "lintian, abidiff"
 
