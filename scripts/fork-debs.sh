@@ -89,9 +89,10 @@ step "sources"
 
 # The clean build.
 if [ ! -s "$tar" ] || [ -n "$(find "$tar" -mtime +7)" ]; then
-  mmdebstrap --mode=unshare --variant=buildd --skip=output/mknod "$rel" "$tar.new" \
+  # (mmdebstrap picks the format from the name: .tar.zst last.)
+  mmdebstrap --mode=unshare --variant=buildd --skip=output/mknod "$rel" "$tar.new.tar.zst" \
     "deb http://deb.debian.org/debian $rel main" "deb http://deb.debian.org/debian $rel-updates main" \
-    "deb http://deb.debian.org/debian-security $rel-security main" >"$work/mmdebstrap.log" 2>&1 && mv "$tar.new" "$tar"
+    "deb http://deb.debian.org/debian-security $rel-security main" >"$work/mmdebstrap.log" 2>&1 && mv "$tar.new.tar.zst" "$tar"
   step "mmdebstrap $tar"
 fi
 mkdir -p "$work/out"
