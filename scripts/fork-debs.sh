@@ -88,7 +88,7 @@ entry "$loc" "$local_v" "$rel" "Local build (opmsg project, not Debian's): $next
 step "sources"
 
 # The clean build.
-if [ ! -s "$tar" ] || [ -n "$(find "$tar" -mtime +7)" ]; then
+if [ ! -f "$tar" ] || [ -n "$(find "$tar" -mtime +7)" ]; then
   # (mmdebstrap picks the format from the name: .tar.zst last.)
   mmdebstrap --mode=unshare --variant=buildd --skip=output/mknod "$rel" "$tar.new.tar.zst" \
     "deb http://deb.debian.org/debian $rel main" "deb http://deb.debian.org/debian $rel-updates main" \
