@@ -3,7 +3,9 @@
 # (docs/debian.md): `make fork-debs`, judged by its exit status, which is 0
 # only when its line is all yes, 0 and P/P. It needs root, a Debian 12
 # machine and the network (deb.debian.org: the source, sbuild's and the
-# testbed's tarball). Measured on the 2-core machine: see docs/debian.md.
+# testbed's tarball). Measured on the 2-core machine, cold (no tarball, key
+# or repository): 153 s when otherwise idle, up to about 11 minutes under
+# the load of other jobs (docs/debian.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 start=$(date +%s)
