@@ -3,8 +3,9 @@
 # built, unpacked per release for the soak's fork kind
 # (make check-soak-fork; docs/soak.md).
 #
-#   OUT/RELEASE   from the apt repository of make fork-debs,
-#                 build/fork-debs/apt/pool/RELEASE/ (bookworm, trixie, sid)
+#   OUT/RELEASE   from the fixes track's packages of make fork-debs,
+#                 build/fork-debs/RELEASE-fixes/out/ (sbuild's output; so far
+#                 bookworm only: docs/debian.md)
 #
 # Only the runtime packages (libbson's and libmongoc's, not -dev, not
 # dbgsym) are unpacked, with dpkg-deb -x, nothing is installed: the soak
@@ -20,7 +21,7 @@ say() { echo "fork-debs-libdir: $*"; }
 
 found=0
 for rel in bookworm trixie sid; do
-  debs=build/fork-debs/apt/pool/$rel
+  debs=build/fork-debs/$rel-fixes/out
   mapfile -t pkgs < <(find "$debs" -maxdepth 1 -name 'lib*.deb' 2>/dev/null |
                         grep -E '/lib(bson|mongoc)[^/_]*_' | grep -v -E -- '-(dev|dbgsym)_' | sort)
   if [ ${#pkgs[@]} -eq 0 ]; then
@@ -37,4 +38,4 @@ for rel in bookworm trixie sid; do
   say "$rel: $(printf '%s\n' "${pkgs[@]##*/}" | tr '\n' ' ')-> $out/$rel"
   found=$((found + 1))
 done
-[ "$found" -gt 0 ] || { say "no release's packages found: run make fork-debs (or make check-fork-debs) first"; exit 1; }
+[ "$found" -gt 0 ] || { say "no release's packages found: run make fork-debs first"; exit 1; }

@@ -1,132 +1,175 @@
 #!/bin/bash
-# Debian's mongo-c-driver packages with the fork's patches: `make fork-debs`
-# and `make check-fork-debs` (mk/fork-debs.mk, docs/fork.md, "Debian packages").
+# Debian's mongo-c-driver with the fork's patches, one release and track
+# (make fork-debs; docs/debian.md). Runs as root.
 #
-#   scripts/fork-debs.sh [--source RELEASE=DIR]... [RELEASE...]
+#   scripts/fork-debs.sh [RELEASE [TRACK]]     default: bookworm fixes
 #
-# RELEASE is bookworm, trixie or unstable (sid); default bookworm.
-# scripts/fork-debs-release.sh builds each: from `apt-get source` of exactly
-# the revision the system runs when the archive serves it (INSTALLED+opmsgN,
-# an upgrade), else from Debian's packaging tree (scripts/fork-source.sh,
-# --source RELEASE=DIR is passed to it: TREE+opmsgN, a test build that only a
-# test system should install); the fork's quilt patches, series lines and
-# changelog entry are made at build time from fork/master/, fork/trixie/,
-# fork/bookworm/ (scripts/fork-debian-patches.sh); the packages go into the
-# apt repository build/fork-debs/apt/ (pool/NAME/, dists/NAME/main/binary-amd64/)
-# and are installed from it, checked and reverted:
-#   bookworm  on this machine, which must be Debian 12
-#   trixie    in the Debian roots of make check-distros ($OPMSG_ROOTS/trixie,
-#   unstable  $OPMSG_ROOTS/sid, default build/roots/; made when missing);
-#             the repository is written in the root and copied here
-#
-# Work and logs: build/fork-debs/RELEASE/ here, /srv/opmsg-fork-debs/ in a
-# root. Ends with each release's "fork-deb ..." line and its times; exit 1
-# when a release failed. Runs as root (apt, chroot).
+# Debian's newest served source (apt-get source, private apt configuration
+# packaging/debian/apt/RELEASE/), fork/debian/RELEASE/TRACK/'s 000N_ patches
+# and changelog entry at Debian's next revision (dch): the stable-update
+# submission (its debdiff); the same with the local suffix ~opmsgN
+# (FORK_DEBS_REVISION, default 1), debian/tests and a local Maintainer: the
+# local packages, built with sbuild (unshare mode, mmdebstrap tarball cached
+# in build/sbuild/), checked (lintian --fail-on error, abidiff against the
+# archive's binaries), published with reprepro in the signed repository
+# $OPMSG_APT (default /srv/opmsg-apt; its database and key in
+# $OPMSG_APT_STATE, default /var/lib/opmsg/apt), installed from it in a
+# clean testbed and tested there (autopkgtest). The host's package state is
+# compared before and after. Ends with the fork-deb line; exit 1 when a
+# check failed.
 set -euo pipefail
+export LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive
+cd "$(dirname "$0")/.."
+top=$PWD rel=${1:-bookworm} track=${2:-fixes} n=${FORK_DEBS_REVISION:-1}
+repo=${OPMSG_APT:-/srv/opmsg-apt} state=${OPMSG_APT_STATE:-/var/lib/opmsg/apt}
+fork=fork/debian/$rel/$track work=build/fork-debs/$rel-$track tar=build/sbuild/$rel-amd64.tar.zst
+die() { echo "fork-debs: $*" >&2; exit 1; }
+step() { echo "fork-debs: $1 $(($(date +%s) - t0)) s"; t0=$(date +%s); }
+[ "$(id -u)" -eq 0 ] || die "needs root (sbuild's unshare mode, reprepro under $state)"
+[ -d "$fork" ] || die "no $fork"
+rm -rf "$work" && mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial" build/sbuild
+t0=$(date +%s) start=$t0
+dpkg-query -W -f '${Package}:${Architecture} ${Version} ${db:Status-Abbrev}\n' >"$work/host-before"
 
-say() { echo "fork-debs: $*"; }
-die() { echo "fork-debs: error: $*" >&2; exit 1; }
+# Debian's newest served revision, source and binaries.
+apt=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$top/packaging/debian/apt/$rel"
+  -o "Dir::State::Lists=$top/$work/apt/lists" -o "Dir::Cache=$top/$work/apt/cache"
+  -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null -o APT::Sandbox::User=root)
+apt-get "${apt[@]}" -q update >"$work/apt.log"
+# (Debian's -dbgsym packages, from debian-debug, are not served on every
+# mirror: abidiff then compares the exported symbols only.)
+(cd "$work" && apt-get "${apt[@]}" source mongo-c-driver && apt-get "${apt[@]}" download libbson-1.0-0 libmongoc-1.0-0 &&
+  { apt-get "${apt[@]}" download libbson-1.0-0-dbgsym libmongoc-1.0-0-dbgsym || true; }) >>"$work/apt.log" 2>&1
+dsc=$(ls "$work"/mongo-c-driver_*.dsc) && served=${dsc##*_} && served=${served%.dsc}
+next=$(echo "$served" | perl -pe 's/(\+deb\d+u)(\d+)$/$1.($2+1)/e; s/^([^+]*)$/$1+deb12u1/')
+local_v=$next~opmsg$n && [ "$track" = fixes ] || local_v=$local_v+$track
+installed=$(dpkg-query -W -f '${Version}' libmongoc-1.0-0 2>/dev/null || echo 0)
+dpkg --compare-versions "$local_v" gt "$served" && dpkg --compare-versions "$local_v" lt "$next" ||
+  die "$local_v does not sort between $served and $next"
+upgrade=yes
+dpkg --compare-versions "$local_v" gt "$installed" || upgrade=test-build
+step "source $served (installed $installed), submission $next, local $local_v:"
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-. scripts/lib/copy-tree.sh
-
-sources=()
-releases=()
-while [ $# -gt 0 ]; do
-  case $1 in
-    --source) sources+=("${2:?--source needs RELEASE=DIR}"); shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    -*) die "unknown option $1" ;;
-    sid) releases+=(unstable); shift ;;
-    *) releases+=("$1"); shift ;;
-  esac
-done
-[ ${#releases[@]} -gt 0 ] || releases=(bookworm)
-[ "$(id -u)" -eq 0 ] || die "must run as root (apt-get, dpkg, chroot); try: sudo make fork-debs"
-command -v dpkg-scanpackages >/dev/null || die "dpkg-scanpackages is missing (apt-get install dpkg-dev)"
-
-ferretdb=""
-for c in "${OPMSG_FERRETDB:-}" "$(command -v ferretdb 2>/dev/null)" \
-         "$(command -v go >/dev/null 2>&1 && echo "$(go env GOPATH 2>/dev/null)/bin/ferretdb")"; do
-  if [ -n "$c" ] && [ -x "$c" ]; then ferretdb=$(realpath "$c"); break; fi
-done
-[ -n "$ferretdb" ] || die "FerretDB is not installed (scripts/install-deps.sh installs it)"
-
-# Debian's packaging tree of RELEASE (Debian's patches unapplied) in DEST:
-# the fallback source.
-packaging_tree() {  # RELEASE DEST
-  local args=() s base
-  for s in "${sources[@]}"; do
-    case $s in "$1="*) args+=(--source "${s#*=}") ;; esac
+# The submission: Debian's tree, the patches, dch at the next revision.
+sub=$work/submission/mongo-c-driver-${served%%-*} loc=$work/local/mongo-c-driver-${served%%-*}
+mkdir -p "$work/submission" "$work/local"
+ln -s ../mongo-c-driver_${served%%-*}.orig.tar.gz "$work/submission/" && ln -s ../mongo-c-driver_${served%%-*}.orig.tar.gz "$work/local/"
+dpkg-source --no-check -x "$dsc" "$sub" >/dev/null 2>&1
+# The track's patches: its own 000N_ files, or (the features track) those
+# its "patches" file lists, numbered after Debian's last.
+if [ -f "$fork/patches" ]; then
+  i=$(ls "$sub/debian/patches" | sed -n 's/^\([0-9]\{4\}\)_.*/\1/p' | sort -n | tail -n 1)
+  grep -v '^#' "$fork/patches" | while read -r p; do
+    i=$((10#$i + 1)) && name=$(printf '%04d_%s' "$i" "${p##*/[0-9][0-9][0-9][0-9]-}")
+    cp "$p" "$sub/debian/patches/$name" && echo "$name" >>"$sub/debian/patches/series"
   done
-  base=$(scripts/fork-source.sh "$1" "${args[@]}") || die "no $1 packaging tree (scripts/fork-source.sh $1)"
-  rm -rf "$2"
-  mkdir -p "$2"
-  git -C "$base" archive opmsg-base | tar -x -C "$2"
+else
+  cp "$fork"/0*.patch "$sub/debian/patches/" && (cd "$fork" && ls 0*.patch) >>"$sub/debian/patches/series"
+fi
+cp -a "$sub" "$loc"
+export DEBFULLNAME="mongo-c-driver contributor" DEBEMAIL=contributor@example.invalid
+entry() {  # TREE VERSION DISTRIBUTION [ITEM]: dch, the fork's items then ITEM
+  local first=-v$2
+  { grep -v '^#' "$fork/changelog"; [ -z "${4:-}" ] || echo "$4"; } | while read -r item; do
+    (cd "$1" && dch "$first" -D "$3" --force-distribution -u medium "$item") 2>>"$work/dch.log"
+    first=-a
+  done
 }
+entry "$sub" "$next" "$rel"
+(cd "$work/submission" && dpkg-source -b "${sub##*/}" >/dev/null)
+debdiff "$dsc" "$work/submission/mongo-c-driver_$next.dsc" >"$work/submission.debdiff" 2>/dev/null || true
+changed=$(filterdiff -i '*/debian/patches/0*' "$work/submission.debdiff" | grep -c '^+[-+][^-+]' || true)
 
-apt_repo=build/fork-debs/apt
-mkdir -p "$apt_repo"
-summaries=()
-status=0
-for rel in "${releases[@]}"; do
-  say "== $rel"
-  t0=$(date +%s)
-  case $rel in
-    bookworm)
-      [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" = bookworm ] ||
-        die "bookworm's packages are built and installed on a Debian 12 machine"
-      work=build/fork-debs/bookworm
-      rm -rf "$work"
-      mkdir -p "$work"
-      packaging_tree bookworm "$work/tree"
-      rc=0
-      OPMSG_FERRETDB=$ferretdb bash scripts/fork-debs-release.sh --release bookworm \
-        --fallback "$work/tree" --apt "$apt_repo" --work "$work/work" || rc=$?
-      result=$work/work
-      ;;
-    trixie|unstable)
-      suite=$rel
-      [ "$rel" = unstable ] && suite=sid
-      root=$(scripts/debian-root.sh --path "$suite")
-      scripts/debian-root.sh "$suite" >&2 || die "no $suite root (scripts/debian-root.sh $suite)"
-      inside=/srv/opmsg-fork-debs
-      work=$root$inside
-      rm -rf "$work"
-      mkdir -p "$work"
-      copy_tree "$work/opmsg"
-      packaging_tree "$rel" "$work/tree"
-      install -m 755 "$ferretdb" "$work/ferretdb"
-      say "$rel: in the $suite root ($root), prepared in $(( $(date +%s) - t0 )) s"
-      rc=0
-      scripts/debian-root.sh --exec "$suite" -- env OPMSG_FERRETDB=$inside/ferretdb \
-        ${FORK_DEBS_REVISION:+FORK_DEBS_REVISION=$FORK_DEBS_REVISION} \
-        bash $inside/opmsg/scripts/fork-debs-release.sh --release "$rel" --fallback $inside/tree \
-        --apt $inside/apt --work $inside/work --test-root || rc=$?
-      result=$work/work
-      # The root's part of the repository, into build/fork-debs/apt/.
-      if [ -d "$work/apt/dists/$suite" ]; then
-        rm -rf "$apt_repo/pool/$suite" "$apt_repo/dists/$suite"
-        mkdir -p "$apt_repo/pool" "$apt_repo/dists"
-        cp -r "$work/apt/pool/$suite" "$apt_repo/pool/"
-        cp -r "$work/apt/dists/$suite" "$apt_repo/dists/"
-      fi
-      ;;
-    *) die "unknown release $rel (bookworm, trixie, unstable)" ;;
-  esac
-  if [ -f "$result/result" ] && [ $rc -eq 0 ]; then
-    summaries+=("$(cat "$result/result")" "$(cat "$result/times")")
-  elif [ -f "$result/result" ]; then
-    summaries+=("$(cat "$result/result") (FAILED)" "$(cat "$result/times")")
-    status=1
-  else
-    summaries+=("fork-deb $rel: FAILED before its checks ran (logs: $result/logs)")
-    status=1
-  fi
-  say "$rel: $(( $(date +%s) - t0 )) s in all"
+# The local packages: the local suffix, debian/tests, our Maintainer.
+mkdir -p "$loc/debian/tests" && cp packaging/debian/tests/* "$fork/reply-cases" tests/dropin/hostile_server.py "$loc/debian/tests/"
+sed -i 's/^Maintainer: .*/Maintainer: opmsg project <opmsg@example.invalid>/' "$loc/debian/control"
+entry "$loc" "$local_v" "$rel" "Local build (opmsg project, not Debian's): $next's patches, with debian/tests and the project as Maintainer"
+(cd "$work/local" && dpkg-source -b "${loc##*/}" >/dev/null)
+step "sources"
+
+# The clean build.
+if [ ! -f "$tar" ] || [ -n "$(find "$tar" -mtime +7)" ]; then
+  # (mmdebstrap picks the format from the name: .tar.zst last.)
+  mmdebstrap --mode=unshare --variant=buildd --skip=output/mknod "$rel" "$tar.new.tar.zst" \
+    "deb http://deb.debian.org/debian $rel main" "deb http://deb.debian.org/debian $rel-updates main" \
+    "deb http://deb.debian.org/debian-security $rel-security main" >"$work/mmdebstrap.log" 2>&1 && mv "$tar.new.tar.zst" "$tar"
+  step "mmdebstrap $tar"
+fi
+mkdir -p "$work/out"
+DEB_BUILD_OPTIONS="nocheck nodoc parallel=2" sbuild --chroot-mode=unshare --chroot="$tar" -d "$rel" \
+  --no-arch-all --profiles=nodoc --no-run-lintian --no-run-piuparts --no-run-autopkgtest \
+  --build-dir="$work/out" --nolog "$work/local/mongo-c-driver_$local_v.dsc" >"$work/sbuild.log" 2>&1 ||
+  die "sbuild failed: $work/sbuild.log"
+changes=$(ls "$work"/out/*.changes)
+packages=$(grep -c '\.deb$' <(sed -n '/^Files:/,/^[A-Z]/p' "$changes"))
+step "sbuild $packages packages"
+
+lint=0
+lintian --fail-on error "$changes" >"$work/lintian.log" 2>&1 || lint=$?
+lint_errors=$(grep -c '^E: ' "$work/lintian.log" || true)
+[ "$lint" -eq 0 ] || lint_errors="$lint_errors (exit $lint)"
+abi=0
+for lib in libbson-1.0-0 libmongoc-1.0-0; do
+  mkdir -p "$work/abi/old-$lib" "$work/abi/new-$lib"
+  for d in "$work"/${lib}_*.deb "$work"/${lib}-dbgsym_*.deb; do [ -f "$d" ] && dpkg-deb -x "$d" "$work/abi/old-$lib"; done
+  for d in "$work"/out/${lib}_*.deb "$work"/out/${lib}-dbgsym_*.deb; do dpkg-deb -x "$d" "$work/abi/new-$lib"; done
+  so=$(cd "$work/abi/new-$lib" && ls usr/lib/*/lib*.so.0)
+  rc=0
+  dbg=() && [ -d "$work/abi/old-$lib/usr/lib/debug" ] && dbg=(--d1 "$work/abi/old-$lib/usr/lib/debug" --d2 "$work/abi/new-$lib/usr/lib/debug")
+  abidiff "${dbg[@]}" "$work/abi/old-$lib/$so" "$work/abi/new-$lib/$so" >"$work/abi/$lib.txt" 2>&1 || rc=$?
+  # 1, 2: abidiff failed; 8: an incompatible change; [D]eleted or [C]hanged
+  # functions or symbols (4 alone with [A]dded ones is compatible).
+  [ $((rc & 11)) -eq 0 ] && ! grep -q '^  \[[DC]\]' "$work/abi/$lib.txt" || abi=$((abi + 1))
 done
+step "lintian, abidiff"
 
-echo
-printf '%s\n' "${summaries[@]}"
-exit $status
+# The signed repository.
+mkdir -p "$state/conf" "$state/gnupg" "$repo" && chmod 700 "$state/gnupg"
+export GNUPGHOME=$state/gnupg
+gpg -q --list-secret-keys opmsg-apt@example.invalid >/dev/null 2>&1 ||
+  gpg -q --batch --passphrase '' --quick-gen-key "opmsg apt repository <opmsg-apt@example.invalid>" ed25519 sign never 2>"$work/gpg.log"
+key=$(gpg --with-colons --list-secret-keys opmsg-apt@example.invalid | awk -F: '/^fpr/ { print $10; exit }')
+sed "s/@KEY@/$key/" packaging/debian/reprepro-distributions >"$state/conf/distributions"
+gpg -q --armor --export "$key" >"$repo/opmsg-archive-keyring.asc"
+reprepro -b "$state" --outdir "$repo" removesrc "$rel-$track" mongo-c-driver >"$work/reprepro.log" 2>&1
+reprepro -b "$state" --outdir "$repo" deleteunreferenced >>"$work/reprepro.log" 2>&1
+reprepro -b "$state" --outdir "$repo" include "$rel-$track" "$changes" >>"$work/reprepro.log" 2>&1 &&
+  reprepro -b "$state" --outdir "$repo" includedsc "$rel-$track" "$work/local/mongo-c-driver_$local_v.dsc" >>"$work/reprepro.log" 2>&1 ||
+  die "reprepro failed: $work/reprepro.log"
+aptsig() {  # KEYRING: apt-get update of the suite alone, Signed-By KEYRING
+  local d=$work/aptsig/${1##*/} && mkdir -p "$d/lists/partial"
+  printf 'Types: deb deb-src\nURIs: file:%s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$repo" "$rel-$track" "$1" >"$d/o.sources"
+  apt-get -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$top/$d" -o "Dir::State::Lists=$top/$d/lists" \
+    -o APT::Sandbox::User=root -o APT::Update::Error-Mode=any update >"$d.log" 2>&1
+}
+# Signed: apt accepts the suite with the published key and refuses it with
+# another; Sources and the -dbgsym packages are in it.
+aptsig "$repo/opmsg-archive-keyring.asc" && ! aptsig /usr/share/keyrings/debian-archive-keyring.gpg &&
+  [ -s "$repo/dists/$rel-$track/main/source/Sources.gz" ] &&
+  compgen -G "$repo/pool/main/m/mongo-c-driver/*-dbgsym_${local_v#*:}_*.deb" >/dev/null && signed=yes || signed=no
+step "published in $repo"
+
+# Installed from the repository over Debian's packages in a clean testbed.
+sed "s/@SUITE@/$rel-$track/" packaging/debian/testbed-setup >"$work/testbed-setup"
+rc=0
+autopkgtest -B "$loc" --copy=packaging/debian/tests/reply-client.c:/tmp/reply-client.c --setup-commands="$work/testbed-setup" --summary-file="$work/autopkgtest.summary" \
+  -o "$work/autopkgtest" -- unshare -r "$rel" -t "$tar" -b "$repo" /srv/opmsg-apt >"$work/autopkgtest.log" 2>&1 || rc=$?
+from_apt=no revert=no
+[ $rc -ne 0 ] && [ $rc -ne 4 ] || from_apt=yes
+grep -q '^revert *PASS' "$work/autopkgtest.summary" && revert=yes
+tests="$(grep -c ' PASS' "$work/autopkgtest.summary" || true)/$(grep -c . "$work/autopkgtest.summary" || true)"
+step "autopkgtest $tests (exit $rc)"
+
+dpkg-query -W -f '${Package}:${Architecture} ${Version} ${db:Status-Abbrev}\n' >"$work/host-after"
+cmp -s "$work/host-before" "$work/host-after" && host=yes || host=no
+# The committed submission (FORK_DEBS_UPDATE=1 rewrites it): current unless
+# only dates differ.
+sub_diff=$fork/mongo-c-driver_$next.debdiff
+[ "${FORK_DEBS_UPDATE:-0}" != 1 ] || [ "$track" != fixes ] || cp "$work/submission.debdiff" "$sub_diff"
+undate() { sed -E 's/^(---|\+\+\+) ([^\t]*)\t.*/\1 \2/; s/^(\+ -- .*>  ).*/\1DATE/' "$1"; }
+[ "$track" != fixes ] || cmp -s <(undate "$work/submission.debdiff") <(undate "$sub_diff" 2>/dev/null) && current=yes ||
+  { current=no; echo "fork-debs: $sub_diff is not current (FORK_DEBS_UPDATE=1 rewrites it)" >&2; }
+line="fork-deb $rel $track $local_v: packages $packages, signed $signed, from apt $from_apt, upgrade $upgrade, host untouched $host, lintian errors $lint_errors, abi breaks $abi, autopkgtest $tests, revert $revert"
+echo "$line" | tee "$work/result"
+echo "fork-debs: $(($(date +%s) - start)) s in all; the submission: $work/submission.debdiff ($changed changed lines in the patches)"
+[ "$signed $from_apt $host $lint_errors $abi $revert $current" = "yes yes yes 0 0 yes yes" ] && [ "${tests%/*}" = "${tests#*/}" ]

@@ -29,7 +29,8 @@ PACKAGES="build-essential cmake ninja-build pkg-config git
   python3 python3-venv python3-pymongo python3-mockupdb
   lintian debhelper fakeroot dpkg-dev file tcpdump abigail-tools
   gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-user
-  pandoc"
+  sbuild mmdebstrap uidmap reprepro autopkgtest devscripts libdistro-info-perl
+  patchutils gnupg pandoc"
 
 # Node.js for the interop peers: Debian's only where no Node is installed
 # already (a newer one from elsewhere must not be replaced).
@@ -59,6 +60,14 @@ fi
 if [ -n "$missing" ]; then
   echo "install-deps: installing:$missing"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+
+# sbuild's and autopkgtest's unshare mode (make fork-debs) map root's
+# namespace onto subordinate ids.
+if [ "$(id -u)" -eq 0 ]; then
+  for f in /etc/subuid /etc/subgid; do
+    grep -q '^root:' "$f" 2>/dev/null || echo 'root:100000:65536' >>"$f"
+  done
 fi
 
 # Real peers for the interop tests (FerretDB, the Node driver, mongosh): each

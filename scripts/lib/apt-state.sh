@@ -1,5 +1,5 @@
-# Sourced by scripts that install packages for a while (the CI package step,
-# make fork-debs): what dpkg has installed, saved before and put back after,
+# Sourced by scripts that install packages for a while (the CI package
+# step): what dpkg has installed, saved before and put back after,
 # so the machine (or a Debian root) is left as it was found: the same
 # packages at the same versions, each marked automatic or manual as before.
 #

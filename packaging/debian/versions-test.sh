@@ -1,0 +1,19 @@
+#!/bin/sh
+# The local suffix of scripts/fork-debs.sh (docs/debian.md, "Versions"):
+# Debian's next stable revision with ~opmsgN, which sorts above the
+# installed revision and below Debian's next, checked with
+# dpkg --compare-versions. Exit 1 when an ordering is not as stated.
+set -u
+fail=0
+check() {  # A OP B
+  if dpkg --compare-versions "$1" "$2" "$3"; then echo "ok   $1 $2 $3"; else echo "FAIL $1 $2 $3"; fail=1; fi
+}
+check 1.23.1-1+deb12u4~opmsg1 gt 1.23.1-1+deb12u3       # above the installed revision
+check 1.23.1-1+deb12u4~opmsg1 lt 1.23.1-1+deb12u4       # below Debian's next: it replaces ours
+check 1.23.1-1+deb12u4~opmsg1 lt 1.23.1-1+deb12u4+b1    # and that revision's binNMU
+check 1.23.1-1+deb12u4~opmsg2 gt 1.23.1-1+deb12u4~opmsg1 # a local rebuild upgrades the last
+check 1.23.1-1+deb12u4~opmsg1 gt 1.23.1-1+deb12u3+b1    # above a binNMU of the installed revision
+check 1.23.1-1+deb12u4~opmsg1 lt 1.23.1-1+deb12u5~opmsg1 # the rebuild on Debian's next revision
+check 1.23.1-1+deb12u4~opmsg1+features gt 1.23.1-1+deb12u3  # the features track: above the installed revision
+check 1.23.1-1+deb12u4~opmsg1+features lt 1.23.1-1+deb12u4  # and below Debian's next
+exit $fail
