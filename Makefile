@@ -24,10 +24,10 @@ all:
 	cmake --preset default >/dev/null && cmake --build --preset default
 deps:
 	@scripts/install-deps.sh
-# The unit tests of build/ (label unit): CI's first step, nothing outside the checkout.
+# Every suite of build/ but valgrind and soak (labels unit, dropin, interop, consumer, encryption).
 check: deps
 	cmake --workflow --preset ci
-# Every suite of build/ (interop, dropin, consumer, encryption, soak, valgrind too).
+# Every suite of build/, valgrind and soak too.
 check-all: deps
 	cmake --workflow --preset all
 check-asan: deps
