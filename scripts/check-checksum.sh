@@ -26,6 +26,7 @@
 set -eu
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
+. scripts/lib/through-tap.sh
 
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] || { [ "${1:-}" != --run ] && [ $# -gt 1 ]; } ||
    { [ "${1:-}" = --run ] && [ $# -ne 3 ]; }; then
@@ -37,31 +38,8 @@ fi
 if [ "${1:-}" = "--run" ]; then
   build=$2 out=$3
   mkdir -p "$out"
-  "$build/tools/opmsg" tap --listen 127.0.0.1:0 --upstream "127.0.0.1:$OPMSG_FERRETDB_PORT" \
-    --out "$out/tap.jsonl" 2>"$out/tap.err" &
-  tap=$!
-  trap 'kill -KILL "$tap" 2>/dev/null || true' EXIT
-  trap 'exit 143' TERM
-  trap 'exit 130' INT
-  port=""
-  for _ in $(seq 1 200); do   # up to 10 s
-    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out/tap.err")
-    [ -n "$port" ] && break
-    kill -0 "$tap" 2>/dev/null || break
-    sleep 0.05
-  done
-  if [ -n "$port" ]; then
-    rc=0
-    timeout 300 "$build/checksum-live" "mongodb://127.0.0.1:$port/" >"$out/workload.out" 2>"$out/workload.err" || rc=$?
-    echo "$rc" >"$out/workload.rc"
-  else
-    echo "tap did not start" >"$out/workload.err"; echo 1 >"$out/workload.rc"
-  fi
-  sleep 0.3   # the log lags the traffic by about 10 ms
-  kill -TERM "$tap" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$tap" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$tap" 2>/dev/null || true
-  wait "$tap" 2>/dev/null || true
+  # The workload through the tap, which checks every CRC-32C: workload.jsonl, .out, .err, .rc.
+  through_tap "$build/tools/opmsg" "$out" workload 300 "$build/checksum-live" "{uri}"
   for r in 1 2; do
     timeout 300 "$build/checksum-live" "$OPMSG_FERRETDB_URI" --cost >"$out/cost$r.out" 2>>"$out/cost.err" || true
   done
@@ -98,7 +76,7 @@ if [ "$(cat "$work/run/workload.rc")" != 0 ]; then
   ok=0; cat "$work/run/workload.err" >&2
 fi
 # shellcheck disable=SC2046
-set -- $(python3 scripts/lib/checksum-count.py "$work/run/tap.jsonl") || true
+set -- $(python3 scripts/lib/checksum-count.py "$work/run/workload.jsonl") || true
 [ $# -eq 5 ] || { set -- 0 0 0 0 0; ok=0; }
 req_ck=$1 req=$2 accepted=$3 rep_ck=$4 rep_ok=$5
 { [ "$req" -gt 0 ] && [ "$req_ck" -eq "$req" ] && [ "$accepted" -eq "$req" ] && [ "$rep_ok" -eq "$rep_ck" ]; } || ok=0

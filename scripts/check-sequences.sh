@@ -30,38 +30,15 @@ if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] || [ $# -gt 1 ]; then
   exit 2
 fi
 PEERS="pymongo node mongosh go mongoc mongoc-preload"
+. scripts/lib/through-tap.sh
 
 # --- One server (OPMSG_FERRETDB_PORT, OPMSG_FERRETDB_URI): run_on BUILD OUT, in a subshell ---
 run_on() (
   build=$1 out=$2
   mkdir -p "$out"
   opmsg=$build/tools/opmsg
-  # The fork's program through the tap; the port the tap chose is on its stderr.
-  "$opmsg" tap --listen 127.0.0.1:0 --upstream "127.0.0.1:$OPMSG_FERRETDB_PORT" \
-    --out "$out/fork.jsonl" 2>"$out/tap.err" &
-  tap=$!
-  trap 'kill -KILL "$tap" 2>/dev/null || true' EXIT
-  trap 'exit 143' TERM
-  trap 'exit 130' INT
-  port=""
-  for _ in $(seq 1 200); do   # up to 10 s
-    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out/tap.err")
-    [ -n "$port" ] && break
-    kill -0 "$tap" 2>/dev/null || break
-    sleep 0.05
-  done
-  if [ -n "$port" ]; then
-    rc=0
-    timeout 600 "$build/seq-live" "mongodb://127.0.0.1:$port/" >"$out/fork.out" 2>"$out/fork.err" || rc=$?
-    echo "$rc" >"$out/fork.rc"
-  else
-    echo "tap did not start" >"$out/fork.err"; echo 1 >"$out/fork.rc"
-  fi
-  sleep 0.3   # the log lags the traffic by about 10 ms
-  kill -TERM "$tap" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$tap" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$tap" 2>/dev/null || true
-  wait "$tap" 2>/dev/null || true
+  # The fork's program through the tap: fork.jsonl, .out, .err, .rc.
+  through_tap "$opmsg" "$out" fork 600 "$build/seq-live" "{uri}"
 
   node_bin=tests/interop/node/node_modules/.bin
   preload=$PWD/$build/src/mongoc-dropin/libopmsg-mongoc.so
