@@ -61,20 +61,7 @@ opmsg_doc_frame(opmsg_report_t *r, const uint8_t *doc, size_t avail, size_t max_
 const char *
 opmsg_doc_db(const uint8_t *doc, uint32_t *len)
 {
-   const uint8_t *p = doc + 4;
-   const uint8_t *end = doc + opmsg_read_u32(doc) - 1;
-   while (p < end) {
-      const uint8_t *k = p;
-      const uint8_t *next = opmsg_skip_element(p, end, &k);
-      if (!next) {
-         return NULL; /* an unsound element: the walk stops here */
-      }
-      if (opmsg_is_db_key(p, k)) {
-         return opmsg_db_string(p, len);
-      }
-      p = next;
-   }
-   return NULL;
+   return opmsg_db_string(opmsg_field_named(doc, "$db", 3), len);
 }
 
 bool
