@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 int
-main (int argc, char **argv)
+main(int argc, char **argv)
 {
    mongoc_client_t *client;
    bson_error_t error;
@@ -14,28 +14,28 @@ main (int argc, char **argv)
    bool ok;
 
    if (argc != 2) {
-      fprintf (stderr, "usage: %s URI\n", argv[0]);
+      fprintf(stderr, "usage: %s URI\n", argv[0]);
       return 2;
    }
 
-   mongoc_init ();
-   client = mongoc_client_new (argv[1]);
+   mongoc_init();
+   client = mongoc_client_new(argv[1]);
    if (!client) {
-      fprintf (stderr, "invalid URI %s\n", argv[1]);
+      fprintf(stderr, "invalid URI %s\n", argv[1]);
       return 2;
    }
 
-   cmd = BCON_NEW ("ping", BCON_INT32 (1));
-   ok = mongoc_client_command_simple (client, "admin", cmd, NULL, &reply, &error);
+   cmd = BCON_NEW("ping", BCON_INT32(1));
+   ok = mongoc_client_command_simple(client, "admin", cmd, NULL, &reply, &error);
    if (ok) {
-      printf ("ok\n");
+      printf("ok\n");
    } else {
-      printf ("error: %s\n", error.message);
+      printf("error: %s\n", error.message);
    }
 
-   bson_destroy (&reply);
-   bson_destroy (cmd);
-   mongoc_client_destroy (client);
-   mongoc_cleanup ();
+   bson_destroy(&reply);
+   bson_destroy(cmd);
+   mongoc_client_destroy(client);
+   mongoc_cleanup();
    return ok ? 0 : 1;
 }
