@@ -89,7 +89,7 @@ typedef struct {
 } opmsg_build_t;
 
 /* Zeroes *b and sets b->command. Everything else: no sequences, IDs 0, no
- * flags, default limits. */
+ * flags, default limits, documents not trusted. */
 OPMSG_EXPORT void opmsg_build_init(opmsg_build_t *b, const bson_t *command);
 
 /* ---------------------------------------------------------------------------

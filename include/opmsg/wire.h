@@ -9,6 +9,7 @@
  * valid message's fields in opmsg_msg_t; these name and read them in bytes
  * opmsg_parse() refused, or has not seen yet, as far as the bytes go. The
  * library itself, its libmongoc drop-in and its tools use the same names.
+ * Since 0.4.0; the functions are in symbol version OPMSG_0.4.
  */
 #ifndef OPMSG_WIRE_H
 #define OPMSG_WIRE_H
