@@ -164,7 +164,7 @@ OPMSG_EXPORT const char *opmsg_flag_name(int32_t opcode, unsigned bit);
  *  - its name in quotes, what opmsg_error_name() returns for it: short and
  *    stable, printed by the CLI ("opmsg: <name>: <detail>") for scripts to
  *    match on (the consumer.cmake test holds these names to the installed
- *    library's, and consumer.api-doc the comments to the enum);
+ *    library's, consumer.api-doc to src/error.c's);
  *  - what breaks the rule;
  *  - "Offset:" where opmsg_parse_with_offset() puts *offset when
  *    opmsg_parse() reports it (tests/test_offsets.c holds every rule of
