@@ -154,8 +154,8 @@ OPMSG_EXPORT void opmsg_decompressed_destroy(opmsg_decompressed_t *d);
  * Decompresses, parses (with opts, may be NULL) and merges an OP_COMPRESSED
  * message in one go: the decompression buffer is the only copy of the
  * message made, the merge reads from it straight into the result, and it is
- * freed before returning. Returns a new read-only bson_t as
- * opmsg_merge_bson() does (bson_destroy() frees it), or NULL with *error set:
+ * freed before returning. Returns a new bson_t made by opmsg_merge_bson()
+ * (writable; bson_destroy() frees it), or NULL with *error set:
  * the errors of opmsg_decompress_parse() and of opmsg_merge_bson().
  */
 OPMSG_EXPORT bson_t *opmsg_merge_compressed(const opmsg_msg_t *msg, const opmsg_options_t *opts, bson_error_t *error);

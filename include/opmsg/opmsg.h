@@ -221,8 +221,9 @@ typedef enum {
     * Offset: the section's kind byte. */
    OPMSG_ERR_SEQUENCE_SIZE = 13,
    /* "sequence-identifier": an identifier unterminated, empty, a bad path
-    * or not UTF-8. Offset: the sequence's kind byte (of too many sequences
-    * with a dotted one, the first past the bound). */
+    * or not UTF-8, or more than 64 sequences with a dotted identifier among
+    * them. Offset: the sequence's kind byte (of too many sequences, the
+    * first past the bound). */
    OPMSG_ERR_SEQUENCE_IDENTIFIER = 14,
    /* "sequence-overrun": a sequence document crosses its section's end.
     * Offset: that document. */

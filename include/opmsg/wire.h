@@ -67,8 +67,9 @@ extern "C" {
 #define OPMSG_OFF_COMPRESSOR_ID 24
 
 /* ---------------------------------------------------------------------------
- * Bounded reads. Each reads only inside data[0..len) and checks nothing
- * beyond that; opmsg_parse() says whether the message keeps the rules.
+ * Bounded reads. Each reads only inside data[0..len), allocates nothing
+ * and checks nothing beyond that; opmsg_parse() says whether the message
+ * keeps the rules.
  * ------------------------------------------------------------------------- */
 
 /* The little-endian int32 at data[offset..offset + 4): 0 when those bytes
