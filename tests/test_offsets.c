@@ -575,7 +575,8 @@ test_large_messages(void **state)
  * verdict and the report's code and offset all agree with it.
  * ------------------------------------------------------------------------- */
 
-/* The document frame as written in docs/api.md, one case at a time. */
+/* The document frame as opmsg.h states it (OPMSG_ERR_DOCUMENT_LENGTH,
+ * _TOO_LARGE and _TERMINATOR), one case at a time. */
 static opmsg_error_code_t
 frame_oracle(const uint8_t *doc, size_t avail, size_t max_len, size_t *at)
 {
@@ -649,7 +650,7 @@ test_frame_check_is_its_report(void **state)
    assert_true(n_cases > 500);
 }
 
-/* The section frame as docs/api.md states it: kind 0 or 1, then an int32
+/* The section frame as wire.h states it: kind 0 or 1, then an int32
  * size of at least 5 within what follows the kind byte. */
 static opmsg_error_code_t
 section_oracle(const uint8_t *p, size_t avail, size_t *at)

@@ -89,7 +89,7 @@ typedef struct {
 } opmsg_build_t;
 
 /* Zeroes *b and sets b->command. Everything else: no sequences, IDs 0, no
- * flags, default limits. */
+ * flags, default limits, documents not trusted. */
 OPMSG_EXPORT void opmsg_build_init(opmsg_build_t *b, const bson_t *command);
 
 /* ---------------------------------------------------------------------------
@@ -114,7 +114,9 @@ OPMSG_EXPORT void opmsg_build_init(opmsg_build_t *b, const bson_t *command);
  * has a dotted identifier: the parser's limits),
  * OPMSG_ERR_DUPLICATE_IDENTIFIER (two sequences with one identifier, or one a
  * path prefix of the other), OPMSG_ERR_IDENTIFIER_CLASH (an identifier names
- * a command field, also as a dotted path), OPMSG_ERR_DOCUMENT_LENGTH /
+ * a command field, also as a dotted path, or its dotted path goes through a
+ * field the command lacks, that is not a document, or that is there
+ * twice), OPMSG_ERR_DOCUMENT_LENGTH /
  * OPMSG_ERR_DOCUMENT_TERMINATOR / OPMSG_ERR_DOCUMENT_ELEMENT (a sequence
  * document that is not well-formed; the message names the sequence and the
  * document's index), OPMSG_ERR_DOCUMENT_OVER_LIMIT (a sequence document above

@@ -4,10 +4,13 @@
  * OP_COMPRESSED (opcode 2012) in both directions, with the codecs the wire
  * protocol defines: noop (0), snappy (1), zlib (2) and zstd (3). noop is
  * always there; snappy, zlib and zstd each only when libopmsg was built with
- * it (CMake's OPMSG_WITH_SNAPPY, _ZLIB, _ZSTD; Debian's packages have all
- * three). opmsg_compressor_available() says which this build has; every
- * function below refuses a codec it lacks with
- * OPMSG_ERR_COMPRESSOR_UNAVAILABLE, before anything is allocated.
+ * it (CMake's OPMSG_WITH_SNAPPY, _ZLIB, _ZSTD: AUTO, ON or OFF, as
+ * libmongoc's ENABLE_SNAPPY, ...; Debian's packages have all three).
+ * opmsg_compressor_available() says which this build has (and
+ * `opmsg --version` on its "codecs:" line); a message that uses a codec the
+ * build lacks still parses (its framing is the wire's), and every function
+ * below refuses it with OPMSG_ERR_COMPRESSOR_UNAVAILABLE, before anything
+ * is allocated.
  *
  *   header(16) | int32 originalOpcode | int32 uncompressedSize |
  *   uint8 compressorId | compressed bytes
@@ -151,8 +154,8 @@ OPMSG_EXPORT void opmsg_decompressed_destroy(opmsg_decompressed_t *d);
  * Decompresses, parses (with opts, may be NULL) and merges an OP_COMPRESSED
  * message in one go: the decompression buffer is the only copy of the
  * message made, the merge reads from it straight into the result, and it is
- * freed before returning. Returns a new read-only bson_t as
- * opmsg_merge_bson() does (bson_destroy() frees it), or NULL with *error set:
+ * freed before returning. Returns a new bson_t made by opmsg_merge_bson()
+ * (writable; bson_destroy() frees it), or NULL with *error set:
  * the errors of opmsg_decompress_parse() and of opmsg_merge_bson().
  */
 OPMSG_EXPORT bson_t *opmsg_merge_compressed(const opmsg_msg_t *msg, const opmsg_options_t *opts, bson_error_t *error);

@@ -9,6 +9,7 @@
  * valid message's fields in opmsg_msg_t; these name and read them in bytes
  * opmsg_parse() refused, or has not seen yet, as far as the bytes go. The
  * library itself, its libmongoc drop-in and its tools use the same names.
+ * Since 0.4.0; the functions are in symbol version OPMSG_0.4.
  */
 #ifndef OPMSG_WIRE_H
 #define OPMSG_WIRE_H
@@ -66,8 +67,9 @@ extern "C" {
 #define OPMSG_OFF_COMPRESSOR_ID 24
 
 /* ---------------------------------------------------------------------------
- * Bounded reads. Each reads only inside data[0..len) and checks nothing
- * beyond that; opmsg_parse() says whether the message keeps the rules.
+ * Bounded reads. Each reads only inside data[0..len), allocates nothing
+ * and checks nothing beyond that; opmsg_parse() says whether the message
+ * keeps the rules.
  * ------------------------------------------------------------------------- */
 
 /* The little-endian int32 at data[offset..offset + 4): 0 when those bytes

@@ -15,10 +15,13 @@
 #               was installed into (include and library directories)
 #   cmake       configure tests/consumer/project (find_package(opmsg) +
 #               opmsg::opmsg, opmsg::opmsg_static) against the prefix,
-#               build it and run the programs; check docs/api.md's error
-#               table against the installed library
-#   api-doc     check docs/api.md against the headers: every exported
-#               function, and the error codes' constants (no install needed)
+#               build it and run the programs; check the error table in
+#               the installed opmsg.h (opmsg_error_code_t's comments)
+#               against the installed library's opmsg_error_name()
+#   api-doc     check the headers as the reference (no install needed): every
+#               exported function has its comment, every error code its name,
+#               the same as src/error.c's; docs/api.md and
+#               docs/guide-library.md name only functions the headers export
 #
 # Settings from CMake, in the environment: OPMSG_CC, OPMSG_CMAKE,
 # OPMSG_GENERATOR, OPMSG_PKG_CONFIG, OPMSG_PYTHON, OPMSG_LIBDIR,
@@ -235,44 +238,62 @@ do_cmake() {
   cmp -s "$out/seq.bson" "$seed/seq.merged.bson" || fail "merge_static: merge_into differs"
   $check json "$out/merge-seq.txt" "$seed/seq.merged.bson" || fail "merge_static: JSON"
 
-  # docs/api.md's error table: code and name of every code, as the
-  # installed library's opmsg_error_name() gives them.
+  # The error table, in the installed opmsg.h: code and name of every
+  # code, as the installed library's opmsg_error_name() gives them.
   "$dir/error_table" > "$out/error-table.txt" || fail "error_table exited $?"
-  doc_error_rows > "$out/error-table-doc.txt"
-  diff -u "$out/error-table-doc.txt" "$out/error-table.txt" >&2 ||
-    fail "the error table in docs/api.md differs from opmsg_error_name() (- doc, + library)"
+  header_error_rows "$incdir/opmsg/opmsg.h" |
+    awk '{ printf "| %s | `%s` |\n", $1, $3 }' > "$out/error-table-header.txt"
+  diff -u "$out/error-table-header.txt" "$out/error-table.txt" >&2 ||
+    fail "the error table in opmsg.h (opmsg_error_code_t) differs from opmsg_error_name() (- header, + library)"
 }
 
-# The first two columns of docs/api.md's error table.
-doc_error_rows() {
-  sed -n '/<!-- error-table:begin/,/<!-- error-table:end/p' "$src/docs/api.md" |
-    sed -n 's/^| *\([0-9][0-9]*\) | `\([^`]*\)` |.*/| \1 | `\2` |/p'
+# header_error_rows OPMSG_H: "CODE CONSTANT NAME" for each enumerator of
+# opmsg_error_code_t, NAME from the comment just above it (/* "name": ...),
+# "-" when that comment gives none.
+header_error_rows() {
+  awk '
+    /^ *\/\* "[a-z0-9-]*":/ { s = $0; sub(/^ *\/\* "/, "", s); sub(/".*/, "", s); name = s }
+    /^ *OPMSG_(OK|ERR_[A-Z0-9_]*) = [0-9]*,/ {
+      n = $3; sub(/,.*/, "", n)
+      print n, $1, (name == "" ? "-" : name)
+      name = ""
+    }' "$1"
 }
 
-# --- docs/api.md against the headers ---------------------------------------------
+# --- the headers as the reference ------------------------------------------------
 
 do_api_doc() {
-  doc=$src/docs/api.md
-  [ -f "$doc" ] || die "docs/api.md is missing"
-  # Every exported function, in the index and with its signature; nothing
-  # in the index that the headers no longer have.
-  sed -n '/OPMSG_EXPORT/,/(/p' "$src"/include/opmsg/*.h | grep -o 'opmsg_[a-z0-9_]*(' |
+  inc=$src/include/opmsg
+  # Every exported function is documented where it is declared: the line
+  # above its OPMSG_EXPORT ends a comment.
+  awk '/^OPMSG_EXPORT/ && prev !~ /\*\/$/ { print FILENAME ": " $0 } { prev = $0 }' \
+    "$inc"/*.h > "$work/api-undocumented.txt"
+  [ -s "$work/api-undocumented.txt" ] && { cat "$work/api-undocumented.txt" >&2; fail "exported functions without a comment above them"; }
+  sed -n '/OPMSG_EXPORT/,/(/p' "$inc"/*.h | grep -o 'opmsg_[a-z0-9_]*(' |
     tr -d '(' | sort -u > "$work/api-header.txt"
-  sed -n '/<!-- function-index:begin/,/<!-- function-index:end/p' "$doc" |
-    sed -n 's/^| `\(opmsg_[a-z0-9_]*\)` |.*/\1/p' | sort > "$work/api-index.txt"
   [ -s "$work/api-header.txt" ] || die "no OPMSG_EXPORT functions found in include/opmsg"
-  diff -u "$work/api-index.txt" "$work/api-header.txt" >&2 ||
-    fail "docs/api.md's function index differs from the headers (- doc, + headers)"
-  while read -r fn; do
-    grep -q "[ *]$fn(" "$doc" || fail "docs/api.md shows no signature for $fn"
-  done < "$work/api-header.txt"
-  # The error table's constants and numbers, as the enum defines them.
-  sed -n 's/^ *\(OPMSG_\(OK\|ERR_[A-Z0-9_]*\)\) = \([0-9][0-9]*\),.*/\3 \1/p' \
-    "$src/include/opmsg/opmsg.h" > "$work/api-enum.txt"
-  sed -n '/<!-- error-table:begin/,/<!-- error-table:end/p' "$doc" |
-    sed -n 's/^| *\([0-9][0-9]*\) | `[^`]*` | `\(OPMSG_[A-Z0-9_]*\)` |.*/\1 \2/p' > "$work/api-doc-enum.txt"
-  diff -u "$work/api-doc-enum.txt" "$work/api-enum.txt" >&2 ||
-    fail "docs/api.md's error table differs from opmsg_error_code_t (- doc, + header)"
+
+  # The error table: every code has its name, and the names are those of
+  # src/error.c's table (consumer.cmake checks the built library too).
+  header_error_rows "$inc/opmsg.h" > "$work/api-errors.txt"
+  [ -s "$work/api-errors.txt" ] || die "no opmsg_error_code_t enumerators found in opmsg.h"
+  awk '$3 == "-" { print "opmsg.h: " $2 " has no \"name\": comment" }' "$work/api-errors.txt" > "$work/api-unnamed.txt"
+  [ -s "$work/api-unnamed.txt" ] && { cat "$work/api-unnamed.txt" >&2; fail "error codes without their name in opmsg.h"; }
+  awk '{ print $2, $3 }' "$work/api-errors.txt" | sort > "$work/api-errors-header.txt"
+  sed -n 's/^ *\[\(OPMSG_[A-Z0-9_]*\)\] = "\([^"]*\)",.*/\1 \2/p' "$src/src/error.c" | sort > "$work/api-errors-src.txt"
+  [ -s "$work/api-errors-src.txt" ] || die "no error names found in src/error.c"
+  diff -u "$work/api-errors-header.txt" "$work/api-errors-src.txt" >&2 ||
+    fail "the error names in opmsg.h differ from src/error.c's (- header, + source)"
+
+  # The guides name only functions that exist.
+  for doc in "$src/docs/api.md" "$src/docs/guide-library.md"; do
+    [ -f "$doc" ] || die "${doc#"$src"/} is missing"
+    grep -o 'opmsg_[a-z0-9_]*()' "$doc" | tr -d '()' | sort -u | while read -r fn; do
+      grep -qx "$fn" "$work/api-header.txt" || echo "$fn"
+    done > "$work/api-stale.txt"
+    [ -s "$work/api-stale.txt" ] && { sed 's/^/  /' "$work/api-stale.txt" >&2; fail "${doc#"$src"/} names functions the headers do not export"; }
+  done
+  return 0
 }
 
 case $mode in

@@ -1,7 +1,8 @@
 /*
- * error_table.c - prints libopmsg's error codes as the first columns of the
- * table in docs/api.md ("| 8 | `checksum-mismatch` |"), from the installed
- * library, so consumer-test.sh can check the documentation against it.
+ * error_table.c - prints libopmsg's error codes and names ("| 8 |
+ * `checksum-mismatch` |") from the installed library, so consumer-test.sh
+ * can check the error table in the installed opmsg.h (the comments of
+ * opmsg_error_code_t) against it.
  */
 #include <opmsg/opmsg.h>
 
