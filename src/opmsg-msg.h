@@ -280,10 +280,10 @@ opmsg_op_msg_offset(const opmsg_op_msg_t *m, const opmsg_section_t *s)
 }
 
 /* ---------------------------------------------------------------------------
- * Dotted paths (paths.c), for the view and the merge alike, so that they
- * place sequences alike. A path is a prefix of an identifier (path_len
- * bytes; 0: the top level). A body's field is found by name with
- * opmsg_field_named() (opmsg-document.h).
+ * Dotted paths (paths.c): the one home of where a sequence goes, for the
+ * rules (rules.c), the view and the merge alike, so that they place
+ * sequences alike. A path is a prefix of an identifier (path_len bytes; 0:
+ * the top level).
  * ------------------------------------------------------------------------- */
 
 /* The rest of identifier id after "path.", or id itself at the top; NULL
@@ -293,9 +293,19 @@ const char *opmsg_path_rest(const char *id, size_t id_len, const char *path, siz
  * component key, or NULL (always NULL for a key holding a dot). */
 const char *opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t path_len, const char *key,
                                size_t key_len);
+/* The one decision of where a path goes: the field the path component
+ * comp (comp_len bytes) enters in the document doc (len bytes, its
+ * elements sound up to the one found): the first element called comp from
+ * from (an element of doc; doc + 4 for the first) on, into *found. False
+ * when there is none from there. rules.c checks a path with it
+ * (opmsg_rule_path(): there, once, a document), the merge follows one down
+ * with it (opmsg_path_sub()). */
+bool opmsg_path_field(const uint8_t *doc, uint32_t len, const uint8_t *from, const char *comp, size_t comp_len,
+                      opmsg_element_t *found);
 /* The sub-document of doc that the path component comp (comp_len bytes)
  * enters, on a path opmsg_rule_path() accepted (so the field is there, a
- * document, and once): how the merge follows a path down. */
+ * document, and once): opmsg_path_field()'s, how the merge follows a path
+ * down. */
 const uint8_t *opmsg_path_sub(const uint8_t *doc, const char *comp, size_t comp_len);
 
 #endif /* OPMSG_MSG_H */

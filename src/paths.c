@@ -2,10 +2,13 @@
  * paths.c - where the sequence of a dotted identifier goes in a parsed
  * OP_MSG's merged document.
  *
- * Part of the OP_MSG core (opmsg-msg.h). The view (view.c) and the merge
- * (merge.c) both ask here, so they place sequences alike; the fuzz targets
- * hold the two to the same bytes. Everything here reads a message
- * opmsg_op_msg_parse() accepted.
+ * Part of the OP_MSG core (opmsg-msg.h). The one home of a sequence's
+ * target: opmsg_path_field() names the field a path component enters, and
+ * rules.c (which checks the path), the merge (merge.c) and the view
+ * (view.c) all follow a path through it, so they place sequences alike; the
+ * fuzz targets hold the merge and the view to the same bytes. Everything
+ * here but opmsg_path_field() reads a message opmsg_op_msg_parse()
+ * accepted.
  */
 #include "opmsg-msg.h"
 
@@ -52,9 +55,25 @@ opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t path_len, c
    return NULL;
 }
 
+bool
+opmsg_path_field(const uint8_t *doc, uint32_t len, const uint8_t *from, const char *comp, size_t comp_len,
+                 opmsg_element_t *found)
+{
+   const uint8_t *p = from;
+   const uint8_t *end = doc + len - 1;
+   while (p < end && opmsg_next_element(&p, end, found)) {
+      if (found->key_len == comp_len && memcmp(found->key, comp, comp_len) == 0) {
+         return true;
+      }
+   }
+   return false;
+}
+
 const uint8_t *
 opmsg_path_sub(const uint8_t *doc, const char *comp, size_t comp_len)
 {
-   /* The element's type byte, the key and its NUL, then the document. */
-   return opmsg_field_named(doc, comp, comp_len) + 2 + comp_len;
+   opmsg_element_t e;
+   /* rules.c accepted the path: the field is there, a document, once. */
+   (void) opmsg_path_field(doc, opmsg_read_u32(doc), doc + 4, comp, comp_len, &e);
+   return e.value;
 }

@@ -12,6 +12,7 @@
  * below) says which, so no rule asks who calls it.
  */
 #include "opmsg-rules.h"
+#include "opmsg-msg.h"
 
 #include <stdio.h>
 
@@ -298,17 +299,12 @@ opmsg_rule_dotted_count(opmsg_report_t *r, size_t n_seq, size_t n_dotted, size_t
  * ------------------------------------------------------------------------- */
 
 /* The element called key[0..key_len) at the top level of a checked
- * document doc, among the elements from p on. */
+ * document doc, among the elements from p on: where the path goes,
+ * decided in one place (paths.c: opmsg_path_field()). */
 static bool
 find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, name_t key, opmsg_element_t *found)
 {
-   const uint8_t *end = doc + len - 1;
-   while (p < end && opmsg_next_element(&p, end, found)) {
-      if (found->key_len == key.len && memcmp(found->key, key.s, key.len) == 0) {
-         return true;
-      }
-   }
-   return false;
+   return opmsg_path_field(doc, len, p, key.s, key.len, found);
 }
 
 /* find_key_from() on the body, whose elements nobody checked yet: each
