@@ -80,7 +80,7 @@ def cases():
     return out
 
 
-def verdict(description, expected, accepted, got):
+def verdict(expected, accepted, got):
     """None when the outcome is the specified one, else why not."""
     if expected is None:
         return None if not accepted else "accepted a reply the spec says to refuse"
@@ -104,7 +104,7 @@ def run_opmsg(opmsg):
     for description, reply, expected in cases():
         p = subprocess.run([opmsg, "merge", "--bson", "--check", "spec", "-"], input=reply,
                            capture_output=True)
-        results.append((description, verdict(description, expected, p.returncode == 0, p.stdout)))
+        results.append((description, verdict(expected, p.returncode == 0, p.stdout)))
     return report("libopmsg", results)
 
 
@@ -134,7 +134,7 @@ def judge(d, results_path, who):
             results.append((description, "no result"))
             continue
         accepted, doc = got[name]
-        results.append((description, verdict(description, expected, accepted, doc)))
+        results.append((description, verdict(expected, accepted, doc)))
     return report(who, results)
 
 
