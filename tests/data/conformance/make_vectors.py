@@ -4,14 +4,15 @@
 Usage: /usr/bin/python3 tests/data/conformance/make_vectors.py
 
 Standard library only. Every vector is one whole reply message, header
-included: OP_MSG, or OP_COMPRESSED around one. Each rule vector starts from a
-legal reply with "ok": 1.0 in its body and breaks one rule, the way a case of
-the library's tests does (the "source" column names the test); the expected
-verdict at each check level is written here by hand, from those tests'
-assertions (never read back from the library). The legal messages of
-tests/data are listed too: files that are one message by reference, and the
-OP_MSG replies inside the captures' server-to-client streams extracted to
-cap_*.bin.
+included: OP_MSG, or OP_COMPRESSED around one. The legal replies are built
+here (define()). Each rule vector is a row of tests/data/rules/cases.tsv,
+the table test_offsets.c also reads: a legal reply with "ok": 1.0 in its body
+that breaks one rule, the way a case of the library's tests does (the
+"source" column names the test), as hex, with the expected verdict at each
+check level written by hand from those tests' assertions (never read back
+from the library). The legal messages of tests/data are listed too: files
+that are one message by reference, and the OP_MSG replies inside the
+captures' server-to-client streams extracted to cap_*.bin.
 
 The output is reproducible: the same bytes on every run.
 """
@@ -25,21 +26,17 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.dirname(HERE)
 
-OP_REPLY, OP_UPDATE, OP_QUERY, OP_COMPRESSED, OP_MSG = 1, 2001, 2004, 2012, 2013
+OP_COMPRESSED, OP_MSG = 2012, 2013
 REQUEST_ID = 0x5EED  # every vector's requestID; responseTo is 0 (libmongoc ignores it)
 
 # ---------------------------------------------------------------------------
 # BSON, written by hand: a document is a list of (key, value) pairs (keys may
-# repeat) or a dict; Raw(bytes) is an element given byte for byte.
+# repeat) or a dict.
 # ---------------------------------------------------------------------------
 
 
 class Int64(int):
     pass
-
-
-class Raw(bytes):
-    """A whole element (type byte, key, value) as raw bytes."""
 
 
 def cstr(s):
@@ -70,7 +67,7 @@ def element(key, value):
 
 def doc(d):
     items = d.items() if isinstance(d, dict) else d
-    body = b"".join(bytes(kv) if isinstance(kv, Raw) else element(*kv) for kv in items)
+    body = b"".join(element(*kv) for kv in items)
     return struct.pack("<i", len(body) + 5) + body + b"\x00"
 
 
@@ -79,8 +76,6 @@ def raw_doc(payload):
     return struct.pack("<i", len(payload) + 5) + payload + b"\x00"
 
 
-# A top-level element of a type BSON does not define (0x42), 4 value bytes.
-BAD_ELEMENT = Raw(b"\x42b\x00\x00\x00\x00\x00")
 OK = ("ok", 1.0)
 
 # ---------------------------------------------------------------------------
@@ -112,27 +107,12 @@ def op_msg(*sections, flags=0, checksum=False, crc_xor=0):
     return msg
 
 
-def raw_msg(opcode, payload, length_delta=0):
-    """Any opcode around payload; messageLength off by length_delta."""
-    return struct.pack("<iiii", 16 + len(payload) + length_delta, REQUEST_ID, 0, opcode) + payload
-
-
-def compressed(inner, compressor=0, usize_delta=0, data=None, original=None):
+def compressed(inner, compressor=0):
     """OP_COMPRESSED around inner (a whole message): noop (0) or zlib (2)."""
     raw = inner[16:]
-    if data is None:
-        data = zlib.compress(raw, 6) if compressor == 2 else raw
-    orig = original if original is not None else struct.unpack_from("<i", inner, 12)[0]
-    payload = struct.pack("<iiB", orig, len(raw) + usize_delta, compressor) + data
-    return raw_msg(OP_COMPRESSED, payload)
-
-
-def patch_u32(msg, offset, value):
-    return msg[:offset] + struct.pack("<I", value & 0xFFFFFFFF) + msg[offset + 4:]
-
-
-def patch_u8(msg, offset, value):
-    return msg[:offset] + bytes([value]) + msg[offset + 1:]
+    data = zlib.compress(raw, 6) if compressor == 2 else raw
+    payload = struct.pack("<iiB", struct.unpack_from("<i", inner, 12)[0], len(raw), compressor) + data
+    return struct.pack("<iiii", 16 + len(payload), REQUEST_ID, 0, OP_COMPRESSED) + payload
 
 
 # ---------------------------------------------------------------------------
@@ -164,43 +144,35 @@ CURSOR = [("cursor", [("id", Int64(0)), ("ns", "test.c")]), OK]
 BATCH = [{"_id": 1}, {"_id": 2}]
 
 
-def show(v):
-    """A short JSON-like rendering of a document given to doc() (keys in order, repeats kept)."""
-    if isinstance(v, dict) or (isinstance(v, list) and v and isinstance(v[0], tuple)):
-        v = list(v.items()) if isinstance(v, dict) else v
-        return "{" + ", ".join("%s: %s" % (k, show(x)) for k, x in v) + "}"
-    if isinstance(v, list):
-        return "[" + ", ".join(show(x) for x in v) + "]"
-    if isinstance(v, Int64):
-        return "NumberLong(%d)" % v
-    if isinstance(v, str):
-        return '"%s"' % v
-    return repr(v)
-
-
-# The rule cases tests/data/rules/cases.tsv holds, by name: the message as hex,
-# its verdict per level and the fault's offset. test_offsets.c reads the same
+# The rule cases tests/data/rules/cases.tsv holds, one a row: the message as
+# hex (spaces between its fields), its verdict per level and the fault's
+# offset. Every rule vector is a row of it; test_offsets.c reads the same
 # table and checks libopmsg's error name and offset for each row.
 RULE_CASES = os.path.join(DATA, "rules", "cases.tsv")
 
 
 def read_rule_cases():
+    """The rows of tests/data/rules/cases.tsv, by name in the table's order:
+    (message, {level: verdict}, source, what)."""
     rows = {}
     with open(RULE_CASES) as fh:
         for line in fh:
             if line.startswith("#") or not line.strip():
                 continue
             name, spec, top, full, offset, source, what, hexdata = line.rstrip("\n").split("\t")
+            assert name not in rows, name
             data = bytes.fromhex(hexdata)
-            assert 0 <= int(offset) <= len(data), name
-            rows[name] = (data, {"spec": spec, "top-level": top, "full": full}, source, what)
+            verdicts = {"spec": spec, "top-level": top, "full": full}
+            assert any(v != "ok" for v in verdicts.values()), name + ": a rule case breaks a rule"
+            offsets = offset.split("/")
+            if len(offsets) == 3:
+                assert all((o == "-") == (verdicts[lv] == "ok") for o, lv in zip(offsets, LEVELS)), name
+            else:
+                assert len(offsets) == 1, name
+            for o in offsets:
+                assert o == "-" or 0 <= int(o) <= len(data), name
+            rows[name] = (data, verdicts, source, what)
     return rows
-
-
-def table_vec(name):
-    """The vector of the rule case tests/data/rules/cases.tsv names name."""
-    data, verdicts, source, what = read_rule_cases()[name]
-    vec(name, data, verdicts, source, what)
 
 
 def plain(flags=0, **kw):
@@ -253,165 +225,9 @@ def define():
     vec("ok_zlib_checksum", compressed(plain(flags=1, checksum=True), 2), OK_ALL, "test_compress.c",
         "OP_COMPRESSED zlib around a checksummed reply")
 
-    # --- levels differ: element checks a level may leave out -----------------
-    vec("lvl_body_dup_key", op_msg(body([OK, ("a", 1), ("a", 2)])),
-        expect(spec="ok", top="duplicate-key", full="duplicate-key"),
-        "test_check.c test_body_alone", "a top-level body key twice (the spec allows it)")
-    vec("lvl_body_dup_key_seq", op_msg(body([OK, ("x", 1), ("x", 2)]), seq("documents", [{"_id": 1}])),
-        expect(spec="ok", top="duplicate-key", full="duplicate-key"),
-        "test_check.c test_body_with_sequences", "a body key twice, with a sequence")
-    vec("lvl_body_bad_element", op_msg(body(raw_doc(element("ok", 1.0) + bytes(BAD_ELEMENT)))),
-        expect(spec="ok", top="document-element", full="document-element"),
-        "test_check.c test_body_alone", "body alone, element of type 0x42 after ok")
-    vec("lvl_body_bad_bool", op_msg(body(raw_doc(element("ok", 1.0) + b"\x08t\x00\x02"))),
-        expect(spec="ok", top="invalid-boolean", full="invalid-boolean"),
-        "test_parse.c test_top_level_elements", "body boolean 2")
-    table_vec("lvl_body_ends_early")
-    vec("lvl_body_string_len", op_msg(body(raw_doc(element("ok", 1.0) + b"\x02s\x00\x09\x00\x00\x00a\x00"))),
-        expect(spec="ok", top="document-element", full="document-element"),
-        "test_parse.c test_top_level_elements", "body string length past the document")
-    vec("lvl_seq_bad_element", op_msg(body([OK]), seq("documents", [{"_id": 1}, raw_doc(element("a", 1) +
-                                                                                          bytes(BAD_ELEMENT))])),
-        expect(spec="ok", top="document-element", full="document-element"),
-        "test_check.c test_sequence_document_element", "sequence document with an element of type 0x42")
-    table_vec("lvl_seq_bad_bool")
-    nested_bad_utf8 = [("n", raw_doc(b"\x02s\x00\x02\x00\x00\x00\xff\x00"))]
-    vec("lvl_seq_nested_utf8", op_msg(body([OK]), seq("documents", [doc(nested_bad_utf8)])),
-        expect(spec="ok", top="ok", full="invalid-utf8"), "test_check.c test_nested",
-        "nested string not UTF-8 in a sequence document")
-    vec("lvl_body_nested_utf8", op_msg(body([OK] + nested_bad_utf8)),
-        expect(spec="ok", top="ok", full="invalid-utf8"), "test_check.c test_nested",
-        "nested string not UTF-8 in the body")
-    table_vec("lvl_body_nested_bool")
-    vec("lvl_body_nested_bad_type", op_msg(body([OK, ("n", raw_doc(b"\x99x\x00"))])),
-        expect(spec="ok", top="ok", full="document-element"), "test_parse.c test_top_level_elements",
-        "nested document with an unknown type")
-
-    # --- header and flags ------------------------------------------------------
-    table_vec("hdr_length_too_small")
-    table_vec("hdr_length_mismatch")
-    table_vec("hdr_truncated")
-    table_vec("flags_required_bit2")
-    vec("flags_required_bit15", plain(flags=1 << 15), expect(all="required-flags"), "test_parse.c test_flags",
-        "required flag bit 15")
-    vec("flags_fuzz", plain(flags=0x30303030), expect(all="required-flags"),
-        "thirdparty/ferretdb_msg_fuzz1_invalid.bin", "flagBits 0x30303030")
-
-    # --- checksum ------------------------------------------------------------------
-    table_vec("crc_stored_wrong")
-    good = seq_reply(flags=1, checksum=True)
-    vec("crc_body_flipped", patch_u8(good, 40, good[40] ^ 0x10), expect(all="checksum-mismatch"),
-        "test_parse.c test_checksum", "one flipped bit in the body, checksum stale")
-    table_vec("crc_missing")
-    table_vec("crc_no_room")
-
-    # --- sections -------------------------------------------------------------------
-    table_vec("sec_no_body")
-    table_vec("sec_two_bodies")
-    table_vec("sec_kind_2")
-    vec("sec_kind_255", op_msg(body([OK]), b"\xff" + doc({"x": 1})), expect(all="unknown-section-kind"),
-        "test_parse.c test_unknown_kind", "section kind 255")
-    table_vec("sec_truncated")
-    table_vec("sec_truncated_after_body")
-    table_vec("sec_trailing_zero")
-    vec("sec_trailing_five", op_msg(body([OK]), b"\x00" * 5), expect(all="trailing-bytes"),
-        "test_parse.c test_trailing_bytes", "five stray 0 bytes")
-    vec("sec_trailing_before_crc", op_msg(body([OK]), b"\x01", flags=1, checksum=True),
-        expect(all="trailing-bytes"), "test_parse.c test_trailing_bytes", "a stray byte before a checksum")
-
-    # --- sequences ----------------------------------------------------------------
-    base = op_msg(body([OK]), seq("documents", BATCH))
-    kind = 20 + 1 + struct.unpack_from("<i", base, 21)[0]
-    assert base[kind] == 1
-    size = struct.unpack_from("<i", base, kind + 1)[0]
-    for label, value, rule in (("neg", -1, "sequence-size"), ("zero", 0, "sequence-size"),
-                               ("four", 4, "sequence-size"), ("max", 0x7FFFFFFF, "sequence-size"),
-                               ("short", size - 3, "sequence-overrun")):
-        vec("seq_size_" + label, patch_u32(base, kind + 1, value), expect(all=rule),
-            "test_parse.c test_sequence_size", "sequence size %d (the section holds %d)" % (value, size))
-    doc1 = kind + 1 + 4 + len("documents") + 1
-    doc2 = doc1 + struct.unpack_from("<i", base, doc1)[0]
-    vec("seq_doc_overrun", patch_u32(base, doc2, struct.unpack_from("<i", base, doc2)[0] + 1),
-        expect(all="sequence-overrun"), "test_parse.c test_sequence_overrun",
-        "the second document's length one past its section")
-    vec("seq_doc_no_terminator", patch_u8(base, doc2 - 1, 7), expect(all="document-terminator"),
-        "test_parse.c test_sequence_overrun", "a sequence document without its terminating 0")
-    table_vec("seq_doc_length_3")
-    table_vec("seq_id_no_nul")
-    for label, ident in (("empty", ""), ("lead_dot", ".a"), ("trail_dot", "a."), ("double_dot", "a..b"),
-                         ("utf8", b"\xff\xfe")):
-        vec("seq_id_" + label, op_msg(body([OK]), seq(ident, [{"_id": 1}])), expect(all="sequence-identifier"),
-            "test_parse.c test_sequence_identifier",
-            "identifier bytes %s (not UTF-8)" % ident.hex(" ") if isinstance(ident, bytes) else "identifier '%s'" % ident)
-    vec("seq_id_too_deep", op_msg(body([OK]), seq(".".join(["a"] * 101), [{"_id": 1}])),
-        expect(all="sequence-identifier"), "test_parse.c test_sequence_identifier",
-        "101 path components, the body without their parent (libopmsg: above its depth limit)")
-    for label, a, b in (("same", "documents", "documents"), ("prefix", "a", "a.b"), ("prefix_after", "a.b", "a"),
-                        ("deeper", "x.y", "x.y.z")):
-        vec("seq_dup_id_" + label, op_msg(body([OK]), seq(a, [{"_id": 1}]), seq(b, [{"_id": 2}])),
-            expect(all="duplicate-identifier"), "test_parse.c test_duplicate_identifier",
-            "identifiers %s and %s" % (a, b))
-
-    # --- identifiers against the body ---------------------------------------------
-    clash = expect(all="identifier-clash")
-    for label, bdoc, ident, source in (
-            ("field", [OK, ("documents", [])], "documents", "test_parse.c test_identifier_clash"),
-            ("dotted", [("a", [("b", 1)]), OK], "a.b", "test_parse.c test_identifier_clash"),
-            ("dotted_deep", [("a", [("b", [("c", 1)])]), OK], "a.b.c", "test_parse.c test_identifier_clash"),
-            ("parent_scalar", [("a", 5), OK], "a.b", "test_parse.c test_identifier_clash"),
-            ("parent_array", [("a", [1]), OK], "a.b", "test_parse.c test_identifier_clash"),
-            ("grandparent_scalar", [("a", [("b", 5)]), OK], "a.b.c", "test_parse.c test_identifier_clash"),
-            ("ambiguous_nested", [("a", [("b", {}), ("b", {})]), OK], "a.b.c", "test_parse.c test_identifier_clash"),
-            ("cursor_firstbatch", [("cursor", [("firstBatch", []), ("id", Int64(0))]), OK], "cursor.firstBatch",
-             "captures/mockseq_*: body and sequence both carry cursor.firstBatch"),
-            ("no_parent", [OK], "cursor.firstBatch", "test_parse.c test_identifier_clash"),
-            ("no_parent_deep", [("a", [("c", 1)]), OK], "a.b.c", "test_parse.c test_identifier_clash"),
-            ("no_parent_dotted_key", [("a.b", {}), OK], "a.b.c", "test_parse.c test_identifier_clash")):
-        vec("id_clash_" + label, op_msg(body(bdoc), seq(ident, [{"_id": 1}])), clash, source,
-            "identifier %s against body %s" % (ident, show(bdoc)))
-    vec("id_clash_ambiguous_top",
-        op_msg(body([("cursor", [("id", Int64(0))]), OK, ("cursor", [("id", Int64(1))])]),
-               seq("cursor.firstBatch", [{"_id": 1}])),
-        expect(spec="identifier-clash", top="duplicate-key", full="duplicate-key"),
-        "test_check.c test_body_with_sequences", "the path's first component twice in the body")
-    vec("id_clash_past_dup", op_msg(body([("a", 1), ("a", 2), ("documents", 0), OK]), seq("documents", [{"_id": 1}])),
-        expect(spec="identifier-clash", top="duplicate-key", full="duplicate-key"),
-        "test_check.c test_body_with_sequences", "a clash found past a duplicate key")
-
-    # --- documents ------------------------------------------------------------------
-    for label, value in (("neg", -1), ("zero", 0), ("four", 4), ("past", 1000)):
-        vec("doc_body_length_" + label, patch_u32(seq_reply(), 21, value), expect(all="document-length"),
-            "test_parse.c test_document_frames", "body length %d" % value)
-    p = plain()
-    vec("doc_body_no_terminator", patch_u8(p, len(p) - 1, 1), expect(all="document-terminator"),
-        "test_parse.c test_document_frames", "body's last byte 1")
-    vec("doc_body_bad_element_seq",
-        op_msg(body(raw_doc(element("ok", 1.0) + bytes(BAD_ELEMENT))), seq("z.y", [{"_id": 1}])),
-        expect(all="document-element"), "test_check.c test_body_with_sequences",
-        "body element of type 0x42, with a sequence (the body's top level is read to place it)")
-    vec("doc_path_subdoc_bad_element",
-        op_msg(body([OK, ("cursor", raw_doc(bytes(BAD_ELEMENT)))]), seq("cursor.firstBatch", [{"_id": 1}])),
-        expect(all="document-element"), "test_parse.c test_dotted_path_subdocument_checked",
-        "a bad element in the sub-document a dotted identifier enters")
-
-    # --- OP_COMPRESSED --------------------------------------------------------------
-    vec("cmp_zlib_two_bodies", compressed(op_msg(body([OK]), body([OK])), 2), expect(all="multiple-bodies"),
-        "test_compress.c", "zlib around two bodies")
-    vec("cmp_noop_required_flag", compressed(plain(flags=1 << 3)), expect(all="required-flags"),
-        "test_compress.c", "noop around a required flag bit")
-    vec("cmp_noop_size_plus", compressed(plain(), usize_delta=1), expect(all="uncompressed-size"),
-        "test_offsets.c / test_compress.c", "noop, uncompressedSize one above the bytes")
-    vec("cmp_zlib_size_minus", compressed(plain(), 2, usize_delta=-1), expect(all="uncompressed-size"),
-        "test_compress.c", "zlib, uncompressedSize one below what inflates")
-    vec("cmp_zlib_corrupt", compressed(plain(), 2, data=b"\x78\x9c\xff\xff\xff\xff"), expect(all="decompress"),
-        "test_compress.c", "zlib stream that does not inflate")
-    vec("cmp_unknown_compressor", compressed(plain(), 9), expect(all="unknown-compressor"),
-        "test_offsets.c (reserved compressor)", "compressorId 9")
-    vec("cmp_nested", compressed(compressed(plain())), expect(all="nested-compression"),
-        "test_offsets.c (compressed inside compressed)", "OP_COMPRESSED inside OP_COMPRESSED")
-    upd = raw_msg(OP_UPDATE, b"\x00" * 4 + cstr("test.c") + b"\x00" * 4 + doc({"x": 1}) + doc({"x": 2}))
-    vec("cmp_op_update", compressed(upd), expect(all="bad-original-opcode"),
-        "test_offsets.c (compressed opcode that cannot be carried)", "originalOpcode OP_UPDATE")
+    # --- rule vectors: every row of tests/data/rules/cases.tsv, in its order ---
+    for name, (data, verdicts, source, what) in read_rule_cases().items():
+        vec(name, data, verdicts, source, what)
 
 
 def has_sequence(m):
