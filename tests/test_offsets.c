@@ -548,9 +548,9 @@ expect_at(tu_buf_t *b, const opmsg_options_t *opts, opmsg_error_code_t code, siz
 }
 
 /* The large cases the notation would spell at length: the 65th of 65
- * sequences with a dotted identifier among them, an identifier of 101
- * components, a body of 300 keys with the last repeated, 101 nested
- * documents. */
+ * sequences with a dotted identifier among them, a body of 300 keys with the
+ * last repeated, 101 nested documents. (An identifier of 101 components:
+ * rules/cases.tsv seq_id_too_deep.) */
 static void
 test_large_messages(void **state)
 {
@@ -568,20 +568,6 @@ test_large_messages(void **state)
       at = b.len;
       tu_msg_seq_end(&b, tu_msg_seq_begin(&b, id));
    }
-   tu_msg_end(&b);
-   expect_at(&b, NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER, at);
-
-   char deep_id[2 * (OPMSG_MAX_DEPTH + 1) + 1];
-   for (int i = 0; i <= OPMSG_MAX_DEPTH; i++) {
-      deep_id[2 * i] = 'a';
-      deep_id[2 * i + 1] = '.';
-   }
-   deep_id[2 * OPMSG_MAX_DEPTH + 1] = 0;
-   tu_buf_init(&b);
-   tu_msg_begin(&b, 0);
-   tu_msg_body(&b, "{}");
-   at = b.len;
-   tu_msg_seq_end(&b, tu_msg_seq_begin(&b, deep_id));
    tu_msg_end(&b);
    expect_at(&b, NULL, OPMSG_ERR_SEQUENCE_IDENTIFIER, at);
 
