@@ -422,10 +422,14 @@ check_table_row(char *line)
          opmsg_decompressed_destroy(&d);
          offset = SIZE_MAX;
       }
+      char got_at[32] = "-"; /* the offset reported, "-" for none */
+      if (offset != SIZE_MAX) {
+         snprintf(got_at, sizeof got_at, "%zu", offset);
+      }
       if (strcmp(verdict, "ok") == 0) {
          if (!parsed) {
-            fail_msg("%s at %s: %s at offset %zu, expected ok: %s", name, levels[i], opmsg_error_name(error.code),
-                     offset, error.message);
+            fail_msg("%s at %s: %s at offset %s, expected ok: %s", name, levels[i], opmsg_error_name(error.code),
+                     got_at, error.message);
          }
          continue;
       }
@@ -433,8 +437,8 @@ check_table_row(char *line)
          fail_msg("%s at %s: parsed, expected %s", name, levels[i], verdict);
       }
       if (strcmp(opmsg_error_name(error.code), verdict) != 0 || offset != want) {
-         fail_msg("%s at %s: %s at offset %zu, expected %s at offset %s: %s", name, levels[i],
-                  opmsg_error_name(error.code), offset, verdict, field[4], error.message);
+         fail_msg("%s at %s: %s at offset %s, expected %s at offset %s: %s", name, levels[i],
+                  opmsg_error_name(error.code), got_at, verdict, field[4], error.message);
       }
       if (want == SIZE_MAX) {
          continue;

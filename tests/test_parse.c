@@ -765,7 +765,6 @@ main(void)
    const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid_insert),
       cmocka_unit_test(test_header_bounds),
-      cmocka_unit_test(test_size_limit),
       cmocka_unit_test(test_flags),
       cmocka_unit_test(test_checksum),
       cmocka_unit_test(test_section_order),
@@ -776,6 +775,8 @@ main(void)
       cmocka_unit_test(test_duplicate_keys),
       cmocka_unit_test(test_document_frames),
       cmocka_unit_test(test_top_level_elements),
+      /* Limits the caller sets, the direction, error names, section walkers. */
+      cmocka_unit_test(test_size_limit),
       cmocka_unit_test(test_document_size_limits),
       cmocka_unit_test(test_request_db),
       cmocka_unit_test(test_reply_only),
