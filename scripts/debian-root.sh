@@ -162,43 +162,9 @@ if ! command -v debootstrap >/dev/null 2>&1; then
     die "could not install debootstrap (apt-get install debootstrap)"
 fi
 
-# The Debian mirror of this machine's apt sources: the URI of the entry for
-# the machine's own release (deb822 .sources files or one-line .list files).
-host_mirror() {
-  local codename files f
-  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  files=$(ls /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-  for f in $files; do
-    case $f in
-      *.sources)
-        awk -v want="$codename" '
-          function flush() {
-            if (uri != "" && types ~ /(^| )deb( |$)/) {
-              n = split(suites, s, " ")
-              for (i = 1; i <= n; i++) if (s[i] == want) { print uri; exit }
-            }
-            uri = ""; suites = ""; types = ""
-          }
-          /^[ \t]*$/ { flush(); next }
-          /^#/ { next }
-          tolower($1) == "types:" { $1 = ""; types = $0 }
-          tolower($1) == "uris:" { uri = $2 }
-          tolower($1) == "suites:" { $1 = ""; suites = $0 " " }
-          END { flush() }' "$f"
-        ;;
-      *)
-        awk -v want="$codename" '
-          $1 == "deb" {
-            i = 2
-            if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-            if ($(i + 1) == want) { print $i; exit }
-          }' "$f"
-        ;;
-    esac
-  done | head -n 1
-}
-
-mirror=${OPMSG_DEBIAN_MIRROR:-$(host_mirror)}
+# host_uri SUITE: the Debian mirror of this machine's apt sources.
+. "$top/scripts/lib/host-uri.sh"
+mirror=${OPMSG_DEBIAN_MIRROR:-$(host_uri "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")")}
 [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list{,.d} for this machine's release; set OPMSG_DEBIAN_MIRROR"
 
 if [ ! -f "$dir/.opmsg-debootstrap" ]; then

@@ -2,19 +2,24 @@
 # Debian's mongo-c-driver with the fork's patches, one release and track
 # (make fork-debs; docs/debian.md). Runs as root.
 #
-#   scripts/fork-debs.sh [RELEASE [TRACK]]     default: bookworm fixes
+# Usage: scripts/fork-debs.sh [RELEASE [TRACK]]   default: bookworm fixes
 #
-# Debian's newest served source (apt-get source, private apt configuration
-# packaging/debian/apt/RELEASE/), fork/debian/RELEASE/TRACK/'s 000N_ patches
+# Debian's newest served source (apt-get source, a private apt configuration
+# on the Debian mirror this machine's apt uses; where the archive serves no
+# source, Debian's packaging tree FORK_DEBS_TREE, default ../shared/upstream's,
+# as a test build), fork/debian/RELEASE/TRACK/'s 000N_ patches
 # and changelog entry at Debian's next revision (dch): the stable-update
 # submission (its debdiff); the same with the local suffix ~opmsgN
 # (FORK_DEBS_REVISION, default 1), debian/tests and a local Maintainer: the
-# local packages, built with sbuild (unshare mode, mmdebstrap tarball cached
+# local packages (a test build when they do not upgrade the archive's: suite
+# RELEASE-TRACK-test),
+# built with sbuild (unshare mode, mmdebstrap tarball cached
 # in build/sbuild/), checked (lintian --fail-on error, abidiff against the
 # archive's binaries), published with reprepro in the signed repository
 # $OPMSG_APT (default /srv/opmsg-apt; its database and key in
 # $OPMSG_APT_STATE, default /var/lib/opmsg/apt), installed from it in a
-# clean testbed and tested there (autopkgtest). The host's package state is
+# clean testbed and tested there (autopkgtest); opmsg's own packages (dist/,
+# make package) join the host release's suites. The host's package state is
 # compared before and after. Ends with the fork-deb line; exit 1 when a
 # check failed.
 set -euo pipefail
@@ -31,24 +36,53 @@ rm -rf "$work" && mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/p
 t0=$(date +%s) start=$t0
 dpkg-query -W -f '${Package}:${Architecture} ${Version} ${db:Status-Abbrev}\n' >"$work/host-before"
 
-# Debian's newest served revision, source and binaries.
-apt=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$top/packaging/debian/apt/$rel"
+# Debian's newest served revision: a private apt configuration on the
+# mirror this machine's apt uses (nothing under /etc/apt changes).
+. scripts/lib/host-uri.sh
+hostrel=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+mirror=${OPMSG_DEBIAN_MIRROR:-$(host_uri "$hostrel")} security=$(host_uri "$hostrel-security")
+[ -n "$mirror" ] || die "no Debian mirror in this machine's apt sources; set OPMSG_DEBIAN_MIRROR"
+suites="$rel $rel-updates $rel-proposed-updates" && [ "$rel" != sid ] || suites=sid
+mkdir -p "$work/apt/parts"
+printf 'Types: deb deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n' \
+  "$mirror" "$suites" >"$work/apt/parts/debian.sources"
+[ -z "$security" ] || [ "$rel" = sid ] || printf 'Types: deb deb-src\nURIs: %s\nSuites: %s-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+  "$security" "$rel" >>"$work/apt/parts/debian.sources"
+apt=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$top/$work/apt/parts" -o Acquire::Check-Valid-Until=false
   -o "Dir::State::Lists=$top/$work/apt/lists" -o "Dir::Cache=$top/$work/apt/cache"
   -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null -o APT::Sandbox::User=root)
-apt-get "${apt[@]}" -q update >"$work/apt.log"
-# (Debian's -dbgsym packages, from debian-debug, are not served on every
-# mirror: abidiff then compares the exported symbols only.)
-(cd "$work" && apt-get "${apt[@]}" source mongo-c-driver && apt-get "${apt[@]}" download libbson-1.0-0 libmongoc-1.0-0 &&
-  { apt-get "${apt[@]}" download libbson-1.0-0-dbgsym libmongoc-1.0-0-dbgsym || true; }) >>"$work/apt.log" 2>&1
+# (A suite the mirror lacks, e.g. an empty proposed-updates, is not an error.)
+apt-get "${apt[@]}" -q update >"$work/apt.log" 2>&1 || true
+if ! (cd "$work" && apt-get "${apt[@]}" source mongo-c-driver) >>"$work/apt.log" 2>&1; then
+  # Indexed but not served (trixie and sid here): Debian's packaging tree,
+  # a test build. Its orig tarball is the tree without debian/, made here.
+  branch=$rel && [ "$rel" != sid ] || branch=unstable
+  tree=${FORK_DEBS_TREE:-$(ls ../shared/upstream/mongo-c-driver-debian-"$branch"-*.tar.xz 2>/dev/null | head -n 1)}
+  [ -n "$tree" ] || die "the archive serves no mongo-c-driver source for $rel (apt.log) and no tree is given (FORK_DEBS_TREE)"
+  rm -rf "$work/tree" && mkdir "$work/tree"
+  if [ -d "$tree" ]; then cp -a "$tree" "$work/tree/src"; else tar -xJf "$tree" -C "$work/tree" && mv "$work"/tree/* "$work/tree/src"; fi
+  v=$(dpkg-parsechangelog -l "$work/tree/src/debian/changelog" -S Version)
+  tar --sort=name --mtime=@"$(dpkg-parsechangelog -l "$work/tree/src/debian/changelog" -S Timestamp)" --owner=0 --group=0 \
+    --numeric-owner --exclude=./debian --exclude=./.git -C "$work/tree/src" --transform "s,^\.,mongo-c-driver-${v%-*}," -cf - . |
+    gzip -n >"$work/mongo-c-driver_${v%-*}.orig.tar.gz"
+  ln -s ../mongo-c-driver_"${v%-*}".orig.tar.gz "$work/tree/" && (cd "$work/tree" && dpkg-source -b src >/dev/null) && mv "$work"/tree/*.d* "$work/"
+  echo "fork-debs: the archive serves no source for $rel: Debian's packaging tree ${tree##*/} ($v), a test build" | tee -a "$work/apt.log"
+fi
 dsc=$(ls "$work"/mongo-c-driver_*.dsc) && served=${dsc##*_} && served=${served%.dsc}
-next=$(echo "$served" | perl -pe 's/(\+deb\d+u)(\d+)$/$1.($2+1)/e; s/^([^+]*)$/$1+deb12u1/')
+# Debian's next revision: the next stable update, or (sid) the next upload.
+case $rel in bookworm) u=12 ;; trixie) u=13 ;; *) u= ;; esac
+if [ -n "$u" ]; then next=$(echo "$served" | perl -pe "s/(\\+deb\\d+u)(\\d+)\$/\$1.(\$2+1)/e; s/^([^+]*)\$/\$1+deb${u}u1/")
+else next=$(echo "$served" | perl -pe 's/-(\d+)$/"-".($1+1)/e'); fi
 local_v=$next~opmsg$n && [ "$track" = fixes ] || local_v=$local_v+$track
-installed=$(dpkg-query -W -f '${Version}' libmongoc-1.0-0 2>/dev/null || echo 0)
+# The archive's binaries of the release (the host's installed ones when it
+# is the host's release): the local build upgrades them, or is a test build.
+archive=$(apt-cache "${apt[@]}" policy libmongoc-dev | sed -n 's/^  Candidate: //p')
+installed=$archive && [ "$rel" != "$hostrel" ] || installed=$(dpkg-query -W -f '${Version}' libmongoc-dev 2>/dev/null || echo "$archive")
 dpkg --compare-versions "$local_v" gt "$served" && dpkg --compare-versions "$local_v" lt "$next" ||
   die "$local_v does not sort between $served and $next"
-upgrade=yes
-dpkg --compare-versions "$local_v" gt "$installed" || upgrade=test-build
-step "source $served (installed $installed), submission $next, local $local_v:"
+upgrade=yes suite=$rel-$track
+dpkg --compare-versions "$local_v" gt "$archive" && dpkg --compare-versions "$local_v" gt "$installed" || upgrade=test-build suite=$rel-$track-test
+step "source $served (archive $archive, installed $installed), submission $next, local $local_v in $suite:"
 
 # The submission: Debian's tree, the patches, dch at the next revision.
 sub=$work/submission/mongo-c-driver-${served%%-*} loc=$work/local/mongo-c-driver-${served%%-*}
@@ -90,16 +124,21 @@ step "sources"
 # The clean build.
 if [ ! -f "$tar" ] || [ -n "$(find "$tar" -mtime +7)" ]; then
   # (mmdebstrap picks the format from the name: .tar.zst last.)
-  mmdebstrap --mode=unshare --variant=buildd --skip=output/mknod "$rel" "$tar.new.tar.zst" \
-    "deb http://deb.debian.org/debian $rel main" "deb http://deb.debian.org/debian $rel-updates main" \
-    "deb http://deb.debian.org/debian-security $rel-security main" >"$work/mmdebstrap.log" 2>&1 && mv "$tar.new.tar.zst" "$tar"
+  mirrors=("deb $mirror $rel main")
+  [ "$rel" = sid ] || mirrors+=("deb $mirror $rel-updates main" ${security:+"deb $security $rel-security main"})
+  mmdebstrap --mode=unshare --variant=buildd --skip=output/mknod --aptopt='Acquire::Check-Valid-Until "false"' \
+    "$rel" "$tar.new.tar.zst" "${mirrors[@]}" >"$work/mmdebstrap.log" 2>&1 && mv "$tar.new.tar.zst" "$tar"
   step "mmdebstrap $tar"
 fi
-mkdir -p "$work/out"
-DEB_BUILD_OPTIONS="nocheck nodoc parallel=2" sbuild --chroot-mode=unshare --chroot="$tar" -d "$rel" \
-  --no-arch-all --profiles=nodoc --no-run-lintian --no-run-piuparts --no-run-autopkgtest \
-  --build-dir="$work/out" --nolog "$work/local/mongo-c-driver_$local_v.dsc" >"$work/sbuild.log" 2>&1 ||
-  die "sbuild failed: $work/sbuild.log"
+build() {  # DSC OUT
+  mkdir -p "$2" && DEB_BUILD_OPTIONS="nocheck nodoc parallel=2" sbuild --chroot-mode=unshare --chroot="$tar" -d "$rel" \
+    --no-arch-all --profiles=nodoc --no-run-lintian --no-run-piuparts --no-run-autopkgtest \
+    --build-dir="$2" --nolog "$1" >"$2.log" 2>&1 || die "sbuild failed: $2.log"
+}
+build "$work/local/mongo-c-driver_$local_v.dsc" "$work/out"
+# A test build's tree is older than the archive's binaries: its ABI is
+# judged against the same tree built unpatched (the archive's is reported).
+old=$work && [ "$upgrade" = yes ] || { build "$dsc" "$work/stock" && old=$work/stock; }
 changes=$(ls "$work"/out/*.changes)
 packages=$(grep -c '\.deb$' <(sed -n '/^Files:/,/^[A-Z]/p' "$changes"))
 step "sbuild $packages packages"
@@ -108,18 +147,30 @@ lint=0
 lintian --fail-on error "$changes" >"$work/lintian.log" 2>&1 || lint=$?
 lint_errors=$(grep -c '^E: ' "$work/lintian.log" || true)
 [ "$lint" -eq 0 ] || lint_errors="$lint_errors (exit $lint)"
+# The archive's shared libraries of the same names (its -dbgsym packages,
+# from debian-debug, are not served on every mirror: abidiff then compares
+# the exported symbols and prototypes it can read).
+libs=$(cd "$work/out" && ls lib*.deb | sed -n '/-\(dev\|doc\|dbgsym\)_/!s/_.*//p')
+(cd "$work" && apt-get "${apt[@]}" download $libs && for l in $libs; do apt-get "${apt[@]}" download "$l-dbgsym" || true; done) >>"$work/apt.log" 2>&1
 abi=0
-for lib in libbson-1.0-0 libmongoc-1.0-0; do
+for lib in $libs; do
   mkdir -p "$work/abi/old-$lib" "$work/abi/new-$lib"
-  for d in "$work"/${lib}_*.deb "$work"/${lib}-dbgsym_*.deb; do [ -f "$d" ] && dpkg-deb -x "$d" "$work/abi/old-$lib"; done
+  for d in "$old"/${lib}_*.deb "$old"/${lib}-dbgsym_*.deb; do [ -f "$d" ] && dpkg-deb -x "$d" "$work/abi/old-$lib"; done
   for d in "$work"/out/${lib}_*.deb "$work"/out/${lib}-dbgsym_*.deb; do dpkg-deb -x "$d" "$work/abi/new-$lib"; done
-  so=$(cd "$work/abi/new-$lib" && ls usr/lib/*/lib*.so.0)
+  so=$(cd "$work/abi/new-$lib" && find usr/lib -name 'lib*.so.*' -type l | sort | head -n 1)
   rc=0
   dbg=() && [ -d "$work/abi/old-$lib/usr/lib/debug" ] && dbg=(--d1 "$work/abi/old-$lib/usr/lib/debug" --d2 "$work/abi/new-$lib/usr/lib/debug")
   abidiff "${dbg[@]}" "$work/abi/old-$lib/$so" "$work/abi/new-$lib/$so" >"$work/abi/$lib.txt" 2>&1 || rc=$?
   # 1, 2: abidiff failed; 8: an incompatible change; [D]eleted or [C]hanged
   # functions or symbols (4 alone with [A]dded ones is compatible).
   [ $((rc & 11)) -eq 0 ] && ! grep -q '^  \[[DC]\]' "$work/abi/$lib.txt" || abi=$((abi + 1))
+  [ "$old" = "$work" ] || { mkdir -p "$work/abi/archive-$lib" && dpkg-deb -x "$work"/${lib}_*.deb "$work/abi/archive-$lib" &&
+    abidiff "$work/abi/archive-$lib/$so" "$work/abi/new-$lib/$so" >"$work/abi/$lib-archive.txt" 2>&1 || true; }
+  # The binary package against the archive's: a file it loses (but the
+  # documentation the nodoc profile leaves out) is a break too.
+  debdiff "$work"/${lib}_*.deb "$work"/out/${lib}_*.deb >"$work/abi/$lib.debdiff" 2>&1 || true
+  awk '/^Files in first .deb but not in second/ { f = 1; next } f && /^$/ { f = 0 } f && / \/usr\/(lib|include)\// { bad = 1 } END { exit bad }' \
+    "$work/abi/$lib.debdiff" || abi=$((abi + 1))
 done
 step "lintian, abidiff"
 
@@ -129,28 +180,40 @@ export GNUPGHOME=$state/gnupg
 gpg -q --list-secret-keys opmsg-apt@example.invalid >/dev/null 2>&1 ||
   gpg -q --batch --passphrase '' --quick-gen-key "opmsg apt repository <opmsg-apt@example.invalid>" ed25519 sign never 2>"$work/gpg.log"
 key=$(gpg --with-colons --list-secret-keys opmsg-apt@example.invalid | awk -F: '/^fpr/ { print $10; exit }')
-sed "s/@KEY@/$key/" packaging/debian/reprepro-distributions >"$state/conf/distributions"
+# One suite per release and track; test builds (not upgrades of the
+# archive's packages) only in the -test ones.
+for r in bookworm trixie sid; do for t in fixes features fixes-test features-test; do
+  printf 'Codename: %s-%s\nLabel: opmsg\nOrigin: opmsg\nDescription: mongo-c-driver, the opmsg fork'"'"'s %s (%s)\nArchitectures: amd64 source\nComponents: main\nAlsoAcceptFor: %s\nSignWith: %s\n\n' \
+    "$r" "$t" "$t" "$r" "$r" "$key"
+done; done >"$state/conf/distributions"
 gpg -q --armor --export "$key" >"$repo/opmsg-archive-keyring.asc"
-reprepro -b "$state" --outdir "$repo" removesrc "$rel-$track" mongo-c-driver >"$work/reprepro.log" 2>&1
-reprepro -b "$state" --outdir "$repo" deleteunreferenced >>"$work/reprepro.log" 2>&1
-reprepro -b "$state" --outdir "$repo" include "$rel-$track" "$changes" >>"$work/reprepro.log" 2>&1 &&
-  reprepro -b "$state" --outdir "$repo" includedsc "$rel-$track" "$work/local/mongo-c-driver_$local_v.dsc" >>"$work/reprepro.log" 2>&1 ||
-  die "reprepro failed: $work/reprepro.log"
+rr() { reprepro -b "$state" --outdir "$repo" "$@" >>"$work/reprepro.log" 2>&1; }
+rr removesrc "$suite" mongo-c-driver && rr deleteunreferenced
+rr include "$suite" "$changes" && rr includedsc "$suite" "$work/local/mongo-c-driver_$local_v.dsc" || die "reprepro failed: $work/reprepro.log"
+# opmsg's own packages (make package's dist/) in the host release's suites.
+ours=none
+if [ "$rel" = "$hostrel" ]; then
+  compgen -G 'dist/*.deb' >/dev/null || scripts/package.sh >"$work/package.log" 2>&1 || die "make package failed: $work/package.log"
+  rr includedeb "$suite" dist/*.deb || die "reprepro failed: $work/reprepro.log"
+  ours=$(cd dist && ls *.deb | sed 's/_.*//' | tr '\n' ' ')
+fi
 aptsig() {  # KEYRING: apt-get update of the suite alone, Signed-By KEYRING
   local d=$work/aptsig/${1##*/} && mkdir -p "$d/lists/partial"
-  printf 'Types: deb deb-src\nURIs: file:%s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$repo" "$rel-$track" "$1" >"$d/o.sources"
-  apt-get -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$top/$d" -o "Dir::State::Lists=$top/$d/lists" \
-    -o APT::Sandbox::User=root -o APT::Update::Error-Mode=any update >"$d.log" 2>&1
+  printf 'Types: deb deb-src\nURIs: file:%s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$repo" "$suite" "$1" >"$d/o.sources"
+  local o=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$top/$d" -o "Dir::State::Lists=$top/$d/lists" -o APT::Sandbox::User=root)
+  apt-get "${o[@]}" -o APT::Update::Error-Mode=any update >"$d.log" 2>&1 && { [ "$ours" = none ] || apt-cache "${o[@]}" show $ours >>"$d.log" 2>&1; }
 }
 # Signed: apt accepts the suite with the published key and refuses it with
-# another; Sources and the -dbgsym packages are in it.
+# another; Sources, the -dbgsym packages (and opmsg's own) are in it.
 aptsig "$repo/opmsg-archive-keyring.asc" && ! aptsig /usr/share/keyrings/debian-archive-keyring.gpg &&
-  [ -s "$repo/dists/$rel-$track/main/source/Sources.gz" ] &&
+  [ -s "$repo/dists/$suite/main/source/Sources.gz" ] &&
   compgen -G "$repo/pool/main/m/mongo-c-driver/*-dbgsym_${local_v#*:}_*.deb" >/dev/null && signed=yes || signed=no
-step "published in $repo"
+step "published in $repo, suite $suite (opmsg's packages: $ours)"
 
 # Installed from the repository over Debian's packages in a clean testbed.
-sed "s/@SUITE@/$rel-$track/" packaging/debian/testbed-setup >"$work/testbed-setup"
+# (A test build is below the archive's revision: installed by version.)
+install=$(cd "$work/out" && ls lib*.deb | sed -n '/-\(doc\|dbgsym\)_/!s/_\([^_]*\)_.*/=\1/p' | tr '\n' ' ')
+sed "s/@SUITE@/$suite/; s/@INSTALL@/$install/" packaging/debian/testbed-setup >"$work/testbed-setup"
 rc=0
 autopkgtest -B "$loc" --copy=packaging/debian/tests/reply-client.c:/tmp/reply-client.c --setup-commands="$work/testbed-setup" --summary-file="$work/autopkgtest.summary" \
   -o "$work/autopkgtest" -- unshare -r "$rel" -t "$tar" -b "$repo" /srv/opmsg-apt >"$work/autopkgtest.log" 2>&1 || rc=$?
@@ -165,8 +228,10 @@ cmp -s "$work/host-before" "$work/host-after" && host=yes || host=no
 # The committed submission (FORK_DEBS_UPDATE=1 rewrites it): current unless
 # only dates differ.
 sub_diff=$fork/mongo-c-driver_$next.debdiff
-[ "${FORK_DEBS_UPDATE:-0}" != 1 ] || [ "$track" != fixes ] || cp "$work/submission.debdiff" "$sub_diff"
-undate() { sed -E 's/^(---|\+\+\+) ([^\t]*)\t.*/\1 \2/; s/^(\+ -- .*>  ).*/\1DATE/' "$1"; }
+# (Its lines before the first "diff", a note on what it was made against, stay.)
+[ "${FORK_DEBS_UPDATE:-0}" != 1 ] || [ "$track" != fixes ] ||
+  { { sed '/^diff /,$d' "$sub_diff" 2>/dev/null || true; cat "$work/submission.debdiff"; } >"$work/sub.new" && mv "$work/sub.new" "$sub_diff"; }
+undate() { sed -E '0,/^diff /{/^diff /!d}; s/^(---|\+\+\+) ([^\t]*)\t.*/\1 \2/; s/^(\+ -- .*>  ).*/\1DATE/' "$1"; }
 [ "$track" != fixes ] || cmp -s <(undate "$work/submission.debdiff") <(undate "$sub_diff" 2>/dev/null) && current=yes ||
   { current=no; echo "fork-debs: $sub_diff is not current (FORK_DEBS_UPDATE=1 rewrites it)" >&2; }
 line="fork-deb $rel $track $local_v: packages $packages, signed $signed, from apt $from_apt, upgrade $upgrade, host untouched $host, lintian errors $lint_errors, abi breaks $abi, autopkgtest $tests, revert $revert"

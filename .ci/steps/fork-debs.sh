@@ -2,8 +2,9 @@
 # CI step: the fork's bookworm fixes track as Debian packages
 # (docs/debian.md): `make fork-debs`, judged by its exit status, which is 0
 # only when its line is all yes, 0 and P/P. It needs root, a Debian 12
-# machine and the network (deb.debian.org: the source, sbuild's and the
-# testbed's tarball). Measured on the 2-core machine, cold (no tarball, key
+# machine and the network (the Debian mirror of the machine's apt sources:
+# the source, sbuild's and the testbed's tarball); it publishes make
+# package's dist/ too, so the package step runs first. Measured on the 2-core machine, cold (no tarball, key
 # or repository): 153 s when otherwise idle, up to about 11 minutes under
 # the load of other jobs (docs/debian.md).
 set -euo pipefail
