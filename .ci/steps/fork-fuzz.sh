@@ -1,6 +1,6 @@
 #!/bin/bash
 # CI step: the fork's fuzz target of the reply path (PR 4), `make fork-fuzz`
-# (mk/fork-fuzz.mk, scripts/fork-fuzz.sh): PR 4's tree built with clang,
+# (scripts/fork-fuzz.sh --edit): PR 4's tree built with clang,
 # libFuzzer, ASan and UBSan (upstream's MONGO_FUZZ=ON), its CTest test
 # `ctest -L fuzz` (200,000 inputs) seeded by the conformance vectors, then
 # libFuzzer for FORK_FUZZ_SECONDS (default 60). A crash, a sanitizer report or

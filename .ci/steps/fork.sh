@@ -1,6 +1,6 @@
 #!/bin/bash
 # CI step: the fork's pull requests on mongo-c-driver master (`make
-# check-fork-ci`: scripts/fork-check.sh --ci, mk/fork.mk, docs/fork.md).
+# check-fork-ci`: scripts/fork-check.sh --ci, docs/fork.md).
 # For each pull request fork/master/K-NAME/: git am on its base, every commit
 # built alone with upstream's maintainer flags (no warning) and
 # clang-format-checked, its tests at each commit, its new tests on the base
