@@ -7,6 +7,7 @@
 # a broken round trip fails the step. Needs the pristine tree (../shared/upstream/
 # or FORK_SOURCE), as the fork step does. Budget: 153 s on the 2-core machine
 # without ccache (the ASan build about 85 s, the CTest test 2 s, 61 s of libFuzzer).
+# Usage: .ci/steps/fork-fuzz.sh   (a step of .ci/run; FORK_FUZZ_SECONDS, FORK_SOURCE)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -17,6 +17,7 @@
 # (../shared/upstream/ next to the clone, or FORK_SOURCE=DIR) there is
 # nothing to check: the step fails, saying which (CI has ../shared).
 # FORK_CI_ARGS passes more options (e.g. --no-live).
+# Usage: .ci/steps/fork.sh   (a step of .ci/run; FORK_SOURCE, FORK_CI_ARGS)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
