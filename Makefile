@@ -17,7 +17,8 @@ VERSION := $(shell sed -n 's/^  VERSION \([0-9.]*\)$$/\1/p' CMakeLists.txt)
 .PHONY: all deps check check-all check-asan check-no-codecs check-portable demo clean \
 	bench bench-report bench-dropin bench-tap fuzz fuzz-build package dist dist-check \
 	format format-check check-soak check-soak-fork check-encryption check-libmongoc-suite \
-	check-sequences check-checksum distro-roots check-distros check-distros-package
+	check-sequences check-checksum distro-roots check-distros check-distros-package \
+	check-fork check-fork-ci bench-fork fork-fuzz fork-edit fork-patches fork-patches-check fork-debs
 
 # --- Builds and tests ---------------------------------------------------------
 all:
@@ -106,5 +107,33 @@ check-distros:
 check-distros-package:
 	JOBS=$(JOBS) scripts/check-distros.sh --no-tests $(DISTROS)
 
-# The fork's targets (check-fork, bench-fork, fork-debs, fork-patches, ...).
--include $(wildcard mk/fork*.mk)
+# --- The fork (docs/fork.md says each target and variable; fork-debs: docs/debian.md) ---
+# FORK_SOURCE, FORK_TARGET, FORK_ARGS, FORK_BENCH_ARGS, FORK_BENCH_UNPATCHED,
+# FORK_BENCH_PATCHED, FORK_AUTHOR, FORK_DATE, FORK_FUZZ_SECONDS, FORK_DEBS, FORK_DEBS_TRACKS.
+FORK_FUZZ_SECONDS ?= 60
+FORK_DEBS ?= bookworm
+FORK_DEBS_TRACKS ?= fixes features
+FORK_SOURCE_ARG = $(if $(FORK_SOURCE),--source $(abspath $(FORK_SOURCE)))
+# PR 4 (the fuzz target) and PR 5 (payload arrays) change no behaviour: their new tests may all be guards.
+FORK_SPEED_ARGS = --speed-pr 4 --speed-pr 5
+# FORK_SOURCE names one folder's tree: fork-patches-check needs FORK_TARGET with it.
+FORK_CHECK_TARGETS = $(or $(FORK_TARGET),$(if $(FORK_SOURCE),$(error FORK_SOURCE names one folder's tree: say which with FORK_TARGET)))
+
+# (all: the conformance step compares with the opmsg command, build/tools/opmsg.)
+check-fork: all
+	scripts/fork-check.sh --target $(or $(FORK_TARGET),master) $(if $(filter-out master,$(or $(FORK_TARGET),master)),,$(FORK_SPEED_ARGS)) $(FORK_SOURCE_ARG) $(FORK_ARGS)
+check-fork-ci: all
+	scripts/fork-check.sh --target master --ci $(FORK_SPEED_ARGS) $(FORK_SOURCE_ARG) $(FORK_ARGS)
+bench-fork: all
+	FORK_BENCH_UNPATCHED='$(FORK_BENCH_UNPATCHED)' FORK_BENCH_PATCHED='$(FORK_BENCH_PATCHED)' bench/fork/run.sh --build $(FORK_SOURCE_ARG) $(FORK_ARGS) -- $(FORK_BENCH_ARGS)
+fork-fuzz:
+	scripts/fork-fuzz.sh --edit $(FORK_SOURCE_ARG) $(FORK_FUZZ_SECONDS) tests/data/conformance
+fork-edit:
+	@scripts/fork-patches.sh --edit $(FORK_SOURCE_ARG)
+fork-patches:
+	@FORK_AUTHOR='$(FORK_AUTHOR)' FORK_DATE='$(FORK_DATE)' scripts/fork-patches.sh $(FORK_SOURCE_ARG)
+fork-patches-check:
+	@scripts/fork-patches.sh --check $(FORK_SOURCE_ARG) $(FORK_CHECK_TARGETS)
+# Each release of FORK_DEBS and track of FORK_DEBS_TRACKS, as root.
+fork-debs: deps
+	@for rel in $(FORK_DEBS); do for track in $(FORK_DEBS_TRACKS); do packaging/debian/versions-test.sh >/dev/null && scripts/fork-debs.sh $$rel $$track || exit 1; done; done

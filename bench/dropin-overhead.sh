@@ -11,7 +11,7 @@
 #     and the drop-in merging a cursor.firstBatch sequence).
 # Targets: round-trip overhead <= 2 %; per reply without sequences <= 20 ns
 # (issue 29), the last line: "dropin: +H ns per reply without sequences".
-set -u
+set -eu
 bench=$1
 dropin=$2
 n=${3:-2000}
@@ -36,7 +36,7 @@ fi
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; [ -n "${server:-}" ] && kill "$server" 2>/dev/null; rm -f "${portfile:-}"' EXIT
+trap 'rm -rf "$tmp"; [ -z "${server:-}" ] || kill "$server" 2>/dev/null || true; rm -f "${portfile:-}"' EXIT
 echo "server: ${OPMSG_BENCH_SERVER:-$OPMSG_BENCH_URI}; $rounds rounds x $n operations each" \
      "($(( (n + 9) / 10 )) for find1000)"
 # Which libmongoc, and whether the drop-in replaces its reply path there.
@@ -68,8 +68,9 @@ for op in ping find find1000; do
 done
 
 # The fastest of 7 alternating runs each: the least disturbed by other load.
-"$bench" scatter 10 >/dev/null
-case $? in
+rc=0
+"$bench" scatter 10 >/dev/null || rc=$?
+case $rc in
   0) ;;
   77) echo "per-reply figures skipped: this libmongoc has neither reply path"; exit 0 ;;
   *) exit 1 ;;

@@ -10,7 +10,7 @@
 # The tap logs every message to a file, as in real use. Reports the median
 # over rounds of each round's median and p99, in microseconds.
 # Target: <= 50 us added at the median.
-set -u
+set -eu
 bench=$1
 opmsg=$2
 n=${3:-2000}
@@ -28,7 +28,7 @@ median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -3,7 +3,9 @@
 packages that are Essential or of Priority required, and everything they
 depend on. `apt-get -s -o Dir::State::status=FILE install ./x.deb` then
 shows what installing x.deb would pull in on a fresh machine, whatever
-this machine has installed (.ci/steps/package.sh uses it)."""
+this machine has installed (.ci/steps/package.sh uses it).
+
+Usage: python3 packaging/minimal-status.py >FILE"""
 import re
 import sys
 

@@ -33,6 +33,7 @@
 # Environment: OPMSG_ROOTS (directory of the roots, default build/roots),
 # DISTRO_CTEST_ARGS (extra ctest arguments, e.g. "-L dropin"),
 # JOBS (parallel build and test jobs, default nproc).
+# set -uo pipefail, not -e: every release is checked; each step's status goes into its summary line.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 

@@ -3,6 +3,7 @@
 # program against a local server that sends a few rare-but-legal and hostile
 # OP_MSG replies, first with Debian's libmongoc as it is, then with
 # LD_PRELOAD=libopmsg-mongoc.so.
+# set -u, not -e: stock libmongoc crashes on purpose here; each run's exit status is described.
 set -u
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -2,6 +2,7 @@
 # The main job on the bundled samples: merge real messages, show what a
 # strict parser refuses, and how fast merging is against decode/re-encode.
 # Called by `make demo` with the build directory.
+# Usage: scripts/demo.sh [BUILD_DIR]   (make demo; default build)
 set -eu
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)

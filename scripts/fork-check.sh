@@ -1,6 +1,6 @@
 #!/bin/bash
 # The fork on mongo-c-driver, checked with upstream's own build and test
-# suite (`make check-fork`, mk/fork.mk, docs/fork.md).
+# suite (`make check-fork`, docs/fork.md).
 #
 # fork/TARGET/ (master, and the Debian ports bookworm and trixie) holds one
 # folder per pull request, K-NAME/ (1-no-abort/, 2-section-rules/, ...),

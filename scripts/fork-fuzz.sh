@@ -13,9 +13,12 @@
 #   fork fuzz: target T, seeds K, ctest -L fuzz runs R1 (passed|failed), libFuzzer seconds S runs R2, crashes C
 #
 #   scripts/fork-fuzz.sh TREE SECONDS SEED_DIR [NAME]
+#   scripts/fork-fuzz.sh --edit [--source DIR] SECONDS SEED_DIR [NAME]
 #
-# TREE      a mongo-c-driver tree carrying PR 4 (make fork-fuzz makes one:
-#           the branch 4-fuzz of a fresh scripts/fork-patches.sh --edit clone)
+# TREE      a mongo-c-driver tree carrying PR 4
+# --edit    (make fork-fuzz) TREE is made first: build/fork/fuzz-src, a fresh
+#           scripts/fork-patches.sh --edit clone (--source: of DIR's tree) at
+#           its branch 4-fuzz
 # SECONDS   how long the second run lasts (-max_total_time); 0 for none
 # SEED_DIR  a folder of seed inputs; every *.bin file under it is a seed
 #           (tests/data/conformance: the conformance vectors)
@@ -28,14 +31,24 @@
 # (default fuzz-rpc-reply), JOBS (ninja -j, default 2).
 set -euo pipefail
 
-usage() { sed -n '2,21p' "$0" >&2; exit 2; }
+usage() { sed -n '2,31p' "$0" >&2; exit 2; }
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = --edit ]; then
+  shift
+  edit_args=()
+  if [ "${1:-}" = --source ]; then edit_args=(--source "${2:?--source needs a folder}"); shift 2; fi
+  [ $# -ge 2 ] || usage
+  rm -rf "$top/build/fork/fuzz-src"
+  "$top/scripts/fork-patches.sh" --edit --edit-dir "$top/build/fork/fuzz-src" "${edit_args[@]}"
+  git -C "$top/build/fork/fuzz-src" checkout -q 4-fuzz
+  set -- "$top/build/fork/fuzz-src" "$@"
+fi
 [ $# -ge 3 ] || usage
 tree=$(cd "$1" && pwd) || usage
 seconds=$2
 seeds=$(cd "$3" && pwd) || usage
 name=${4:-fuzz-pr4}
 target=${TARGET:-fuzz-rpc-reply}
-top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build/fork/$name-build
 run=$top/build/fork/$name-run
 

@@ -6,6 +6,7 @@
 # release does not have is reported and left out. OPMSG_SKIP_DEPS=1 skips
 # everything: `make check-distros` sets it inside its test systems, which
 # scripts/debian-root.sh has provisioned (docs/distros.md).
+# Usage: scripts/install-deps.sh   (make deps; no arguments)
 set -eu
 
 if [ "${OPMSG_SKIP_DEPS:-0}" = 1 ]; then

@@ -7,6 +7,7 @@
 # package's dist/ too, so the package step runs first. Measured on the 2-core machine, cold (no tarball, key
 # or repository): 153 s when otherwise idle, up to about 11 minutes under
 # the load of other jobs (docs/debian.md).
+# Usage: .ci/steps/fork-debs.sh   (a step of .ci/run; no arguments)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 start=$(date +%s)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # CI step: the fork's pull requests on mongo-c-driver master (`make
-# check-fork-ci`: scripts/fork-check.sh --ci, mk/fork.mk, docs/fork.md).
+# check-fork-ci`: scripts/fork-check.sh --ci, docs/fork.md).
 # For each pull request fork/master/K-NAME/: git am on its base, every commit
 # built alone with upstream's maintainer flags (no warning) and
 # clang-format-checked, its tests at each commit, its new tests on the base
@@ -17,6 +17,7 @@
 # (../shared/upstream/ next to the clone, or FORK_SOURCE=DIR) there is
 # nothing to check: the step fails, saying which (CI has ../shared).
 # FORK_CI_ARGS passes more options (e.g. --no-live).
+# Usage: .ci/steps/fork.sh   (a step of .ci/run; FORK_SOURCE, FORK_CI_ARGS)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/fork/run.sh [FORK-BENCH OPTIONS]
+# bench/fork/run.sh [--build [FORK-CHECK OPTIONS] --] [FORK-BENCH OPTIONS]
 #
 # The fork's benchmark (`make bench-fork`, docs/benchmarks.md): mongo-c-driver
 # master unpatched against master with the four pull requests applied
@@ -24,7 +24,10 @@
 # A build is either what scripts/fork-check.sh --build-only leaves
 # (DIR/lib/, DIR/headers/{tree,build}/, DIR/commit, with the tree it was
 # built from in DIR/../tree) or a CMake build directory of mongo-c-driver
-# (its CMakeCache.txt names the source tree).
+# (its CMakeCache.txt names the source tree). --build (what `make bench-fork`
+# passes) makes the default ones first, scripts/fork-check.sh --build-only
+# with FORK-CHECK OPTIONS, unless FORK_BENCH_UNPATCHED or FORK_BENCH_PATCHED
+# is set.
 #
 # Environment:
 #   FORK_BENCH_UNPATCHED  the unpatched build (default build/fork/master/unpatched)
@@ -44,6 +47,16 @@ runner=${FORK_BENCH_RUNNER:-$build/bench/fork-bench}
 
 die() { echo "bench-fork: $*" >&2; exit 2; }
 note() { echo "bench-fork: $*" >&2; }
+
+if [ "${1:-}" = --build ]; then
+  shift
+  check_args=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do check_args+=("$1"); shift; done
+  [ $# -eq 0 ] || shift
+  if [ -z "${FORK_BENCH_UNPATCHED:-}${FORK_BENCH_PATCHED:-}" ]; then
+    "$top/scripts/fork-check.sh" --build-only "${check_args[@]}"
+  fi
+fi
 
 if [ -z "${FORK_BENCH_RUNNER:-}" ]; then
   [ -f "$build/CMakeCache.txt" ] || die "no build in $build (make first)"

@@ -11,7 +11,8 @@
 #  - the Go driver modules of tests/interop/go/ (go.mod, go.sum).
 # A peer that cannot be installed is reported and its tests skip (exit 77).
 # Runs from the top of the source tree (scripts/install-deps.sh does so).
-set -u
+# Usage: scripts/install-deps.d/peers.sh   (no arguments)
+set -eu
 
 FERRETDB_VERSION=v1.24.2
 FERRETDB_MODULE=github.com/FerretDB/FerretDB

@@ -16,6 +16,7 @@
 # libmongoc CLIENT loads. Its outputs are kept in REFERENCE-DIR when that
 # holds none yet, and must equal the ones there otherwise: `make fork-debs`
 # keeps the stock library's, then compares the patched package's with them.
+# set -u, not -e: every case runs; each exit status is collected (fail=1) and its FAIL said.
 set -u
 client=$1
 dropin=$2

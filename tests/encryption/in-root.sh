@@ -9,7 +9,7 @@
 # drop-in there and runs run-encryption.sh, which ends with the line
 # "encryption VERSION: ...". Run from anywhere in the source tree, as root.
 # Exits 77 when the root or FerretDB is missing.
-set -u
+set -eu
 
 if [ "${1:-}" = --inside ]; then
   # Inside the root.
@@ -26,7 +26,7 @@ if [ "${1:-}" = --inside ]; then
   dropin=$work/build/src/mongoc-dropin/libopmsg-mongoc.so
   if ! cmake --build "$work/build" --target opmsg_mongoc >"$work/dropin.log" 2>&1; then
     echo "in-root: the drop-in does not build here (stock only):"
-    grep -m 5 -i 'error' "$work/dropin.log"
+    grep -m 5 -i 'error' "$work/dropin.log" || true
     dropin=""
   fi
   OPMSG_FERRETDB=$work/ferretdb exec tests/encryption/run-encryption.sh \
@@ -49,7 +49,7 @@ if [ ! -e "$(dirname "$root")/READY-$(basename "$root")" ]; then
 fi
 
 ferretdb=${OPMSG_FERRETDB:-}
-[ -n "$ferretdb" ] || ferretdb=$(command -v ferretdb 2>/dev/null)
+[ -n "$ferretdb" ] || ferretdb=$(command -v ferretdb 2>/dev/null || true)
 if [ -z "$ferretdb" ] && command -v go >/dev/null 2>&1; then
   ferretdb=$(go env GOPATH)/bin/ferretdb
 fi

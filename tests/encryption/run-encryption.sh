@@ -33,6 +33,7 @@
 # scripts/fork-check-encryption.sh): it must report another libmongoc
 # version than the stock run, pass the same checks and print the same
 # output; the line then says "equal patched" and names that version.
+# set -u, not -e: each run's exit status is collected (rc_*) and judged with its RESULT line.
 set -u
 
 client=${1:?usage: run-encryption.sh CLIENT [DROPIN]}

@@ -10,7 +10,7 @@
 # cov/ft, findings) for docs/fuzzing.md.
 #
 #   tests/fuzz/campaign.sh [TARGET...]     (after `make fuzz-build`)
-set -u
+set -eu
 cd "$(dirname "$0")/../.."
 
 build=${FUZZ_BUILD:-build-fuzz}
@@ -42,10 +42,10 @@ for t in $targets; do
     [ "$left_time" -le 0 ] || [ "$left_runs" -le 0 ] && break
     segment=$((segment + 1))
     log=$w/log.$segment
+    rc=0
     "$bin" -max_total_time="$left_time" -runs="$left_runs" -timeout=30 \
       -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
-      -artifact_prefix="$w/artifacts/" -dict="$dict" "$w/corpus" >"$log" 2>&1
-    rc=$?
+      -artifact_prefix="$w/artifacts/" -dict="$dict" "$w/corpus" >"$log" 2>&1 || rc=$?
     n=$(grep -Eo 'stat::number_of_executed_units: [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -n 1)
     execs=$((execs + ${n:-0}))
     cov=$(grep -E '^#[0-9]+.*cov:' "$log" | tail -n 1)
@@ -58,6 +58,6 @@ for t in $targets; do
   done
   elapsed=$(($(date +%s) - start))
   findings=$(find "$w/artifacts" -type f | wc -l)
-  covft=$(echo "$last" | grep -Eo 'cov: [0-9]+ ft: [0-9]+')
+  covft=$(echo "$last" | grep -Eo 'cov: [0-9]+ ft: [0-9]+' || true)
   echo "CAMPAIGN $t: $execs executions in $elapsed s, ${covft:-no coverage line}, $findings finding(s) in $w/artifacts"
 done

@@ -5,7 +5,8 @@
 # second(s)" line and the last coverage line per target. Exits 1 when a
 # target crashed, leaked, timed out or broke a property, printing where the
 # reproducer is. CTest runs it per target (fuzz.smoke.*, preset fuzz: `make fuzz`); see docs/fuzzing.md.
-set -u
+# Usage: tests/fuzz/run-fuzz.sh   (FUZZ_BUILD, FUZZ_SECONDS, FUZZ_RUNS, FUZZ_TARGETS, FUZZ_WORK, FUZZ_ARGS)
+set -eu
 cd "$(dirname "$0")/../.."
 
 build=${FUZZ_BUILD:-build-fuzz}
@@ -43,8 +44,8 @@ for t in $targets; do
         -print_final_stats=1 -artifact_prefix="$w/artifacts/" -dict="$dict")
   [ -n "$runs" ] && args+=(-runs="$runs")
   # shellcheck disable=SC2086
-  "$bin" "${args[@]}" ${FUZZ_ARGS:-} "$w/corpus" >"$w/log" 2>&1
-  rc=$?
+  rc=0
+  "$bin" "${args[@]}" ${FUZZ_ARGS:-} "$w/corpus" >"$w/log" 2>&1 || rc=$?
   final=$(grep -E '^Done [0-9]+ runs' "$w/log" | tail -n 1)
   last=$(grep -E '^#[0-9]+.*cov:' "$w/log" | tail -n 1)
   echo "$t: ${final:-(no final line: libFuzzer stopped early)}"

@@ -18,6 +18,8 @@
 #
 # Environment: OPMSG_FERRETDB (path of the binary, optional),
 #              OPMSG_FERRETDB_LOG (keep FerretDB's log in this file, optional).
+# set -u, not -e: FerretDB is stopped whatever its state (kill may find it gone), and the
+# exit status is CMD's.
 set -u
 
 if [ $# -eq 0 ]; then

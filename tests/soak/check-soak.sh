@@ -31,6 +31,8 @@
 #   check-soak.sh --inside SUITE
 # with the settings passed as OPMSG_SOAK_* (the only variables a root lets
 # through).
+# set -u, not -e: every release and kind runs; each run's status is recorded (fail), and the
+# stock kind crashes by design.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
