@@ -159,16 +159,22 @@ for lib in $libs; do
   for d in "$work"/out/${lib}_*.deb "$work"/out/${lib}-dbgsym_*.deb; do dpkg-deb -x "$d" "$work/abi/new-$lib"; done
   so=$(cd "$work/abi/new-$lib" && find usr/lib -name 'lib*.so.*' -type l | sort | head -n 1)
   rc=0
+  # With debug symbols, the installed headers tell abidiff which types are
+  # public (an internal struct's layout is no break).
   dbg=() && [ -d "$work/abi/old-$lib/usr/lib/debug" ] && dbg=(--d1 "$work/abi/old-$lib/usr/lib/debug" --d2 "$work/abi/new-$lib/usr/lib/debug")
+  if [ ${#dbg[@]} -gt 0 ] && compgen -G "$old/*-dev_*.deb" >/dev/null; then
+    for d in "$old"/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/old-h"; done && for d in "$work"/out/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/new-h"; done
+    dbg+=(--hd1 "$work/abi/old-h/usr/include" --hd2 "$work/abi/new-h/usr/include" --drop-private-types)
+  fi
   abidiff "${dbg[@]}" "$work/abi/old-$lib/$so" "$work/abi/new-$lib/$so" >"$work/abi/$lib.txt" 2>&1 || rc=$?
   # 1, 2: abidiff failed; 8: an incompatible change; [D]eleted or [C]hanged
   # functions or symbols (4 alone with [A]dded ones is compatible).
   [ $((rc & 11)) -eq 0 ] && ! grep -q '^  \[[DC]\]' "$work/abi/$lib.txt" || abi=$((abi + 1))
   [ "$old" = "$work" ] || { mkdir -p "$work/abi/archive-$lib" && dpkg-deb -x "$work"/${lib}_*.deb "$work/abi/archive-$lib" &&
     abidiff "$work/abi/archive-$lib/$so" "$work/abi/new-$lib/$so" >"$work/abi/$lib-archive.txt" 2>&1 || true; }
-  # The binary package against the archive's: a file it loses (but the
+  # The binary package against the archive's (or the stock build's): a file it loses (but the
   # documentation the nodoc profile leaves out) is a break too.
-  debdiff "$work"/${lib}_*.deb "$work"/out/${lib}_*.deb >"$work/abi/$lib.debdiff" 2>&1 || true
+  debdiff "$old"/${lib}_*.deb "$work"/out/${lib}_*.deb >"$work/abi/$lib.debdiff" 2>&1 || true
   awk '/^Files in first .deb but not in second/ { f = 1; next } f && /^$/ { f = 0 } f && / \/usr\/(lib|include)\// { bad = 1 } END { exit bad }' \
     "$work/abi/$lib.debdiff" || abi=$((abi + 1))
 done
@@ -195,7 +201,7 @@ ours=none
 if [ "$rel" = "$hostrel" ]; then
   compgen -G 'dist/*.deb' >/dev/null || scripts/package.sh >"$work/package.log" 2>&1 || die "make package failed: $work/package.log"
   rr includedeb "$suite" dist/*.deb || die "reprepro failed: $work/reprepro.log"
-  ours=$(cd dist && ls *.deb | sed 's/_.*//' | tr '\n' ' ')
+  ours=$(cd dist && ls *.deb | sed 's/_.*//' | xargs)
 fi
 aptsig() {  # KEYRING: apt-get update of the suite alone, Signed-By KEYRING
   local d=$work/aptsig/${1##*/} && mkdir -p "$d/lists/partial"
