@@ -81,7 +81,7 @@ debdiff "$dsc" "$work/submission/mongo-c-driver_$next.dsc" >"$work/submission.de
 changed=$(filterdiff -i '*/debian/patches/0*' "$work/submission.debdiff" | grep -c '^+[-+][^-+]' || true)
 
 # The local packages: the local suffix, debian/tests, our Maintainer.
-mkdir -p "$loc/debian/tests" && cp packaging/debian/tests/* "$fork/reply-cases" tests/dropin/hostile_server.py "$loc/debian/tests/"
+mkdir -p "$loc/debian/tests" && cp packaging/debian/tests/* "$fork/reply-cases" tests/dropin/hostile_server.py tests/encryption/enc-client.c "$loc/debian/tests/"
 sed -i 's/^Maintainer: .*/Maintainer: opmsg project <opmsg@example.invalid>/' "$loc/debian/control"
 entry "$loc" "$local_v" "$rel" "Local build (opmsg project, not Debian's): $next's patches, with debian/tests and the project as Maintainer"
 (cd "$work/local" && dpkg-source -b "${loc##*/}" >/dev/null)
@@ -151,8 +151,13 @@ step "published in $repo"
 
 # Installed from the repository over Debian's packages in a clean testbed.
 sed "s/@SUITE@/$rel-$track/" packaging/debian/testbed-setup >"$work/testbed-setup"
+# FerretDB, where present (found as tests/peers/with-ferretdb.sh finds it),
+# for debian/tests/ferretdb and encryption.
+copy=(--copy=packaging/debian/tests/reply-client.c:/tmp/reply-client.c)
+fdb=${OPMSG_FERRETDB:-$(command -v ferretdb || echo "$(go env GOPATH 2>/dev/null)/bin/ferretdb")}
+[ ! -x "$fdb" ] || copy+=("--copy=$fdb:/usr/local/bin/ferretdb")
 rc=0
-autopkgtest -B "$loc" --copy=packaging/debian/tests/reply-client.c:/tmp/reply-client.c --setup-commands="$work/testbed-setup" --summary-file="$work/autopkgtest.summary" \
+autopkgtest -B "$loc" "${copy[@]}" --setup-commands="$work/testbed-setup" --summary-file="$work/autopkgtest.summary" \
   -o "$work/autopkgtest" -- unshare -r "$rel" -t "$tar" -b "$repo" /srv/opmsg-apt >"$work/autopkgtest.log" 2>&1 || rc=$?
 from_apt=no revert=no
 [ $rc -ne 0 ] && [ $rc -ne 4 ] || from_apt=yes
