@@ -1,138 +1,38 @@
 #!/bin/bash
-# The fork on mongo-c-driver, checked with upstream's own build and test
-# suite (`make check-fork`, mk/fork.mk, docs/fork.md).
-#
-# fork/TARGET/ (master, and the Debian ports bookworm and trixie) holds one
-# folder per pull request, K-NAME/ (1-no-abort/, 2-section-rules/, ...),
-# each a `git format-patch` series: 0000-cover-letter.patch (hand-written,
-# never applied), 0001-*.patch ..., new-tests.txt, changed-tests.txt, and a
-# file `base` that names where the pull request applies: one line, "master"
-# or the folder of another pull request ("1-no-abort"; a number, "1", or
-# "Base: 1-no-abort" say the same). Without the file the base is the
-# target's tree ("master" names it for the ports too: Debian's tree with
-# Debian's patches applied). A base must have a lower number: the pull
-# requests are applied in their numbers' order.
-#
-# The pristine tree comes from scripts/fork-source.sh. Everything is built
-# in one working tree and one build directory (build/fork/TARGET/tree and
-# build/), moved from state to state by checkouts, so that each build is
-# incremental; with ccache (when installed: CCACHE_BASEDIR=build/fork,
-# CCACHE_NOHASHDIR=1, shared with the pull requests' own worktrees) going
-# back to a state already compiled costs little. Each build the runs use
-# is kept under build/fork/TARGET/builds/NAME/ (test-libmongoc, the shared
-# and static libraries, the headers; keyed by the tree's content and the
-# build options, so a second run with the same patches builds nothing):
-#   base              the pristine tree (master a047e0bc, or the Debian tree)
-#   K-NAME            pull request K applied on its base (its last commit)
-#   K-NAME.newtests   K's base, with K's test sources (src/libmongoc/tests,
-#                     src/libbson/tests, and K's CMake lists without the
-#                     files K adds to the library)
-#   all               every pull request applied, in order (1, 2, 3, 4)
-# build/fork/TARGET/unpatched and patched point at base and all (what
-# `make bench-fork` reads).
-#
-# For each pull request K:
-#   1. it applies with `git am` on its base (master, or PR J's last commit);
-#   2. every commit builds alone with ENABLE_MAINTAINER_FLAGS=ON and no
-#      warning, the files it touches are formatted (upstream's
-#      tools/format.py with clang-format 20.1.8, 17.0.6 for the Debian ports,
-#      and the tree's .clang-format), it keeps upstream's prelude rule
-#      (check-preludes.py), and K's tests registered at that commit pass;
-#   3. test-libmongoc without a server through upstream's CTest registration
-#      (build/cmake/LoadTests.cmake: each test `--ctest-run NAME`; `ctest -j
-#      --timeout --repeat until-pass --output-junit`, the fixtures left out,
-#      MONGOC_TEST_SKIP_LIVE and MONGOC_TEST_OFFLINE on), K's base against K,
-#      the two JUnit files compared (scripts/lib/junit-compare.py; a test that
-#      differs runs once more per side before the verdict): every difference is
-#      explained by K's lists (new-tests.txt, changed-tests.txt) or by
-#      scripts/fork-check.explained;
-#   4. K's new tests on K's base built with K's test sources, and on K: each
-#      fails on the base and passes on K, except the guards new-tests.txt
-#      declares ("/name<TAB>guard: why"), which pass on both;
-# and prints
-#
-#   fork master a047e0bc PR K NAME: patches N, applies alone yes|on PR J, suite run R, unpatched passed P0, patched passed P1, new tests T (fail unpatched F, guards G, pass patched S), differences D, explained E
-#
-# ("unpatched" is K's base). It fails unless T = F + G = S, and, but for a
-# speed change (PR 4: its tests may all be guards; --speed-pr), F >= 2 and
-# G <= T/4. Then, with every pull request applied (build "all"):
-#   5. test-libmongoc unpatched master against all of them (differences
-#      explained by any pull request's lists);
-#   6. the live tests FerretDB can serve (scripts/fork-check.live), master
-#      against all, against a private FerretDB v1.24.2;
-#   7. the hostile-reply harness (tests/dropin, every mode), no preload;
-#   8. client-side encryption end to end, built in the sid root
-#      (scripts/fork-check-encryption.sh; trixie's root for trixie) when
-#      that root exists ("encryption skipped" otherwise);
-# and prints
-#
-#   fork master a047e0bc all: harness H/36, crashes C, live ferretdb yes, encryption yes
-#
-# then runs scripts/fork-conformance.sh --tree TREE --build BUILD (TREE the
-# working tree at "all", BUILD its CMake build directory, test-libmongoc and
-# mongoc_shared built there), which prints its own "fork conformance: ..."
-# line (missing: said, and the check fails), and compares the exported
-# dynamic symbols (nm -D --defined-only) of libmongoc2.so, master's against
-# all's, each installed with `cmake --install` into a prefix of its own:
-#
-#   fork symbols: public added 0, removed 0, internal added N, internal removed M
-#
-# (public: the name is a word of the installed headers, include/ of the
-# prefix). It fails when a public symbol is added or removed, when the
-# installed headers differ, or when a removed symbol is listed in the
-# symbols files of Debian's sid packaging (scripts/fork-source.sh unstable:
-# debian/*.symbols; it says so when there are none).
-#
-# --ci (CI's .ci/steps/fork.sh): steps 1, 2 and 4 for every pull request,
-# its builds as above, but the whole no-server suite only once: unpatched
-# master against all four applied (step 5), not per pull request (step 3).
-# The PR lines then say "suite run R (all four)", and their suite fields
-# (R, P0, P1, D, E) are that one comparison's, the same on every line.
-# That saves four whole-suite runs (about 3 minutes each on 2 cores).
-#
-# The ports (--target bookworm, trixie) print the same lines, "fork trixie
-# 1.30.4 PR K NAME: ..." (the upstream version for the commit); conformance
-# is master's alone, and their symbols are checked against their own
-# packaging's symbols files.
-#
-# Writes WORK/report.md (every table) and ends with the lines above.
-# Exit status 0 when all of it holds; 1 when something does not (each
-# failure said above the lines); 2 when the check could not run.
+# The fork's pull requests (fork/TARGET/K-NAME/) checked on mongo-c-driver
+# with upstream's own CMake and CTest: each applied with `git am` on its
+# base, every commit built alone and format-checked, test-libmongoc's
+# no-server suite compared (scripts/lib/junit-compare.py) and the new tests
+# failing unpatched, passing patched; then all applied: the hostile-reply
+# harness, live tests against FerretDB, encryption, conformance, symbols.
+# docs/fork.md says how, step by step, and what each printed line means.
+# Writes WORK/report.md; exit status 0 when all holds, 1 when something does
+# not, 2 when the check could not run.
 #
 # Usage: scripts/fork-check.sh [OPTIONS]
-#   --target NAME       master (default), or a Debian port: bookworm
-#                       (fork/bookworm/ on Debian's 1.23.1 tree) or trixie
-#                       (fork/trixie/ on 1.30.4), with Debian's patches
-#                       applied; the defaults below follow it
-#   --source DIR        the pristine tree, passed to scripts/fork-source.sh
+#   --target NAME       master (default), or a Debian port on Debian's tree:
+#                       bookworm (1.23.1) or trixie (1.30.4)
+#   --source DIR        the pristine tree for scripts/fork-source.sh
 #                       (default: ../shared/upstream/ next to the repository)
 #   --series DIR        the fork's folder (default fork/TARGET)
 #   --work DIR          builds and results (default build/fork/TARGET)
-#   --pr K              check only pull request K (a number or a folder
-#                       name; repeatable): the others are applied and built
-#                       where K needs them, not checked; "all" is then not
-#                       built and steps 5 to 8, conformance and symbols are
-#                       left out
-#   --ci                the CI mode above
-#   --speed-pr K        a pull request whose new tests may all be guards
-#                       (default 4; repeatable, the first use replaces it)
+#   --pr K              check only pull request K (number or folder;
+#                       repeatable): nothing with all of them applied
+#   --ci                the whole suite once, master against all (not per PR)
+#   --speed-pr K        a PR whose new tests may all be guards (default 4;
+#                       repeatable, the first use replaces the default)
 #   --jobs N            tests at a time (default 2)
 #   --build-jobs N      compiler jobs (default 2)
-#   --timeout SECONDS   time limit per test (default 60; replaces upstream's
-#                       per-test limits, 10 s on master)
+#   --timeout SECONDS   time limit per test (default 60)
 #   --repeat N          ctest --repeat until-pass:N (default 3)
-#   --explained FILE    more explained differences, "test-name<TAB>reason"
+#   --explained FILE    explained differences, "test-name<TAB>reason"
 #                       (default scripts/fork-check.explained)
-#   --live-subset FILE  the live tests to run (default scripts/fork-check.live)
-#   --match PREFIX      only the tests whose names start with PREFIX, in the
-#                       no-server and live runs (repeatable; for a quick look:
-#                       `make check-fork` runs them all)
-#   --no-live           leave out the live tests
-#   --no-harness        leave out the hostile-reply harness
-#   --no-encryption     leave out client-side encryption in the Debian root
-#   --no-conformance    leave out scripts/fork-conformance.sh
-#   --build-only        the builds (base, each pull request, its new tests,
-#                       all), then stop (what `make bench-fork` needs)
+#   --live-subset FILE  the live tests (default scripts/fork-check.live)
+#   --match PREFIX      only the tests whose names start with PREFIX
+#                       (no-server and live runs; repeatable)
+#   --no-live, --no-harness, --no-encryption, --no-conformance
+#                       leave that step out
+#   --build-only        the builds, then stop (what `make bench-fork` needs)
 #   --rebuild           build everything again (the build directory too)
 set -euo pipefail
 export LC_ALL=C
@@ -142,33 +42,15 @@ prog=fork-check
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib/suite-common.sh"
 
-source_dir=""
-target=master
-series=""
-work=""
-jobs=2
-bjobs=2
-limit=60
-repeat=3
-explained=$top/scripts/fork-check.explained
-live_subset=$top/scripts/fork-check.live
-live=1
-harness=1
-encryption=1
-conformance=1
-build_only=0
-rebuild=0
-ci=0
-matches=()
-only=()
-speed_prs=(4)
-speed_set=0
+source_dir="" target=master series="" work="" jobs=2 bjobs=2 limit=60 repeat=3
+explained=$top/scripts/fork-check.explained live_subset=$top/scripts/fork-check.live
+live=1 harness=1 encryption=1 conformance=1 build_only=0 rebuild=0 ci=0
+matches=() only=() speed_prs=(4) speed_set=0
 while [ $# -gt 0 ]; do
   case $1 in
     --target) target=${2:?}; shift 2 ;;
     --source) source_dir=$(realpath -m -- "${2:?}"); shift 2 ;;
-    --series) series=$(realpath -m -- "${2:?}"); shift 2 ;;
-    --work) work=$(realpath -m -- "${2:?}"); shift 2 ;;
+    --series|--work|--explained|--live-subset) v=${1#--}; printf -v "${v/-/_}" '%s' "$(realpath -m -- "${2:?}")"; shift 2 ;;
     --pr) only+=("${2:?}"); shift 2 ;;
     --ci) ci=1; shift ;;
     --speed-pr) [ "$speed_set" -eq 1 ] || speed_prs=(); speed_set=1; speed_prs+=("${2:?}"); shift 2 ;;
@@ -176,13 +58,8 @@ while [ $# -gt 0 ]; do
     --build-jobs) bjobs=${2:?}; shift 2 ;;
     --timeout) limit=${2:?}; shift 2 ;;
     --repeat) repeat=${2:?}; shift 2 ;;
-    --explained) explained=$(realpath -m -- "${2:?}"); shift 2 ;;
-    --live-subset) live_subset=$(realpath -m -- "${2:?}"); shift 2 ;;
     --match) matches+=("${2:?}"); shift 2 ;;
-    --no-live) live=0; shift ;;
-    --no-harness) harness=0; shift ;;
-    --no-encryption) encryption=0; shift ;;
-    --no-conformance) conformance=0; shift ;;
+    --no-live|--no-harness|--no-encryption|--no-conformance) printf -v "${1#--no-}" 0; shift ;;
     --build-only) build_only=1; shift ;;
     --rebuild) rebuild=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -191,9 +68,8 @@ while [ $# -gt 0 ]; do
 done
 series=${series:-$top/fork/$target}
 work=${work:-$top/build/fork/$target}
-# Where the target's client-side encryption can be built: a Debian root whose
-# libmongocrypt is new enough for the tree (master 1.20, 1.30.4 1.12); and
-# the clang-format series its tree is formatted with (upstream's pins).
+# The Debian root whose libmongocrypt is new enough for the tree's
+# encryption, and the clang-format series of upstream's pins.
 case $target in
   master) enc_suite=sid cf_pin=20.1.8 ;;
   trixie) enc_suite=trixie cf_pin=17.0.6 ;;
@@ -204,64 +80,43 @@ for n in "$jobs" "$bjobs" "$limit" "$repeat"; do
   case $n in ''|*[!0-9]*|0) die "--jobs, --build-jobs, --timeout and --repeat need a positive number" ;; esac
 done
 
-# --- Phases and their times -----------------------------------------------------------------
-
-# Wall time, and the CPU time of the processes it ran (user + system): the
-# machine may be shared, and the CPU time says what a phase costs whatever
-# the load.
-cpu_now() {  # CPU_NOW: this shell's and its children's CPU seconds so far
-  # (times must run in this shell, not in a subshell: not in $(...).)
+# Each phase's wall time, and CPU time (user + system of this shell and its
+# children: `times`, which must run in this shell, not in $(...)).
+cpu_now() {
   times >"$work/.times"
   CPU_NOW=$(awk '{ for (i = 1; i <= NF; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } }
                  END { printf "%d\n", t + 0.5 }' "$work/.times")
 }
 mkdir -p "$work/logs"
-phase_names=()
-phase_secs=()
-phase_cpu=()
-phase_mark=$(date +%s)
+phase_names=() phase_secs=() phase_cpu=() phase_mark=$(date +%s)
 phase_start=$phase_mark
 cpu_now
-cpu_mark=$CPU_NOW
-cpu_start=$cpu_mark
-phase() {  # NAME: the phase that just ended, and how long it took
-  local now cpu
+cpu_mark=$CPU_NOW cpu_start=$CPU_NOW
+phase() {  # NAME: the phase that just ended
+  local now
   now=$(date +%s)
   cpu_now
-  cpu=$CPU_NOW
-  phase_names+=("$1")
-  phase_secs+=($((now - phase_mark)))
-  phase_cpu+=($((cpu - cpu_mark)))
-  say "phase $1: $((now - phase_mark)) s (CPU $((cpu - cpu_mark)) s)"
-  phase_mark=$now
-  cpu_mark=$cpu
+  phase_names+=("$1") phase_secs+=($((now - phase_mark))) phase_cpu+=($((CPU_NOW - cpu_mark)))
+  say "phase $1: $((now - phase_mark)) s (CPU $((CPU_NOW - cpu_mark)) s)"
+  phase_mark=$now cpu_mark=$CPU_NOW
 }
 
 failures=()  # what makes the check fail, one line each
 fail() { failures+=("$*"); say "FAIL: $*"; }
 
-# --- What is needed -------------------------------------------------------------------------
-
-if command -v dpkg-query >/dev/null; then
-  deps=(cmake ninja-build gcc g++ pkg-config git python3 libssl-dev libsasl2-dev libsnappy-dev
-        libzstd-dev zlib1g-dev binutils ccache)
-  suite_need_pkgs "${deps[@]}"
-fi
+command -v dpkg-query >/dev/null && suite_need_pkgs cmake ninja-build gcc g++ pkg-config git python3 \
+  libssl-dev libsasl2-dev libsnappy-dev libzstd-dev zlib1g-dev binutils ccache
 
 # --- The pristine tree and the fork's layout ----------------------------------------------------
 
 pristine=$("$top/scripts/fork-source.sh" "$target" ${source_dir:+--source "$source_dir"}) || exit 2
-# Where the fork applies: the pristine tree, or a Debian packaging tree
-# with Debian's own patches applied (the same commit as opmsg-base for master).
+# Where the fork applies (for a port: Debian's tree with Debian's patches),
+# and how the lines name it: master's commit, a port's upstream version
+# (1.23.1 has no VERSION_CURRENT: its changelog's, passed as BUILD_VERSION as
+# Debian's rules do).
 base_ref=$(git -C "$pristine" rev-parse opmsg-series-base)
 upstream_commit=$(git -C "$pristine" log -1 --format=%s opmsg-base | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p')
-short=${upstream_commit:0:8}
-# How the lines name the tree: master's commit, a Debian port's upstream
-# version (its packaging branch's commit says nothing to a reader).
-label=$short
-# (1.23.1's Debian tree has no VERSION_CURRENT: its changelog's upstream
-# version, which Debian's rules pass as BUILD_VERSION, as the build does here.)
-build_version=()
+short=${upstream_commit:0:8} label=${upstream_commit:0:8} build_version=()
 if [ "$target" != master ]; then
   label=$(git -C "$pristine" show opmsg-base:VERSION_CURRENT 2>/dev/null) || {
     label=$(git -C "$pristine" show opmsg-base:debian/changelog | sed -n '1s/^[^(]*(\([0-9]*:\)\{0,1\}\([^)-]*\).*/\2/p')
@@ -271,24 +126,23 @@ if [ "$target" != master ]; then
 fi
 
 [ -d "$series" ] || die "no folder ${series#"$top"/}"
-
-# The units: the pull requests (folders K-NAME/).
+# The units: the pull requests (folders K-NAME/), each on its base.
 units=()
 declare -A u_dir u_num u_base u_label u_head u_applied u_selected u_speed
 mapfile -t pr_dirs < <(find "$series" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*-*' | sort -V)
 [ ${#pr_dirs[@]} -gt 0 ] || die "no pull request folders in ${series#"$top"/} (K-NAME/0001-*.patch)"
-ls "$series"/*.patch >/dev/null 2>&1 &&
-  say "NOTE: ${series#"$top"/}/*.patch (an old flat series) is left out: the pull request folders are the fork"
 for d in "${pr_dirs[@]}"; do
-  name=$(basename "$d")
-  num=${name%%-*}
+  name=$(basename "$d") num=${name%%-*}
   case $num in ''|*[!0-9]*) die "$name: a pull request folder is NUMBER-NAME" ;; esac
-  units+=("$name")
-  u_dir[$name]=$d
-  u_num[$name]=$num
-  u_label[$name]="PR $num ${name#*-}"
+  units+=("$name") u_dir[$name]=$d u_num[$name]=$num u_label[$name]="PR $num ${name#*-}"
 done
-# Each one's base: its file `base`, or master.
+named() {  # UNIT WORD...: true when a WORD names UNIT (its folder or its number)
+  local u=$1 o
+  shift
+  for o in "$@"; do [ "$o" != "$u" ] && [ "$o" != "${u_num[$u]}" ] || return 0; done
+  return 1
+}
+checked=()
 for name in "${units[@]}"; do
   b=master
   if [ -f "${u_dir[$name]}/base" ]; then
@@ -299,72 +153,46 @@ for name in "${units[@]}"; do
   fi
   if [ "$b" != master ]; then
     found=""
-    for other in "${units[@]}"; do
-      if [ "$other" = "$b" ] || [ "${u_num[$other]}" = "${b#PR}" ]; then found=$other; fi
-    done
+    for other in "${units[@]}"; do ! named "$other" "$b" "${b#PR}" || found=$other; done
     [ -n "$found" ] || die "$name/base names '$b': no such pull request folder"
     [ "${u_num[$found]}" -lt "${u_num[$name]}" ] || die "$name/base names $found: a base must have a lower number"
     b=$found
   fi
-  u_base[$name]=$b
+  u_base[$name]=$b u_selected[$name]=1 u_speed[$name]=0
+  [ ${#only[@]} -eq 0 ] || named "$name" "${only[@]}" || u_selected[$name]=0
+  ! named "$name" "${speed_prs[@]}" || u_speed[$name]=1
+  [ "${u_selected[$name]}" -eq 0 ] || checked+=("$name")
 done
-# The units checked (--pr), and the speed changes.
-for name in "${units[@]}"; do
-  u_selected[$name]=1
-  if [ ${#only[@]} -gt 0 ]; then
-    u_selected[$name]=0
-    for o in "${only[@]}"; do
-      if [ "$o" = "$name" ] || [ "$o" = "${u_num[$name]}" ]; then u_selected[$name]=1; fi
-    done
-  fi
-  u_speed[$name]=0
-  for o in "${speed_prs[@]}"; do
-    if [ "$o" = "$name" ] || [ "$o" = "${u_num[$name]}" ]; then u_speed[$name]=1; fi
-  done
-done
-checked=()
-for name in "${units[@]}"; do [ "${u_selected[$name]}" -eq 0 ] || checked+=("$name"); done
 [ ${#checked[@]} -gt 0 ] || die "--pr ${only[*]}: no such pull request in ${series#"$top"/}"
-# Steps 5 to 8 need every pull request.
+# What needs every pull request (all, live, harness, ...) needs them checked.
 whole=1
 [ ${#checked[@]} -eq ${#units[@]} ] || whole=0
 
 unit_patches() {  # NAME -> its patches, in order (not the cover letter)
   find "${u_dir[$1]}" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort
 }
-
-# The lists: test names, one per line (a reason may follow the name after a
-# TAB or spaces); # starts a comment.
-list_names() {  # FILE -> the test names
-  [ -f "$1" ] || return 0
-  sed 's/#.*//' "$1" | awk '$1 ~ /^\// {print $1}'
+# A list's entries: "/test-name", then maybe a reason (after a TAB or
+# spaces: "guard: why" in new-tests.txt, "commit<TAB>reason" in
+# changed-tests.txt); # starts a comment.
+list_entries() {  # FILE -> "name<TAB>the rest"
+  [ ! -f "$1" ] || sed 's/#.*//' "$1" | awk '$1 ~ /^\// { n = $1; sub(/^[^ \t]+[ \t]*/, ""); print n "\t" $0 }'
 }
 for name in "${units[@]}"; do
   d=${u_dir[$name]} w=$work/units/$name
   mkdir -p "$w"
-  list_names "$d/new-tests.txt" >"$w/new-tests.names"
-  # A new test that pins behaviour the base already has, which the pull
-  # request must keep, passes on both sides: its list says so after its
-  # name, "guard: why". Any other new test must fail on the base.
-  sed 's/#.*//' "$d/new-tests.txt" 2>/dev/null |
-    awk '$1 ~ /^\// { name = $1; sub(/^[^ \t]+[ \t]*/, ""); if (tolower($0) ~ /^guard/) print name }' \
-    >"$w/guard-tests.names" || true
-  list_names "$d/changed-tests.txt" >"$w/changed-tests.names"
-  cat "$w/new-tests.names" "$w/changed-tests.names" | sort -u >"$w/tests.names"
-  # The explanations it gives: every new test, and every changed test with
-  # its reason (TAB-separated fields after the name: the commit, the reason).
+  list_entries "$d/new-tests.txt" | cut -f1 >"$w/new-tests.names"
+  list_entries "$d/new-tests.txt" | awk -F'\t' 'tolower($2) ~ /^guard/ {print $1}' >"$w/guard-tests.names"
+  list_entries "$d/changed-tests.txt" | cut -f1 >"$w/changed-tests.names"
+  sort -u "$w/new-tests.names" "$w/changed-tests.names" >"$w/tests.names"
+  # The differences it explains: its new tests, its changed tests.
   {
-    while IFS= read -r t; do printf '%s\tnew test of %s (new-tests.txt)\n' "$t" "${u_label[$name]}"; done <"$w/new-tests.names"
-    if [ -f "$d/changed-tests.txt" ]; then
-      sed 's/#.*//' "$d/changed-tests.txt" | awk -v who="${u_label[$name]}" '$1 ~ /^\// {
-        name = $1; sub(/^[^ \t]+[ \t]*/, ""); gsub(/\t+/, ": ")
-        printf "%s\tchanged by %s (changed-tests.txt): %s\n", name, who, $0 }'
-    fi
+    sed "s/\$/\tnew test of ${u_label[$name]} (new-tests.txt)/" "$w/new-tests.names"
+    list_entries "$d/changed-tests.txt" | awk -v who="${u_label[$name]}" '{ n = $1; sub(/^[^\t]*\t/, ""); gsub(/\t+/, ": ")
+      printf "%s\tchanged by %s (changed-tests.txt): %s\n", n, who, $0 }'
   } >"$w/explained"
   n=$(unit_patches "$name" | wc -l)
   [ "$n" -gt 0 ] || die "no patches in ${d#"$top"/}"
-  [ ! -f "$d/new-tests.txt" ] || [ -s "$w/new-tests.names" ] || say "NOTE: ${d#"$top"/}/new-tests.txt names no test"
-  [ -f "$d/new-tests.txt" ] || say "NOTE: ${d#"$top"/} has no new-tests.txt"
+  [ -s "$w/new-tests.names" ] || say "NOTE: ${d#"$top"/}/new-tests.txt is missing or names no test"
   say "${u_label[$name]}: $n patches in ${d#"$top"/}, on ${u_base[$name]}, $(wc -l <"$w/new-tests.names") new tests ($(wc -l <"$w/guard-tests.names") guards), $(wc -l <"$w/changed-tests.names") changed$([ "${u_selected[$name]}" -eq 1 ] || echo " (not checked: --pr)")"
 done
 phase source
