@@ -199,83 +199,61 @@ phase source
 
 # --- The working tree, and every unit applied -----------------------------------------------
 
-tree=$work/tree
-bdir=$work/build
-if [ "$rebuild" -eq 1 ]; then rm -rf "$bdir" "$work/builds" "$work/verdicts"; fi
-if [ ! -d "$tree/.git" ]; then
-  rm -rf "$tree"
-  git clone -q "$pristine" "$tree"
-fi
+# One working tree and one build directory, moved by checkouts; the
+# patches are applied in a worktree of their own ($work/apply), so that
+# only the builds' checkouts touch the working tree's files.
+tree=$work/tree bdir=$work/build apply=$work/apply
+[ "$rebuild" -eq 0 ] || rm -rf "$bdir" "$work/builds" "$work/verdicts"
+[ -d "$tree/.git" ] || { rm -rf "$tree"; git clone -q "$pristine" "$tree"; }
 git -C "$tree" config user.name "opmsg fork-check"
 git -C "$tree" config user.email "fork-check@opmsg.invalid"
 git -C "$tree" config core.autocrlf false
 git -C "$tree" am --abort >/dev/null 2>&1 || true
 git -C "$tree" fetch -q "$pristine" "+refs/tags/opmsg-base:refs/tags/opmsg-base" \
   "+refs/tags/opmsg-series-base:refs/tags/opmsg-series-base"
-# The patches are applied in a worktree of their own ($work/apply), so
-# that the working tree's files (and so the build directory's state) are
-# only touched by the checkouts of the builds.
-apply=$work/apply
 git -C "$tree" worktree prune
-if [ ! -e "$apply/.git" ]; then
-  rm -rf "$apply"
-  git -C "$tree" worktree add -q --detach "$apply" "$base_ref"
-fi
+[ -e "$apply/.git" ] || { rm -rf "$apply"; git -C "$tree" worktree add -q --detach "$apply" "$base_ref"; }
 git -C "$apply" am --abort >/dev/null 2>&1 || true
 
-# `git am` with the committer fixed and dated as the author: the same
-# patches give the same commits on every run.
+# `git am` with the committer dated as the author: the same patches give
+# the same commits on every run.
 am() {  # BRANCH START NAME: NAME's patches on START, as BRANCH; sets AM_HEAD
-  local branch=$1 start=$2 name=$3 p i=0 n log=$work/logs/am-${1//\//-}.log
+  local p i=0 n log=$work/logs/am-${1//\//-}.log
   local -a ps
-  mapfile -t ps < <(unit_patches "$name")
+  mapfile -t ps < <(unit_patches "$3")
   n=${#ps[@]}
-  git -C "$apply" checkout -q -f -B "$branch" "$start"
+  git -C "$apply" checkout -q -f -B "$1" "$2"
   for p in "${ps[@]}"; do
     i=$((i + 1))
-    if ! git -C "$apply" am -q --keep-cr --committer-date-is-author-date "$p" >"$log" 2>&1; then
-      git -C "$apply" am --abort >/dev/null 2>&1 || true
-      AM_FAILED="patch $i of $n, $(basename "$p"): $(grep -m 1 -E '^error:' "$log" || echo "see $log")"
-      return 1
-    fi
+    git -C "$apply" am -q --keep-cr --committer-date-is-author-date "$p" >"$log" 2>&1 && continue
+    git -C "$apply" am --abort >/dev/null 2>&1 || true
+    AM_FAILED="patch $i of $n, $(basename "$p"): $(grep -m 1 -E '^error:' "$log" || echo "see $log")"
+    return 1
   done
   AM_HEAD=$(git -C "$apply" rev-parse HEAD)
 }
 for name in "${units[@]}"; do
-  b=${u_base[$name]}
-  if [ "$b" = master ]; then
-    start=$base_ref
-  elif [ "${u_applied[$b]}" = yes ]; then
-    start=${u_head[$b]}
-  else
-    u_applied[$name]=no
-    fail "${u_label[$name]}: not applied: its base, ${u_label[$b]}, does not apply"
-    continue
+  b=${u_base[$name]} u_applied[$name]=no start=$base_ref on="$target $label"
+  if [ "$b" != master ]; then
+    start=${u_head[$b]:-} on=${u_label[$b]}
+    [ "${u_applied[$b]}" = yes ] || { fail "${u_label[$name]}: not applied: its base, $on, does not apply"; continue; }
   fi
   if am "fork/$name" "$start" "$name"; then
-    u_applied[$name]=yes
-    u_head[$name]=$AM_HEAD
-    say "${u_label[$name]}: applies on $([ "$b" = master ] && echo "$target $label" || echo "${u_label[$b]}") (git am, $(git -C "$tree" rev-list --count "$start..$AM_HEAD") commits)"
+    u_applied[$name]=yes u_head[$name]=$AM_HEAD
+    say "${u_label[$name]}: applies on $on (git am, $(git -C "$tree" rev-list --count "$start..$AM_HEAD") commits)"
   else
-    u_applied[$name]=no
-    fail "${u_label[$name]} does not apply on $([ "$b" = master ] && echo "$target $label" || echo "${u_label[$b]}"): $AM_FAILED"
+    fail "${u_label[$name]} does not apply on $on: $AM_FAILED"
   fi
 done
 # Every pull request, in order, on the base.
 all_head=""
 if [ "$whole" -eq 1 ]; then
-  all_ok=1
   start=$base_ref
   for name in "${units[@]}"; do
-    if am fork/all "$start" "$name"; then
-      start=$AM_HEAD
-    else
-      all_ok=0
-      fail "all: ${u_label[$name]} does not apply after the pull requests before it: $AM_FAILED"
-      break
-    fi
+    am fork/all "$start" "$name" || { fail "all: ${u_label[$name]} does not apply after the pull requests before it: $AM_FAILED"; start=""; break; }
+    start=$AM_HEAD
   done
-  [ "$all_ok" -eq 0 ] || all_head=$start
+  all_head=$start
   [ -z "$all_head" ] || say "all: the ${#units[@]} pull requests apply together, in order ($(git -C "$tree" rev-list --count "$base_ref..$all_head") commits)"
 fi
 git -C "$apply" checkout -q -f --detach "$base_ref"
@@ -283,41 +261,33 @@ phase apply
 
 # --- Builds ---------------------------------------------------------------------------------
 
+# (Encryption off: Debian 12's libmongocrypt 1.7.2 is older than master's
+# minimum, 1.20, and 1.30.4's, 1.12; it is checked in a Debian root. 1.23's
+# uninstall script generator loops for ever on another install prefix.)
 cmake_args=(
   -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_MAINTAINER_FLAGS=ON
   -DENABLE_TESTS=ON -DENABLE_STATIC=ON -DENABLE_SHARED=ON -DENABLE_EXAMPLES=OFF
   -DENABLE_MAN_PAGES=OFF -DENABLE_HTML_DOCS=OFF -DENABLE_ZLIB=SYSTEM -DENABLE_SNAPPY=ON
-  -DENABLE_ZSTD=ON -DENABLE_SSL=OPENSSL -DENABLE_SASL=CYRUS
-  # Debian 12's libmongocrypt (1.7.2) is older than master's minimum
-  # (1.20) and 1.30.4's (1.12): encryption is checked in a Debian root
-  # instead.
-  -DENABLE_CLIENT_SIDE_ENCRYPTION=OFF
+  -DENABLE_ZSTD=ON -DENABLE_SSL=OPENSSL -DENABLE_SASL=CYRUS -DENABLE_CLIENT_SIDE_ENCRYPTION=OFF
   "${build_version[@]}"
 )
-# 1.23's uninstall script generator loops for ever on an install prefix
-# other than the configured one (cmake --install --prefix, in save below).
 [ "$target" != bookworm ] || cmake_args+=(-DENABLE_UNINSTALL=OFF)
-# The key of everything built: the options and the compilers (not the
-# launcher: ccache or not, the same objects).
+# The key of everything built: the options and the compilers (ccache or not,
+# the same objects).
 key_cfg=$( { printf '%s\n' "${cmake_args[@]}"; cmake --version | head -n 1; gcc --version | head -n 1; } |
            sha256sum | cut -c1-16)
 launcher=()
 if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   # Paths under build/fork/ hashed relative to it, and the build directory
-  # left out of the hash: the pull requests' own worktrees there
-  # (build/fork/wt-prK) share the same cache.
-  case $work/ in
-    "$top"/build/fork/*) export CCACHE_BASEDIR=$top/build/fork ;;
-    *) export CCACHE_BASEDIR=$work ;;
-  esac
-  export CCACHE_NOHASHDIR=1
+  # not hashed: the pull requests' own worktrees there share the cache.
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$top/build/fork CCACHE_NOHASHDIR=1
+  [[ $work/ == "$top"/build/fork/* ]] || CCACHE_BASEDIR=$work
 fi
 targets=(test-libmongoc mongoc_shared)
 
 if [ ! -f "$bdir/CMakeCache.txt" ] || [ "$(cat "$bdir/.fork-key" 2>/dev/null)" != "$key_cfg ${launcher[*]}" ]; then
-  rm -rf "$bdir"
-  mkdir -p "$bdir"
+  rm -rf "$bdir" && mkdir -p "$bdir"
   say "configure: upstream's CMake with ENABLE_MAINTAINER_FLAGS=ON${launcher[*]:+, ccache} (log: $work/logs/configure.log)"
   cmake -S "$tree" -B "$bdir" "${cmake_args[@]}" "${launcher[@]}" >"$work/logs/configure.log" 2>&1 ||
     { tail -n 30 "$work/logs/configure.log" >&2; die "cmake configure failed"; }
@@ -333,9 +303,9 @@ build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
     say "build log: $log"
     return 1
   fi
-  # A warning the pristine tree's own build gives (1.23.1 has six with
-  # gcc 12 and OpenSSL 3) is not counted: "FILE: warning: MESSAGE", the
-  # line left out, as the base's build recorded it.
+  # The pristine tree's own warnings (1.23.1 has six with gcc 12 and
+  # OpenSSL 3) are not counted: "FILE: warning: MESSAGE", as base's build
+  # recorded them.
   grep -o '[^ ]*: warning: .*' "$log" | sed -E 's/:[0-9]+:([0-9]+:)? warning:/: warning:/' | sort -u >"$log.warnings" || true
   [ "$label" != base ] || cp "$log.warnings" "$work/base-warnings.txt"
   touch "$work/base-warnings.txt"
@@ -345,43 +315,37 @@ build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
   [ "$label" = base ] || [ "$BUILD_WARNINGS" -eq 0 ] || fail "$label: $BUILD_WARNINGS compiler warnings (log: $log)"
   [ "$label" != base ] || [ ! -s "$log.warnings" ] || say "build: the pristine tree's own warnings, not counted: $(wc -l <"$log.warnings") ($log.warnings)"
 }
-
-# The working tree at COMMIT, clean (nothing done when it is there).
-goto() {  # COMMIT
+goto() {  # COMMIT: the working tree there, clean (nothing done when it is)
   if [ "$(git -C "$tree" rev-parse HEAD)" != "$(git -C "$tree" rev-parse "$1^{commit}")" ] ||
      [ -n "$(git -C "$tree" status --porcelain --ignored | head -n 1)" ]; then
     git -C "$tree" checkout -q -f --detach "$1"
     git -C "$tree" clean -q -fdx
   fi
 }
-
-# A build kept: test-libmongoc, the shared and static libraries, and the
-# headers (the tree's and the generated ones), from the build directory's
-# current state, so that it outlives the next incremental build; with
-# --install, also `cmake --install` into DEST/prefix (for the symbols).
+# A build kept under builds/NAME, to outlive the next incremental build:
+# test-libmongoc, the shared and static libraries (libmongoc2, libbson2 on
+# master; -1.0 on 1.30), the headers (the tree's and the generated ones);
+# with --install, `cmake --install` into DEST/prefix too (for the symbols).
 save() {  # NAME KEY COMMIT [--install]
   local dest=$work/builds/$1 key=$2 commit=$3
   rm -rf "$dest.new"
   mkdir -p "$dest.new/bin" "$dest.new/lib" "$dest.new/headers/tree" "$dest.new/headers/build"
   cp "$bdir/src/libmongoc/test-libmongoc" "$dest.new/bin/"
-  # (libmongoc2 and libbson2 on master; libmongoc-1.0, libbson-1.0 and
-  # their -static-1.0 archives on 1.30.)
   cp -P "$bdir"/src/libmongoc/libmongoc*.so* "$bdir"/src/libbson/libbson*.so* "$dest.new/lib/" 2>/dev/null || true
   cp "$bdir"/src/libmongoc/libmongoc*.a "$bdir"/src/libbson/libbson*.a "$dest.new/lib/" 2>/dev/null || true
   (cd "$tree" && find src -name '*.h' -o -name '*.th' -o -name '*.def' | grep -v '/tests/' |
      tar -cf - -T -) | tar -xf - -C "$dest.new/headers/tree"
   (cd "$bdir" && find src -name '*.h' -not -path '*/CMakeFiles/*' | tar -cf - -T -) |
     tar -xf - -C "$dest.new/headers/build"
-  if [ "${4:-}" = --install ]; then
-    # (From $work: 1.23's install writes mongoc_install_manifest.txt where it runs.)
-    (cd "$work" && cmake --install "$bdir" --prefix "$dest.new/prefix") >"$work/logs/install-$1.log" 2>&1 ||
-      { tail -n 20 "$work/logs/install-$1.log" >&2; die "cmake --install of $1 failed (log: $work/logs/install-$1.log)"; }
+  # (From $work: 1.23's install writes mongoc_install_manifest.txt where it runs.)
+  if [ "${4:-}" = --install ] && ! (cd "$work" && cmake --install "$bdir" --prefix "$dest.new/prefix") >"$work/logs/install-$1.log" 2>&1; then
+    tail -n 20 "$work/logs/install-$1.log" >&2
+    die "cmake --install of $1 failed (log: $work/logs/install-$1.log)"
   fi
   git -C "$tree" rev-parse "$commit^{commit}" >"$dest.new/commit"
   git -C "$tree" rev-parse "$commit^{tree}" >"$dest.new/tree"
   echo "$key" >"$dest.new/key"
-  rm -rf "$dest"
-  mv "$dest.new" "$dest"
+  rm -rf "$dest" && mv "$dest.new" "$dest"
 }
 state_key() {  # COMMIT KIND -> the key of COMMIT's tree built as KIND
   echo "$key_cfg $(git -C "$tree" rev-parse "$1^{tree}") $2" | sha256sum | cut -c1-16
@@ -390,39 +354,31 @@ have() {  # NAME KEY: a kept build of KEY (whose tree the repository still has)
   [ -x "$work/builds/$1/bin/test-libmongoc" ] && [ "$(cat "$work/builds/$1/key" 2>/dev/null)" = "$2" ] &&
     git -C "$tree" cat-file -e "$(cat "$work/builds/$1/tree")^{tree}" 2>/dev/null
 }
-# NAME: COMMIT built (KIND full: test-libmongoc and the shared libraries,
-# installed too with --install; tests: test-libmongoc) and kept, unless a
-# build of the same tree is kept already.
+# NAME: COMMIT built and kept, unless a build of the same tree is kept
+# already (KIND full: test-libmongoc and the shared libraries; tests:
+# test-libmongoc; with --install, what `cmake --install` wants: mongoc-stat).
 ensure() {  # NAME COMMIT KIND [--install]
-  local name=$1 commit=$2 kind=$3 key
-  key=$(state_key "$commit" "$kind${4:-}")
+  local name=$1 commit=$2 key t=("${targets[@]}")
+  key=$(state_key "$commit" "$3${4:-}")
   if have "$name" "$key"; then
     say "build: $name: kept from an earlier run ($(cut -c1-12 "$work/builds/$name/commit"))"
     return 0
   fi
   goto "$commit"
-  local -a t=("${targets[@]}")
-  [ "$kind" = full ] || t=(test-libmongoc)
-  # (`cmake --install` wants every installed target built: mongoc-stat too.)
-  if [ "${4:-}" = --install ] && grep -q '^mongoc-stat:' <<<"$(ninja -C "$bdir" -t targets all 2>/dev/null)"; then
-    t+=(mongoc-stat)
-  fi
+  [ "$3" = full ] || t=(test-libmongoc)
+  [ "${4:-}" != --install ] || ! grep -q '^mongoc-stat:' <<<"$(ninja -C "$bdir" -t targets all 2>/dev/null)" || t+=(mongoc-stat)
   say "build: $name (${t[*]})"
   build "$name" "${t[@]}" || return 1
   say "build: $name: $BUILD_STEPS files compiled, $BUILD_WARNINGS warnings"
   save "$name" "$key" "$commit" ${4:-}
 }
 
-# NAME's test sources on its base: the changes under the test folders, and
-# the CMake lists NAME changes without the files it adds to the library
-# (tokens naming them, or a folder it adds, are dropped, and lines left
-# empty by that; a CMake list it adds is left out); and, when its tests
-# call what it adds to the library, the stubs its folder holds for the
-# base: K-NAME/unpatched/PATH is laid over the base at PATH (e.g.
-# unpatched/src/libmongoc/src/mongoc/mcd-crc32c.h declaring a function
-# that returns a wrong value), never part of a patch. Made as a commit,
-# through an index of its own (no checkout): its tree says whether a kept
-# build is still good.
+# NAME's test sources on its base, as a commit made through an index of its
+# own (no checkout; its tree says whether a kept build is still good): the
+# changes under the test folders; the CMake lists NAME changes, without the
+# files and folders it adds to the library (their tokens dropped, and the
+# lines that leaves empty); and the stubs K-NAME/unpatched/PATH laid over
+# the base at PATH, for what its tests call that the base lacks.
 testdirs=(src/libmongoc/tests src/libbson/tests)
 newtests_commit() {  # BASE HEAD UNIT-DIR -> the commit
   local b=$1 h=$2 idx=$work/newtests.index f blob
