@@ -409,8 +409,6 @@ for line in sys.stdin:
     sys.stdout.write(new if new != line else line)' "$work/added.txt" | git -C "$tree" hash-object -w --stdin)
     GIT_INDEX_FILE=$idx git -C "$tree" update-index --cacheinfo "100644,$blob,$f"
   done
-  # The unit's stubs for the base (K-NAME/unpatched/PATH: PATH laid over
-  # the base, for this build only).
   if [ -d "$3/unpatched" ]; then
     (cd "$3/unpatched" && find . -type f | sed 's|^\./||' | sort) | while IFS= read -r f; do
       blob=$(git -C "$tree" hash-object -w -- "$3/unpatched/$f")
@@ -423,20 +421,17 @@ for line in sys.stdin:
   rm -f "$idx"
 }
 
-# Environment of a test-libmongoc run without a server (nothing else: env -i).
+# One CTest run (junit-compare.py run) of a test-libmongoc from SRC, JOBS
+# at a time, into OUT (junit.xml, results.tsv): the tests named in LIST,
+# or with LIST "-" every test (those --match selects); in ENV, by default a
+# run without a server. (Every build is compiled in the working tree: its
+# messages name files there.)
 run_env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on)
-[ -n "${TMPDIR:-}" ] && run_env+=(TMPDIR="$TMPDIR")
-
-# One CTest run of a test-libmongoc from SRC (upstream's registration,
-# build/cmake/LoadTests.cmake), JOBS at a time, into OUT (junit.xml,
-# results.tsv): the tests named in LIST, or with LIST "-" every test
-# (those --match selects). (Every build is compiled in the working tree:
-# its messages name files there.)
-run_bin() {  # BIN SRC LIST OUT JOBS [ENV...] (default: run_env)
-  local bin=$1 src=$2 list=$3 out=$4 n=$5 m
+[ -z "${TMPDIR:-}" ] || run_env+=(TMPDIR="$TMPDIR")
+run_bin() {  # BIN SRC LIST OUT JOBS [ENV...]
+  local bin=$1 src=$2 list=$3 out=$4 n=$5 m sel=(--names "$3")
   shift 5
   [ $# -gt 0 ] || set -- "${run_env[@]}"
-  local -a sel=(--names "$list")
   if [ "$list" = - ]; then sel=(); for m in "${matches[@]}"; do sel+=(--match "$m"); done; fi
   rm -rf "$out"
   "$jc" run --exe "$bin" --src "$src" --out "$out" --jobs "$n" --timeout "$limit" --repeat "${RUN_REPEAT:-$repeat}" \
@@ -447,28 +442,20 @@ md_cell() { sed 's/|/\\|/g; s/`/'"'"'/g' <<<"$1"; }
 counts() {  # RESULTS.tsv -> "run passed failed skipped timeout"
   awk -F'\t' '{n++; c[$2]++} END {printf "%d %d %d %d %d\n", n, c["pass"], c["fail"], c["skip"], c["timeout"]}' "$1"
 }
-# A kept build's tree, to run its test-libmongoc from (its JSON tests are
-# read relative to it, and tests write files there): made afresh once per
-# check, from the build's commit.
+# A kept build's test-libmongoc, run from its tree (its JSON tests are
+# read there, and tests write files there), made afresh once per check.
 declare -A src_made
-state_src() {  # NAME: STATE_SRC, the folder
+run_state() {  # NAME LIST OUT [JOBS]
   local d=$work/builds/$1
   if [ -z "${src_made[$1]:-}" ]; then
-    rm -rf "$d/src"
-    mkdir -p "$d/src"
+    rm -rf "$d/src" && mkdir -p "$d/src"
     git -C "$tree" archive "$(cat "$d/tree")" | tar -x -C "$d/src"
     src_made[$1]=1
   fi
-  STATE_SRC=$d/src
-}
-run_state() {  # NAME LIST OUT [JOBS]
-  state_src "$1"
-  run_bin "$work/builds/$1/bin/test-libmongoc" "$STATE_SRC" "$2" "$3" "${4:-1}"
+  run_bin "$d/bin/test-libmongoc" "$d/src" "$2" "$3" "${4:-1}"
 }
 
-# upstream's tools/format.py formats these (its SOURCE_DIRS, SOURCE_PATTERNS
-# and EXCLUDE_SOURCES).
-format_scope() {  # FILE... -> those upstream's format.py covers
+format_scope() {  # FILE... -> those upstream's tools/format.py formats (SOURCE_DIRS, ...)
   local f
   for f in "$@"; do
     case $f in src/libbson/src/jsonsl/*) continue ;; esac
@@ -476,12 +463,10 @@ format_scope() {  # FILE... -> those upstream's format.py covers
     case $f in *.h|*.th|*.hpp|*.c|*.cpp) echo "$f" ;; esac
   done
 }
-
-# Formatted with the target's clang-format series and the tree's own
-# .clang-format: by upstream's tools/format.py where the tree has it
-# (master); else (1.30, whose own check is clang-format --dry-run over every
-# file, and whose pristine mongoc-cluster.c is already off in one place) on
-# the lines each commit changes.
+# Formatted with the target's clang-format and the tree's .clang-format: by
+# upstream's tools/format.py where the tree has it (master); else (1.30,
+# whose own check is clang-format over every file, and whose pristine
+# mongoc-cluster.c is already off in one place) on the lines a commit changes.
 format_check() {  # FILE...: in $tree, the files a commit touches
   if [ -f "$tree/tools/format.py" ]; then
     (cd "$tree" && python3 tools/format.py --mode check -j 2 --clang-format-bin "$clang_format" "$@")
@@ -492,17 +477,15 @@ format_check() {  # FILE...: in $tree, the files a commit touches
     mapfile -t lines < <(git -C "$tree" diff -U0 HEAD~1 HEAD -- "$f" |
       sed -n 's/^@@ -[0-9,]* +\([0-9]*\),\{0,1\}\([0-9]*\) @@.*/\1 \2/p' |
       awk '$2 != "0" {n = ($2 == "" ? 1 : $2); printf "--lines=%d:%d\n", $1, $1 + n - 1}')
-    [ ${#lines[@]} -gt 0 ] || continue
-    (cd "$tree" && "$clang_format" --dry-run -Werror --style=file:.clang-format "${lines[@]}" "$f") || status=1
+    [ ${#lines[@]} -eq 0 ] || (cd "$tree" && "$clang_format" --dry-run -Werror --style=file:.clang-format "${lines[@]}" "$f") || status=1
   done
   return $status
 }
 
 # Upstream's check-preludes.py on a commit's public headers. It stops at the
 # first header without its prelude, and a Debian tree can fail it before the
-# fork (trixie's validate-private.h, from Debian's own security patch), so
-# the headers the base already fails on are found once and left out: what
-# is checked is that a commit adds no such header.
+# fork (trixie's validate-private.h, Debian's own patch): the base's failing
+# headers are found once and left out, so a commit must add no such header.
 prelude_headers=(src/libmongoc/src/mongoc src/libbson/src/bson src/common/src)
 preludes_run() {  # COMMIT DIR: check-preludes.py on COMMIT's headers, minus $work/preludes-base.txt
   rm -rf "$2" && mkdir -p "$2/.evergreen/scripts"
@@ -510,68 +493,54 @@ preludes_run() {  # COMMIT DIR: check-preludes.py on COMMIT's headers, minus $wo
   git -C "$tree" show "$1:.evergreen/scripts/check-preludes.py" >"$2/.evergreen/scripts/check-preludes.py"
   (cd "$2" && xargs -r rm -f <"$work/preludes-base.txt" && python3 .evergreen/scripts/check-preludes.py .)
 }
-preludes_base() {  # -> $work/preludes-base.txt, the base's headers that fail, one at a time
-  local out i
-  : >"$work/preludes-base.txt"
-  for i in $(seq 1 50); do
-    out=$(preludes_run "$base_ref" "$work/preludes-scratch" 2>&1) && return 0
-    out=$(sed -n 's/ did not include prelude$//p' <<<"$out")
-    [ -n "$out" ] || die "check-preludes.py fails on the base for another reason (run it there)"
-    echo "$out" >>"$work/preludes-base.txt"
-  done
-  die "check-preludes.py: more than 50 headers of the base fail it"
-}
-preludes_base
+: >"$work/preludes-base.txt"
+for i in $(seq 1 51); do
+  [ "$i" -le 50 ] || die "check-preludes.py: more than 50 headers of the base fail it"
+  out=$(preludes_run "$base_ref" "$work/preludes-scratch" 2>&1) && break
+  out=$(sed -n 's/ did not include prelude$//p' <<<"$out")
+  [ -n "$out" ] || die "check-preludes.py fails on the base for another reason (run it there)"
+  echo "$out" >>"$work/preludes-base.txt"
+done
 [ ! -s "$work/preludes-base.txt" ] ||
   say "preludes: the base already fails check-preludes.py on $(tr '\n' ' ' <"$work/preludes-base.txt")(left out)"
 clang_format=$("$top/scripts/clang-format.sh" --pin "$cf_pin") || die "no clang-format $cf_pin (scripts/clang-format.sh)"
 cf_version=$("$clang_format" --version | sed 's/.*version //')
 
-# The base.
 ensure base "$base_ref" full --install || die "the pristine tree does not build"
 phase build-base
 
 # Each unit: its new tests on its base, then each commit alone. A commit's
-# verdict is kept (build/fork/TARGET/verdicts/) once it holds, keyed by
-# its tree, its parent's, the clang-format and the unit's lists.
+# verdict is kept (verdicts/) once it holds, keyed by its tree, its
+# parent's, the clang-format and the unit's lists. A pull request's own
+# build is test-libmongoc and the shared libraries; in CI mode
+# test-libmongoc alone (the harness runs on base and all).
 mkdir -p "$work/verdicts"
-declare -A u_newtests u_commits_ok u_built
-# A pull request's own build: test-libmongoc and the shared libraries; in
-# CI mode test-libmongoc alone (its shared libraries serve nothing there:
-# the harness runs on base and all).
+declare -A u_newtests u_built
 ukind=full
 [ "$ci" -eq 0 ] || ukind=tests
 for name in "${units[@]}"; do
   [ "${u_applied[$name]}" = yes ] || continue
-  b=${u_base[$name]}
-  if [ "$b" = master ]; then bstate=base bcommit=$base_ref; else bstate=$b bcommit=${u_head[$b]}; fi
-  # A base not checked (--pr) is built here, once.
-  if [ "$b" != master ] && [ -z "${u_built[$b]:-}" ]; then
-    if ensure "$b" "${u_head[$b]}" "$ukind"; then u_built[$b]=1; else u_built[$b]=0; fi
+  b=${u_base[$name]} bcommit=$base_ref
+  if [ "$b" != master ]; then
+    bcommit=${u_head[$b]}
+    # (A base not checked, --pr, is built here, once.)
+    [ -n "${u_built[$b]:-}" ] || { u_built[$b]=0; ! ensure "$b" "$bcommit" "$ukind" || u_built[$b]=1; }
+    [ "${u_selected[$name]}" -eq 0 ] || [ "${u_built[$b]}" = 1 ] ||
+      fail "${u_label[$name]}: its base, ${u_label[$b]}, does not build: nothing to compare it with"
   fi
-  if [ "${u_selected[$name]}" -eq 0 ]; then continue; fi
-  if [ "$b" != master ] && [ "${u_built[$b]:-0}" != 1 ]; then
-    fail "${u_label[$name]}: its base, ${u_label[$b]}, does not build: nothing to compare it with"
-  fi
+  [ "${u_selected[$name]}" -eq 1 ] || continue
   w=$work/units/$name
-  # The new tests on the base.
   nc=$(newtests_commit "$bcommit" "${u_head[$name]}" "${u_dir[$name]}")
-  if ensure "$name.newtests" "$nc" tests; then
-    u_newtests[$name]=1
-  else
-    u_newtests[$name]=0
-    fail "${u_label[$name]}: its tests do not build on its base (log: $work/logs/build-$name.newtests.log)"
-  fi
-  # Each commit.
+  u_newtests[$name]=1
+  ensure "$name.newtests" "$nc" tests || { u_newtests[$name]=0
+    fail "${u_label[$name]}: its tests do not build on its base (log: $work/logs/build-$name.newtests.log)"; }
   mapfile -t commits < <(git -C "$tree" rev-list --reverse "$bcommit..${u_head[$name]}")
   : >"$w/commits.tsv"
-  ok=1
   for k in "${!commits[@]}"; do
-    c=${commits[$k]}
-    n=$((k + 1))
-    last=0
+    c=${commits[$k]} n=$((k + 1)) last=0
     [ "$n" -lt "${#commits[@]}" ] || last=1
     subject=$(git -C "$tree" log -1 --format=%s "$c")
+    what="${u_label[$name]} commit $n ($subject)"
     vkey=$( { echo "$key_cfg $cf_version"; git -C "$tree" rev-parse "$c~1^{tree}" "$c^{tree}"; cat "$w/tests.names"; } |
             sha256sum | cut -c1-16)
     fkey=$(state_key "$c" "$ukind")
@@ -582,69 +551,57 @@ for name in "${units[@]}"; do
       continue
     fi
     goto "$c"
-    failed_before=${#failures[@]}
+    failed_before=${#failures[@]} fmt=ok prel=ok tests=- log=$work/logs/format-$name-$n.log
     mapfile -t touched < <(git -C "$tree" diff --name-only --diff-filter=d "$c~1" "$c")
     mapfile -t scoped < <(format_scope "${touched[@]}")
-    fmt=ok
-    if [ ${#scoped[@]} -gt 0 ] && ! format_check "${scoped[@]}" >"$work/logs/format-$name-$n.log" 2>&1; then
+    if [ ${#scoped[@]} -gt 0 ] && ! format_check "${scoped[@]}" >"$log" 2>&1; then
       fmt=FAIL
-      fail "${u_label[$name]} commit $n ($subject): not formatted with upstream's clang-format $cf_version (log: $work/logs/format-$name-$n.log)"
+      fail "$what: not formatted with upstream's clang-format $cf_version (log: $log)"
     fi
-    prel=ok
     if ! preludes_run "$c" "$work/preludes-scratch" >"$work/logs/preludes-$name-$n.log" 2>&1; then
       prel=FAIL
-      fail "${u_label[$name]} commit $n ($subject): upstream's check-preludes.py: $(tail -n 1 "$work/logs/preludes-$name-$n.log")"
+      fail "$what: upstream's check-preludes.py: $(tail -n 1 "$work/logs/preludes-$name-$n.log")"
     fi
-    # (The shared libraries, which compile the same files again, only for
-    # the last commit: it is kept, and the harness needs them.)
+    # (The shared libraries only for the last commit: it is kept.)
     commit_targets=(test-libmongoc)
     [ "$last" -eq 0 ] || [ "$ukind" != full ] || commit_targets=("${targets[@]}")
-    tests=-
     if build "$name-$n" "${commit_targets[@]}"; then
-      built="$BUILD_STEPS files, $BUILD_WARNINGS warnings"
-      bin=$bdir/src/libmongoc/test-libmongoc
-      r=$work/runs/commit-$name-$n
-      [ ! -s "$w/tests.names" ] || run_bin "$bin" "$tree" "$w/tests.names" "$r" "$jobs"
+      built="$BUILD_STEPS files, $BUILD_WARNINGS warnings" r=$work/runs/commit-$name-$n
+      [ ! -s "$w/tests.names" ] || run_bin "$bdir/src/libmongoc/test-libmongoc" "$tree" "$w/tests.names" "$r" "$jobs"
       # (Those of its tests this commit registers.)
       if [ -s "$w/tests.names" ] && awk -F'\t' '$2 != "absent"' "$r/results.tsv" >"$r/registered.tsv" && [ -s "$r/registered.tsv" ]; then
         read -r tn tp _ <<<"$(counts "$r/registered.tsv")"
         tests="$tp of $tn pass"
-        if [ "$tp" -ne "$tn" ]; then
-          fail "${u_label[$name]} commit $n ($subject): $((tn - tp)) of its tests fail there: $(awk -F'\t' '$2 != "pass" {printf "%s%s (%s)", s, $1, $6; s = ", "}' "$r/registered.tsv")"
-        fi
+        [ "$tp" -eq "$tn" ] ||
+          fail "$what: $((tn - tp)) of its tests fail there: $(awk -F'\t' '$2 != "pass" {printf "%s%s (%s)", s, $1, $6; s = ", "}' "$r/registered.tsv")"
       fi
       [ "$last" -eq 0 ] || save "$name" "$fkey" "$c"
     else
       built=FAIL
-      fail "${u_label[$name]} commit $n ($subject) does not build alone (log: $work/logs/build-$name-$n.log)"
+      fail "$what does not build alone (log: $work/logs/build-$name-$n.log)"
     fi
     line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$n" "$(git -C "$tree" rev-parse --short=12 "$c")" "$subject" \
       "${#touched[@]}" "$fmt" "$prel" "$built" "$tests")
     echo "$line" >>"$w/commits.tsv"
-    # Kept only when it holds, so that a failure is looked at again.
-    if [ ${#failures[@]} -eq "$failed_before" ]; then echo "$line" >"$work/verdicts/$vkey"; else ok=0; fi
+    # (Kept only when it holds, so that a failure is looked at again.)
+    [ ${#failures[@]} -ne "$failed_before" ] || echo "$line" >"$work/verdicts/$vkey"
     say "${u_label[$name]} commit $n/${#commits[@]} $(git -C "$tree" rev-parse --short "$c") $subject: format $fmt, preludes $prel, build $built, tests $tests"
   done
-  u_commits_ok[$name]=$ok
-  if have "$name" "$(state_key "${u_head[$name]}" "$ukind")"; then u_built[$name]=1; else u_built[$name]=0; fi
+  u_built[$name]=0
+  ! have "$name" "$(state_key "${u_head[$name]}" "$ukind")" || u_built[$name]=1
   phase "commits-$name"
 done
 
-# Every pull request applied.
+# Every pull request applied; and what make bench-fork reads.
 all_state=""
 if [ -n "$all_head" ]; then
-  if ensure all "$all_head" full --install; then
-    all_state=all
-  else
+  ensure all "$all_head" full --install && all_state=all ||
     fail "all: the pull requests applied together do not build (log: $work/logs/build-all.log)"
-  fi
   phase build-all
 fi
-# What make bench-fork reads.
-for l in unpatched:base patched:$all_state newtests:; do
-  rm -rf "${work:?}/${l%%:*}"
-  [ -z "${l#*:}" ] || ln -sfn "builds/${l#*:}" "$work/${l%%:*}"
-done
+rm -rf "${work:?}/unpatched" "$work/patched" "$work/newtests"
+ln -sfn builds/base "$work/unpatched"
+[ -z "$all_state" ] || ln -sfn "builds/$all_state" "$work/patched"
 
 if [ "$build_only" -eq 1 ]; then
   say "builds: $(cd "$work/builds" && ls -d -- */ | tr -d / | tr '\n' ' ')in $work/builds"
