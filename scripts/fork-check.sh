@@ -616,83 +616,73 @@ mkdir -p "$runs"
 # The whole suite on a kept build, once per check: runs/NAME/.
 declare -A suite_done
 suite_state() {  # NAME
-  local name=$1
-  [ -z "${suite_done[$name]:-}" ] || return 0
-  say "suite: $name: ctest, $jobs at a time, ${limit} s a test, until-pass:$repeat"
-  run_state "$name" - "$runs/$name" "$jobs"
-  cut -f1 "$runs/$name/results.tsv" >"$runs/$name.list"
-  read -r n p f s t <<<"$(counts "$runs/$name/results.tsv")"
-  say "suite: $name: $n tests: passed $p, failed $f, skipped $s, timed out $t in $(cat "$runs/$name/seconds") s"
-  suite_done[$name]=1
-  phase "suite-$name"
+  [ -z "${suite_done[$1]:-}" ] || return 0
+  say "suite: $1: ctest, $jobs at a time, ${limit} s a test, until-pass:$repeat"
+  run_state "$1" - "$runs/$1" "$jobs"
+  cut -f1 "$runs/$1/results.tsv" >"$runs/$1.list"
+  read -r n p f s t <<<"$(counts "$runs/$1/results.tsv")"
+  say "suite: $1: $n tests: passed $p, failed $f, skipped $s, timed out $t in $(cat "$runs/$1/seconds") s"
+  suite_done[$1]=1
+  phase "suite-$1"
 }
 [ ${#matches[@]} -eq 0 ] || say "suite: only the tests under ${matches[*]} (--match)"
+thead() { local h; printf -v h ' %s |' "$@"; printf '|%s\n|%s\n' "$h" "$(printf -- '---|%.0s' "$@")"; }
 
-# Two kept builds' runs compared; a test of one side only differs by being
-# there. Fails on an unexplained difference or a crash of B.
+# Two runs compared (jcompare); fails on an unexplained difference or a
+# crash of B.
+cmp_verdict() {  # WHO B-NAME
+  while IFS= read -r t; do fail "$1: unexplained difference: $t"; done <"$CMP_DIR/unexplained.txt"
+  [ "$CMP_C1" -eq 0 ] || fail "$1: $2 crashed in: $(tr '\n' ' ' <"$CMP_DIR/crashes.txt")"
+}
 cmp_a="" cmp_b=""
 run_cmp_a() { run_state "$cmp_a" "$@"; }
 run_cmp_b() { run_state "$cmp_b" "$@"; }
-compare() {  # A B WHO EXPLANATION-FILE...
-  local a=$1 b=$2 who=$3 t
+compare() {  # A B WHO EXPLANATION-FILE...: two kept builds' suites
+  local a=$1 b=$2 who=$3
   shift 3
   suite_state "$a"
   suite_state "$b"
   cmp_a=$a cmp_b=$b
   jcompare "$runs/$a" "$runs/$b" "$runs/cmp-$a-vs-$b" "$a" "$b" run_cmp_a run_cmp_b "$@"
-  while IFS= read -r t; do fail "$who: unexplained difference: $t"; done <"$CMP_DIR/unexplained.txt"
-  CMP_CRASHES=$CMP_C1
-  [ "$CMP_CRASHES" -eq 0 ] || fail "$who: $b's test-libmongoc crashed in: $(tr '\n' ' ' <"$CMP_DIR/crashes.txt")"
+  cmp_verdict "$who" "$b's test-libmongoc"
   say "suite: $who ($a against $b): run $CMP_RUN, passed $CMP_P0 and $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
 }
 cmp_table() {  # A B: the report's tables of the last compare
-  echo "| run | tests | passed | failed | skipped | timed out | crashed | wall time |"
-  echo "|---|---|---|---|---|---|---|---|"
-  echo "| $1 | $(wc -l <"$runs/$1.list") | $CMP_P0 | $CMP_F0 | $CMP_S0 | $CMP_T0 | $CMP_C0 | $(cat "$runs/$1/seconds") s |"
-  echo "| $2 | $(wc -l <"$runs/$2.list") | $CMP_P1 | $CMP_F1 | $CMP_S1 | $CMP_T1 | $CMP_C1 | $(cat "$runs/$2/seconds") s |"
-  echo
-  echo "Differences: $CMP_NDIFF, explained $CMP_NEXPL (each try is ctest --repeat until-pass:$repeat; a test"
-  echo "that differs runs once more per side, one at a time, with the same result in every try)."
-  if [ "$CMP_NDIFF" -gt 0 ]; then
-    echo
-    echo "| test | $1 | $2 | message | explanation |"
-    echo "|---|---|---|---|---|"
-    cat "$CMP_DIR/rows.md"
-  fi
-  if [ "$CMP_NFLAKY" -gt 0 ]; then
-    echo
-    echo "Flaky (results overlap between the sides over the tries; not counted): $CMP_NFLAKY"
-    echo
-    echo "| test | $1 tries | $2 tries | message |"
-    echo "|---|---|---|---|"
-    cat "$CMP_DIR/flaky.md"
-  fi
+  thead run tests passed failed skipped "timed out" crashed "wall time"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s s |\n' \
+    "$1" "$(wc -l <"$runs/$1.list")" "$CMP_P0" "$CMP_F0" "$CMP_S0" "$CMP_T0" "$CMP_C0" "$(cat "$runs/$1/seconds")" \
+    "$2" "$(wc -l <"$runs/$2.list")" "$CMP_P1" "$CMP_F1" "$CMP_S1" "$CMP_T1" "$CMP_C1" "$(cat "$runs/$2/seconds")"
+  printf '\nDifferences: %s, explained %s (each try is ctest --repeat until-pass:%s; a test\n%s\n' "$CMP_NDIFF" \
+    "$CMP_NEXPL" "$repeat" "that differs runs once more per side, one at a time, with the same result in every try)."
+  [ "$CMP_NDIFF" -eq 0 ] || { echo; thead test "$1" "$2" message explanation; cat "$CMP_DIR/rows.md"; }
+  [ "$CMP_NFLAKY" -eq 0 ] || {
+    printf '\nFlaky (results overlap between the sides over the tries; not counted): %s\n\n' "$CMP_NFLAKY"
+    thead test "$1 tries" "$2 tries" message
+    cat "$CMP_DIR/flaky.md"; }
 }
 
 case ${#units[@]} in 2) all_words=two ;; 3) all_words=three ;; 4) all_words=four ;; *) all_words=${#units[@]} ;; esac
-# The explanations of every unit, for the comparison of all.
+# Every unit's explanations, for the comparisons of all.
 all_expl=()
 for name in "${units[@]}"; do all_expl+=("$work/units/$name/explained"); done
 all_expl+=("$explained")
 
+# All against the base first: in CI mode its figures stand on every line.
 declare -A u_suite u_report
-# The comparison of all, first in CI mode: its figures stand for every line.
-all_suite="" all_report=""
+all_suite="" all_report="" patched_crashes=0
 if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
   compare base "$all_state" "all" "${all_expl[@]}"
   all_suite="suite run $CMP_RUN (all $all_words), unpatched passed $CMP_P0, patched passed $CMP_P1"
   all_diff="differences $CMP_NDIFF, explained $CMP_NEXPL"
-  all_crashes_suite=$CMP_CRASHES
+  patched_crashes=$CMP_C1
   all_report=$(cmp_table base "$all_state")
 fi
 for name in "${checked[@]}"; do
   [ "${u_built[$name]:-0}" = 1 ] || continue
-  b=${u_base[$name]}
-  bstate=base
+  b=${u_base[$name]} bstate=base
   [ "$b" = master ] || bstate=$b
   if [ "$ci" -eq 1 ]; then
-    [ -n "$all_suite" ] || continue
-    u_suite[$name]="$all_suite, NEW, $all_diff"
+    [ -z "$all_suite" ] || u_suite[$name]="$all_suite, NEW, $all_diff"
     continue
   fi
   [ "$bstate" = base ] || [ "${u_built[$b]:-0}" = 1 ] || continue
@@ -706,40 +696,31 @@ phase compare
 
 declare -A u_new u_new_rows
 for name in "${checked[@]}"; do
-  w=$work/units/$name
+  w=$work/units/$name u=$runs/new-$name-unpatched p=$runs/new-$name-patched
   nt=$(wc -l <"$w/new-tests.names")
   fu=0 pp=0 gd=0 rows=""
   if [ "${u_newtests[$name]:-0}" = 1 ] && [ "${u_built[$name]:-0}" = 1 ] && [ "$nt" -gt 0 ]; then
-    run_state "$name.newtests" "$w/new-tests.names" "$runs/new-$name-unpatched" "$jobs"
-    run_state "$name" "$w/new-tests.names" "$runs/new-$name-patched" "$jobs"
+    run_state "$name.newtests" "$w/new-tests.names" "$u" "$jobs"
+    run_state "$name" "$w/new-tests.names" "$p" "$jobs"
     while IFS=$'\t' read -r t ures _ _ _ umsg; do
-      IFS=$'\t' read -r _ pres _ _ _ pmsg < <(awk -F'\t' -v n="$t" '$1 == n' "$runs/new-$name-patched/results.tsv")
+      IFS=$'\t' read -r _ pres _ _ _ pmsg < <(awk -F'\t' -v n="$t" '$1 == n' "$p/results.tsv")
       guard=0
-      grep -qxF -- "$t" "$w/guard-tests.names" && guard=1
-      if [ "$ures" = absent ]; then
-        verdict="not registered on the base"
-      elif [ "$ures" = fail ] || [ "$ures" = timeout ]; then
-        fu=$((fu + 1))
-        verdict=right
-        [ "$guard" -eq 0 ] || verdict="**declared a guard, but $ures on the base**"
-      elif [ "$guard" -eq 1 ] && [ "$ures" = pass ]; then
-        gd=$((gd + 1))
-        verdict="right (a guard: passes on both, as declared)"
-      else
-        verdict="**$ures on the base: it does not test the change**"
-      fi
-      if [ "$pres" = absent ]; then
-        verdict="not registered patched"
-      elif [ "$pres" = pass ]; then
-        pp=$((pp + 1))
-      else
-        verdict="**$pres patched**"
-      fi
+      ! grep -qxF -- "$t" "$w/guard-tests.names" || guard=1
+      case $guard:$ures in
+        *:absent) verdict="not registered on the base" ;;
+        0:fail|0:timeout) fu=$((fu + 1)) verdict=right ;;
+        1:fail|1:timeout) fu=$((fu + 1)) verdict="**declared a guard, but $ures on the base**" ;;
+        1:pass) gd=$((gd + 1)) verdict="right (a guard: passes on both, as declared)" ;;
+        *) verdict="**$ures on the base: it does not test the change**" ;;
+      esac
+      case $pres in
+        absent) verdict="not registered patched" ;;
+        pass) pp=$((pp + 1)) ;;
+        *) verdict="**$pres patched**" umsg="patched: $pmsg" ;;
+      esac
       [ "${verdict%% *}" = right ] || fail "${u_label[$name]}: new test $t: ${verdict//\*/}"
-      msg=$umsg
-      [ "$pres" = pass ] || [ "$pres" = absent ] || msg="patched: $pmsg"
-      rows+="| \`$t\` | $ures | $pres | $verdict | $(md_cell "$msg") |"$'\n'
-    done <"$runs/new-$name-unpatched/results.tsv"
+      rows+="| \`$t\` | $ures | $pres | $verdict | $(md_cell "$umsg") |"$'\n'
+    done <"$u/results.tsv"
   elif [ "$nt" -gt 0 ]; then
     fail "${u_label[$name]}: its new tests could not run (a build is missing)"
   fi
@@ -761,123 +742,99 @@ phase new-tests
 live_line="live: not run (--no-live)" live_rows="" live_word="not run"
 harness_right="-" harness_line="harness: not run (--no-harness)" harness_rows=""
 enc_line="encryption: not run (--no-encryption)" enc_word="not run"
-patched_crashes=${all_crashes_suite:-0}
 if [ -z "$all_state" ] || [ "$whole" -eq 0 ]; then
-  live_line="live: not run (no build of every pull request applied)"
-  harness_line="harness: not run (no build of every pull request applied)"
-  enc_line="encryption: not run (no build of every pull request applied)"
-  live=0 harness=0 encryption=0 conformance=0
+  why="not run (no build of every pull request applied)"
+  live_line="live: $why" harness_line="harness: $why" enc_line="encryption: $why" live=0 harness=0 encryption=0 conformance=0
 fi
 
-if [ "$live" -eq 1 ]; then
-  fdb=$(suite_find_ferretdb) || fdb=""
-  if [ -z "$fdb" ]; then
-    fail "live: FerretDB is not installed (scripts/install-deps.d/peers.sh installs v1.24.2)"
-    live_line="live: FerretDB missing" live_word=no
-  else
-    live_failed=${#failures[@]}
-    fdb_version=$("$fdb" --version 2>/dev/null | sed -n 's/^version: //p' | head -n 1)
-    suite_state base
-    suite_state "$all_state"
-    # The live tests: those the no-server runs skipped (on either side),
-    # among the subset's prefixes (a "!PREFIX" line leaves tests out).
-    awk -F'\t' '$2 == "skip" {print $1}' "$runs/base/results.tsv" "$runs/$all_state/results.tsv" |
-      sort -u >"$runs/skipped.names"
-    grep -xF -f "$runs/base.list" "$runs/$all_state.list" >"$runs/live-both.list" || true
-    sed 's/#.*//; s/[[:space:]]*$//; s/^[[:space:]]*//' "$live_subset" | grep -v '^$' >"$runs/live.prefixes"
-    awk 'FILENAME == ARGV[1] { if (substr($0, 1, 1) == "!") x[++m] = substr($0, 2); else p[++n] = $0; next }
-         FILENAME == ARGV[2] { skipped[$0] = 1; next }
-         ($0 in skipped) {
-           for (i = 1; i <= m; i++) if (index($0, x[i]) == 1) next
-           for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
-      "$runs/live.prefixes" "$runs/skipped.names" "$runs/live-both.list" >"$runs/live.list"
-    # Each side runs its tests one at a time, against a FerretDB of its own,
-    # and the two sides at once: upstream's live tests share databases and
-    # collections (every GridFS test drops and recreates test.fs.files), so
-    # two of them at once against one server disturb each other, and
-    # FerretDB's SQLite backend has died of SIGBUS under two such tests.
-    live_port_u=$(suite_free_port)
-    live_port_p=$(suite_free_port)
-    while [ "$live_port_p" = "$live_port_u" ]; do live_port_p=$(suite_free_port); done
-    # Each run, and each run again of a difference, against a fresh FerretDB.
-    # Should FerretDB die all the same, the run stops (its tests would only
-    # wait for a server that is gone) and is made once more against a fresh
-    # one; a second death fails the check.
-    live_run() {  # SIDE LIST OUT
-      local side=$1 list=$2 out=$3 port state dir try stop env
-      case $side in
-        unpatched) port=$live_port_u state=base ;;
-        *) port=$live_port_p state=$all_state ;;
-      esac
-      dir=$runs/ferretdb-$side stop=$runs/ferretdb-$side.stop
-      for try in 1 2; do
-        rm -f "$stop"
-        suite_start_ferretdb "$fdb" "$dir" "$port" || die "live: 127.0.0.1:$port is taken"
-        suite_watch_ferretdb "$port" "$stop" "FerretDB on 127.0.0.1:$port died"
-        env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_OFFLINE=on
-             "MONGOC_TEST_URI=mongodb://127.0.0.1:$port/")
-        [ -z "${TMPDIR:-}" ] || env+=(TMPDIR="$TMPDIR")
-        # (Once: a live test that fails against FerretDB fails every time,
-        # and a difference runs again anyway.)
-        RUN_REPEAT=1 RUN_STOP=$stop run_bin "$work/builds/$state/bin/test-libmongoc" "$work/builds/$state/src" "$list" "$out" 1 "${env[@]}"
-        kill "$SUITE_WATCH_PID" 2>/dev/null || true
-        wait "$SUITE_WATCH_PID" 2>/dev/null || true
-        [ -s "$stop" ] || { suite_stop_ferretdb; return 0; }
-        cp "$dir/log" "$work/logs/ferretdb-died-$side-$(basename "$out")-$try.log"
-        suite_stop_ferretdb
-        say "live: FerretDB died during the $side run of $(basename "$out") (log: $work/logs/ferretdb-died-$side-$(basename "$out")-$try.log)"
-      done
-      echo "live: FerretDB died twice during the $side run of $(basename "$out")" >>"$runs/live.failures"
-    }
-    trap suite_stop_ferretdb EXIT
-    live_unpatched() { live_run unpatched "$1" "$2"; }
-    live_patched() { live_run patched "$1" "$2"; }
-    rm -f "$runs/live.failures"
-    say "live: $(wc -l <"$runs/live.list") tests ($(basename "$live_subset")) against FerretDB $fdb_version, on 127.0.0.1:$live_port_u unpatched and :$live_port_p patched, the two at once"
-    (
-      trap suite_stop_ferretdb EXIT
-      live_unpatched "$runs/live.list" "$runs/live-unpatched"
-    ) &
-    live_pid=$!
-    live_patched "$runs/live.list" "$runs/live-patched"
-    wait "$live_pid" || die "live: the unpatched run failed"
-    jcompare "$runs/live-unpatched" "$runs/live-patched" "$runs/cmp-live" unpatched patched \
-      live_unpatched live_patched "${all_expl[@]}"
-    if [ -s "$runs/live.failures" ]; then
-      while IFS= read -r f; do fail "$f"; done <"$runs/live.failures"
-    fi
-    rm -rf "$runs"/ferretdb-*
-    live_rows=$(cat "$CMP_DIR/rows.md" "$CMP_DIR/flaky.md")
-    while IFS= read -r t; do fail "live: unexplained difference: $t"; done <"$CMP_DIR/unexplained.txt"
-    patched_crashes=$((patched_crashes + CMP_C1))
-    [ "$CMP_C1" -eq 0 ] || fail "live: patched test-libmongoc crashed in: $(tr '\n' ' ' <"$CMP_DIR/crashes.txt")"
-    ln=$CMP_RUN
-    live_line="live (FerretDB $fdb_version): run $ln, unpatched passed $CMP_P0, patched passed $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
-    if [ ${#failures[@]} -eq "$live_failed" ] && [ "$ln" -gt 0 ]; then live_word=yes; else live_word=no; fi
-  fi
-  say "$live_line"
-  phase live
+fdb=""
+[ "$live" -eq 0 ] || fdb=$(suite_find_ferretdb) || {
+  fail "live: FerretDB is not installed (scripts/install-deps.d/peers.sh installs v1.24.2)"
+  live_line="live: FerretDB missing" live_word=no; }
+if [ -n "$fdb" ]; then
+  live_failed=${#failures[@]}
+  fdb_version=$("$fdb" --version 2>/dev/null | sed -n 's/^version: //p' | head -n 1)
+  suite_state base
+  suite_state "$all_state"
+  # The live tests: those the no-server runs skipped (on either side),
+  # among the subset's prefixes (a "!PREFIX" line leaves tests out).
+  awk -F'\t' '$2 == "skip" {print $1}' "$runs/base/results.tsv" "$runs/$all_state/results.tsv" |
+    sort -u >"$runs/skipped.names"
+  grep -xF -f "$runs/base.list" "$runs/$all_state.list" >"$runs/live-both.list" || true
+  sed 's/#.*//; s/[[:space:]]*$//; s/^[[:space:]]*//' "$live_subset" | grep -v '^$' >"$runs/live.prefixes"
+  awk 'FILENAME == ARGV[1] { if (substr($0, 1, 1) == "!") x[++m] = substr($0, 2); else p[++n] = $0; next }
+       FILENAME == ARGV[2] { skipped[$0] = 1; next }
+       ($0 in skipped) {
+         for (i = 1; i <= m; i++) if (index($0, x[i]) == 1) next
+         for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
+    "$runs/live.prefixes" "$runs/skipped.names" "$runs/live-both.list" >"$runs/live.list"
+  # Each side runs its tests one at a time (once: a difference runs again
+  # anyway), against a fresh FerretDB of its own, the two sides at once:
+  # upstream's live tests share databases and collections (every GridFS
+  # test drops and recreates test.fs.files), and FerretDB's SQLite backend
+  # has died of SIGBUS under two such tests at once. Should FerretDB die
+  # all the same, the run stops and is made again against a fresh one; a
+  # second death fails the check.
+  live_port_u=$(suite_free_port)
+  live_port_p=$(suite_free_port)
+  while [ "$live_port_p" = "$live_port_u" ]; do live_port_p=$(suite_free_port); done
+  live_run() {  # SIDE LIST OUT
+    local side=$1 list=$2 out=$3 port=$live_port_p state=$all_state dir=$runs/ferretdb-$1 stop=$runs/ferretdb-$1.stop try env log
+    [ "$side" != unpatched ] || port=$live_port_u state=base
+    for try in 1 2; do
+      rm -f "$stop"
+      suite_start_ferretdb "$fdb" "$dir" "$port" || die "live: 127.0.0.1:$port is taken"
+      suite_watch_ferretdb "$port" "$stop" "FerretDB on 127.0.0.1:$port died"
+      env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_OFFLINE=on "MONGOC_TEST_URI=mongodb://127.0.0.1:$port/")
+      [ -z "${TMPDIR:-}" ] || env+=(TMPDIR="$TMPDIR")
+      RUN_REPEAT=1 RUN_STOP=$stop run_bin "$work/builds/$state/bin/test-libmongoc" "$work/builds/$state/src" "$list" "$out" 1 "${env[@]}"
+      kill "$SUITE_WATCH_PID" 2>/dev/null || true
+      wait "$SUITE_WATCH_PID" 2>/dev/null || true
+      [ -s "$stop" ] || { suite_stop_ferretdb; return 0; }
+      log=$work/logs/ferretdb-died-$side-$(basename "$out")-$try.log
+      cp "$dir/log" "$log"
+      suite_stop_ferretdb
+      say "live: FerretDB died during the $side run of $(basename "$out") (log: $log)"
+    done
+    echo "live: FerretDB died twice during the $side run of $(basename "$out")" >>"$runs/live.failures"
+  }
+  trap suite_stop_ferretdb EXIT
+  live_unpatched() { live_run unpatched "$1" "$2"; }
+  live_patched() { live_run patched "$1" "$2"; }
+  rm -f "$runs/live.failures"
+  say "live: $(wc -l <"$runs/live.list") tests ($(basename "$live_subset")) against FerretDB $fdb_version, on 127.0.0.1:$live_port_u unpatched and :$live_port_p patched, the two at once"
+  ( trap suite_stop_ferretdb EXIT; live_unpatched "$runs/live.list" "$runs/live-unpatched" ) &
+  live_pid=$!
+  live_patched "$runs/live.list" "$runs/live-patched"
+  wait "$live_pid" || die "live: the unpatched run failed"
+  jcompare "$runs/live-unpatched" "$runs/live-patched" "$runs/cmp-live" unpatched patched \
+    live_unpatched live_patched "${all_expl[@]}"
+  [ ! -s "$runs/live.failures" ] || while IFS= read -r f; do fail "$f"; done <"$runs/live.failures"
+  rm -rf "$runs"/ferretdb-*
+  live_rows=$(cat "$CMP_DIR/rows.md" "$CMP_DIR/flaky.md")
+  cmp_verdict live "patched test-libmongoc"
+  patched_crashes=$((patched_crashes + CMP_C1))
+  live_line="live (FerretDB $fdb_version): run $CMP_RUN, unpatched passed $CMP_P0, patched passed $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
+  live_word=no
+  [ ${#failures[@]} -ne "$live_failed" ] || [ "$CMP_RUN" -eq 0 ] || live_word=yes
 fi
+[ "$live" -eq 0 ] || { say "$live_line"; phase live; }
 
 if [ "$harness" -eq 1 ]; then
-  # tests/dropin's client, an ordinary libmongoc program, built against
-  # each build's headers and shared libraries, and run with
-  # LD_LIBRARY_PATH set to them.
+  # tests/dropin's client, an ordinary libmongoc program, built against each
+  # build's headers and shared libraries (mongoc2 and bson2 on master,
+  # mongoc-1.0 and bson-1.0 on 1.30; 1.23's headers include their
+  # neighbours by bare name), and run with LD_LIBRARY_PATH set to them.
   harness_client() {  # SIDE STATE
-    local a=$work/builds/$2 out=$work/harness/client-$1 mongoc bson got
+    local a=$work/builds/$2 out=$work/harness/client-$1 mongoc bson got hinc=() d
     mkdir -p "$work/harness"
-    # The libraries' names: mongoc2 and bson2 on master, mongoc-1.0 and
-    # bson-1.0 on 1.30.
     mongoc=$(cd "$a/lib" && ls libmongoc*.so | head -n 1)
     bson=$(cd "$a/lib" && ls libbson*.so | head -n 1)
     mongoc=${mongoc#lib} bson=${bson#lib}
-    # (1.23's headers include their neighbours by bare name: "bson-config.h".)
-    local -a hinc=()
-    [ "$target" != bookworm ] || hinc=(-I"$a/headers/build/src/libbson/src/bson" -I"$a/headers/tree/src/libbson/src/bson"
-                                       -I"$a/headers/build/src/libmongoc/src/mongoc" -I"$a/headers/tree/src/libmongoc/src/mongoc")
-    cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L \
-      -I"$a/headers/build/src/libmongoc/src" -I"$a/headers/build/src/libbson/src" \
-      -I"$a/headers/tree/src/libmongoc/src" -I"$a/headers/tree/src/libbson/src" "${hinc[@]}" \
+    for d in build/src/libmongoc/src build/src/libbson/src tree/src/libmongoc/src tree/src/libbson/src; do hinc+=(-I"$a/headers/$d"); done
+    [ "$target" != bookworm ] || hinc+=(-I"$a/headers/build/src/libbson/src/bson" -I"$a/headers/tree/src/libbson/src/bson"
+                                        -I"$a/headers/build/src/libmongoc/src/mongoc" -I"$a/headers/tree/src/libmongoc/src/mongoc")
+    cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L "${hinc[@]}" \
       "$top/tests/dropin/dropin-client.c" -o "$out" -L"$a/lib" -l"${mongoc%.so}" -l"${bson%.so}" -pthread ||
       die "harness: dropin-client does not build against the $1 headers"
     got=$(LD_LIBRARY_PATH=$a/lib ldd "$out" | awk -v m="lib$mongoc" 'index($1, m) == 1 {print $3}')
@@ -888,15 +845,11 @@ if [ "$harness" -eq 1 ]; then
   # op: result; ...", then "harness RIGHT/MODES, crashes N"), then the
   # streaming monitor's and the OP_REPLY modes ("PASS|FAIL MODE/op: ...").
   harness_side() {  # SIDE STATE
-    local out=$work/harness/$1.out m lib=$work/builds/$2/lib
+    local m run=(env LD_LIBRARY_PATH="$work/builds/$2/lib" python3 "$top/tests/dropin/run_case.py" --client "$work/harness/client-$1")
     {
-      LD_LIBRARY_PATH=$lib python3 "$top/tests/dropin/run_case.py" \
-        --client "$work/harness/client-$1" --all || true
-      for m in $monitor_modes; do
-        LD_LIBRARY_PATH=$lib python3 "$top/tests/dropin/run_case.py" \
-          --client "$work/harness/client-$1" --mode "$m" | grep -E '^(PASS|FAIL) ' || true
-      done
-    } >"$out" 2>&1
+      "${run[@]}" --all || true
+      for m in $monitor_modes; do "${run[@]}" --mode "$m" | grep -E '^(PASS|FAIL) ' || true; done
+    } >"$work/harness/$1.out" 2>&1
   }
   monitor_modes=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import hostile_server as h
 print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dropin")
@@ -908,12 +861,12 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   harness_side patched "$all_state"
   wait "$hpid"
   for side in unpatched patched; do
-    read -r r m c < <(sed -n 's|^harness \([0-9]*\)/\([0-9]*\), crashes \([0-9]*\)$|\1 \2 \3|p' \
-                       "$work/harness/$side.out")
-    [ -n "${r:-}" ] || { tail -n 20 "$work/harness/$side.out" >&2; die "harness: run_case.py gave no result ($side)"; }
+    out=$work/harness/$side.out
+    read -r r m c < <(sed -n 's|^harness \([0-9]*\)/\([0-9]*\), crashes \([0-9]*\)$|\1 \2 \3|p' "$out")
+    [ -n "${r:-}" ] || { tail -n 20 "$out" >&2; die "harness: run_case.py gave no result ($side)"; }
     # Monitor and OP_REPLY modes: each failed operation, and each crash.
-    mfail=$( (grep -E '^FAIL [a-z_]+/' "$work/harness/$side.out" || true) | cut -d/ -f1 | sort -u | wc -l)
-    mcrash=$(grep -E '^FAIL [a-z_]+/' "$work/harness/$side.out" | grep -cE ': (CRASH|HANG)' || true)
+    mfail=$( (grep -E '^FAIL [a-z_]+/' "$out" || true) | cut -d/ -f1 | sort -u | wc -l)
+    mcrash=$(grep -E '^FAIL [a-z_]+/' "$out" | grep -cE ': (CRASH|HANG)' || true)
     printf -v "h_$side" '%s %s %s %s %s' "$r" "$m" "$c" "$mfail" "$mcrash"
   done
   read -r hu_right nmodes hu_crash hu_mfail _ <<<"$h_unpatched"
@@ -928,11 +881,9 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   # The two sides by mode, for the report.
   harness_rows=$(awk '
     FNR == 1 { side++ }
-    /^(PASS|FAIL) [a-z_0-9]+: / { m = $2; sub(/:$/, "", m); r = $0; sub(/^[A-Z]+ [^ ]+ /, "", r)
-                                  if (!(m in seen)) { seen[m] = 1; order[++n] = m }; cell[m, side] = r }
-    /^(PASS|FAIL) [a-z_0-9]+\// { split($2, a, "/"); m = a[1]; r = $0; sub(/^[A-Z]+ [^ ]+ /, "", r)
-                                  if (!(m in seen)) { seen[m] = 1; order[++n] = m }
-                                  cell[m, side] = cell[m, side] (cell[m, side] == "" ? "" : "; ") a[2] " " r }
+    /^(PASS|FAIL) [a-z_0-9]+[:\/]/ { r = $0; sub(/^[A-Z]+ [^ ]+ /, "", r); split($2, a, "/"); m = a[1]; sub(/:$/, "", m)
+                                     if (!(m in seen)) { seen[m] = 1; order[++n] = m }
+                                     cell[m, side] = $2 ~ /\// ? cell[m, side] (cell[m, side] == "" ? "" : "; ") a[2] " " r : r }
     END { for (i = 1; i <= n; i++) printf "| %s | %s | %s |\n", order[i], cell[order[i], 1], cell[order[i], 2] }' \
     "$work/harness/unpatched.out" "$work/harness/patched.out")
   say "$harness_line"
@@ -951,10 +902,10 @@ if [ "$encryption" -eq 1 ]; then
   enc_out=$("$top/scripts/fork-check-encryption.sh" --tree "$tree" --suite "$enc_suite" 2>&1 |
             tee "$work/logs/encryption.log") || rc=$?
   enc_line=$(grep '^encryption ' <<<"$enc_out" | tail -n 1 || true)
+  skip=$(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true)
   case $rc in
     0) enc_word=yes ;;
-    77) enc_word="skipped ($(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true))"
-        enc_line="encryption: skipped: $(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true)" ;;
+    77) enc_word="skipped ($skip)" enc_line="encryption: skipped: $skip" ;;
     *) enc_word=no; fail "encryption: ${enc_line:-failed (log: $work/logs/encryption.log)}" ;;
   esac
   say "$enc_line"
