@@ -914,76 +914,58 @@ fi
 
 # --- Conformance and symbols (the pull requests) ------------------------------------------------
 
-conf_line=""
+conf_line="" clog=$work/logs/conformance.log
 if [ "$target" = master ] && [ "$whole" -eq 1 ]; then
   if [ "$conformance" -eq 0 ]; then
     conf_line="fork conformance: not run$([ -n "$all_state" ] && echo " (--no-conformance)" || echo " (no build of every pull request applied)")"
-  elif [ ! -f "$top/scripts/fork-conformance.sh" ]; then
-    conf_line="fork conformance: not run: scripts/fork-conformance.sh is missing"
-    fail "conformance: scripts/fork-conformance.sh is missing"
   else
     rc=0
-    bash "$top/scripts/fork-conformance.sh" --tree "$tree" --build "$bdir" >"$work/logs/conformance.log" 2>&1 || rc=$?
-    conf_line=$(grep -E '^(fork conformance|spec tests \(fork\)):' "$work/logs/conformance.log" | tail -n 2 || true)
-    [ -n "$conf_line" ] || conf_line="fork conformance: no line (log: $work/logs/conformance.log)"
-    [ "$rc" -eq 0 ] || fail "conformance: scripts/fork-conformance.sh exited with $rc (log: $work/logs/conformance.log)"
-    grep '^fork conformance' "$work/logs/conformance.log" | grep -v '^fork conformance:' | sed 's/^/  /' || true
+    bash "$top/scripts/fork-conformance.sh" --tree "$tree" --build "$bdir" >"$clog" 2>&1 || rc=$?
+    conf_line=$(grep -E '^(fork conformance|spec tests \(fork\)):' "$clog" | tail -n 2 || true)
+    [ -n "$conf_line" ] || conf_line="fork conformance: no line (log: $clog)"
+    [ "$rc" -eq 0 ] || fail "conformance: scripts/fork-conformance.sh exited with $rc (log: $clog)"
+    grep '^fork conformance' "$clog" | grep -v '^fork conformance:' | sed 's/^/  /' || true
   fi
   say "$conf_line"
   phase conformance
 fi
 
+# The exported symbols (public: a word of the installed headers), and the
+# installed headers, of base's and all's prefixes; Debian's packages keep
+# every symbol their symbols files list: sid's for master, a port's own.
 sym_line="" sym_rows=""
 if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
-  sd=$work/symbols
-  rm -rf "$sd"
-  mkdir -p "$sd"
-  syms_of() {  # PREFIX -> the exported symbols of its libmongoc
-    local lib
-    lib=$(find "$1" -name 'libmongoc2.so' -o -name 'libmongoc-1.0.so' | head -n 1)
-    [ -n "$lib" ] || die "symbols: no libmongoc in $1"
-    nm -D --defined-only "$(realpath "$lib")" | awk 'NF >= 3 {print $3}' | sed 's/@.*//' | sort -u
-  }
-  words_of() {  # PREFIX -> every identifier of its installed headers
-    grep -rhoE '[A-Za-z_][A-Za-z0-9_]*' "$1/include" | sort -u
-  }
-  pa=$work/builds/base/prefix pb=$work/builds/$all_state/prefix
-  syms_of "$pa" >"$sd/base.syms"
-  syms_of "$pb" >"$sd/all.syms"
-  words_of "$pa" >"$sd/base.words"
-  words_of "$pb" >"$sd/all.words"
+  sd=$work/symbols pa=$work/builds/base/prefix pb=$work/builds/$all_state/prefix
+  rm -rf "$sd" && mkdir -p "$sd"
+  for s in base:"$pa" all:"$pb"; do
+    lib=$(find "${s#*:}" -name 'libmongoc2.so' -o -name 'libmongoc-1.0.so' | head -n 1)
+    [ -n "$lib" ] || die "symbols: no libmongoc in ${s#*:}"
+    nm -D --defined-only "$(realpath "$lib")" | awk 'NF >= 3 {print $3}' | sed 's/@.*//' | sort -u >"$sd/${s%%:*}.syms"
+    grep -rhoE '[A-Za-z_][A-Za-z0-9_]*' "${s#*:}/include" | sort -u >"$sd/${s%%:*}.words"
+  done
   comm -13 "$sd/base.syms" "$sd/all.syms" >"$sd/added"
   comm -23 "$sd/base.syms" "$sd/all.syms" >"$sd/removed"
-  comm -12 "$sd/added" "$sd/all.words" >"$sd/public-added"
-  comm -12 "$sd/removed" "$sd/base.words" >"$sd/public-removed"
-  comm -23 "$sd/added" "$sd/all.words" >"$sd/internal-added"
-  comm -23 "$sd/removed" "$sd/base.words" >"$sd/internal-removed"
-  npa=$(wc -l <"$sd/public-added") npr=$(wc -l <"$sd/public-removed")
-  nia=$(wc -l <"$sd/internal-added") nir=$(wc -l <"$sd/internal-removed")
+  npa=$(comm -12 "$sd/added" "$sd/all.words" | tee "$sd/public-added" | wc -l)
+  npr=$(comm -12 "$sd/removed" "$sd/base.words" | tee "$sd/public-removed" | wc -l)
+  nia=$(comm -23 "$sd/added" "$sd/all.words" | wc -l) nir=$(comm -23 "$sd/removed" "$sd/base.words" | wc -l)
   [ "$npa" -eq 0 ] || fail "symbols: public symbols added: $(tr '\n' ' ' <"$sd/public-added")"
   [ "$npr" -eq 0 ] || fail "symbols: public symbols removed: $(tr '\n' ' ' <"$sd/public-removed")"
-  # The installed headers themselves: nothing added, nothing changed.
-  if ! diff -r "$pa/include" "$pb/include" >"$sd/headers.diff" 2>&1; then
+  diff -r "$pa/include" "$pb/include" >"$sd/headers.diff" 2>&1 ||
     fail "symbols: the installed headers differ (diff: $sd/headers.diff): $(grep -E '^(Only in|diff )' "$sd/headers.diff" | head -n 5 | tr '\n' ' ')"
-  fi
-  # Debian's packages keep every symbol their symbols files list: sid's
-  # for master, a port's own (its pristine tree is the packaging tree).
   deb=$pristine deb_name=$target
   [ "$target" != master ] || { deb=$("$top/scripts/fork-source.sh" unstable 2>/dev/null) || deb=""; deb_name=sid; }
-  deb_note=""
+  symfiles=()
+  [ -z "$deb" ] || mapfile -t symfiles < <(find "$deb/debian" -maxdepth 1 -name '*symbols*' -type f | sort)
   if [ -z "$deb" ]; then
     deb_note="Debian's $deb_name packaging tree is missing (scripts/fork-source.sh unstable): its symbols files not checked"
     fail "symbols: $deb_note"
+  elif [ ${#symfiles[@]} -eq 0 ]; then
+    deb_note="Debian's $deb_name packaging ($(cd "$deb" && dpkg-parsechangelog -S Version 2>/dev/null || echo unstable)) has no symbols file (debian/*.symbols): no removed symbol is listed there"
   else
-    mapfile -t symfiles < <(find "$deb/debian" -maxdepth 1 -name '*symbols*' -type f | sort)
-    if [ ${#symfiles[@]} -eq 0 ]; then
-      deb_note="Debian's $deb_name packaging ($(cd "$deb" && dpkg-parsechangelog -S Version 2>/dev/null || echo unstable)) has no symbols file (debian/*.symbols): no removed symbol is listed there"
-    else
-      awk '/^ / {print $1}' "${symfiles[@]}" | sed 's/@.*//' | sort -u >"$sd/debian.syms"
-      comm -12 "$sd/removed" "$sd/debian.syms" >"$sd/debian-removed"
-      deb_note="Debian's $deb_name symbols files ($(printf '%s ' "${symfiles[@]##*/}")): $(wc -l <"$sd/debian.syms") symbols, $(wc -l <"$sd/debian-removed") of them removed"
-      [ ! -s "$sd/debian-removed" ] || fail "symbols: removed, yet listed in Debian's symbols files: $(tr '\n' ' ' <"$sd/debian-removed")"
-    fi
+    awk '/^ / {print $1}' "${symfiles[@]}" | sed 's/@.*//' | sort -u >"$sd/debian.syms"
+    comm -12 "$sd/removed" "$sd/debian.syms" >"$sd/debian-removed"
+    deb_note="Debian's $deb_name symbols files ($(printf '%s ' "${symfiles[@]##*/}")): $(wc -l <"$sd/debian.syms") symbols, $(wc -l <"$sd/debian-removed") of them removed"
+    [ ! -s "$sd/debian-removed" ] || fail "symbols: removed, yet listed in Debian's symbols files: $(tr '\n' ' ' <"$sd/debian-removed")"
   fi
   say "symbols: $deb_note"
   sym_line="fork symbols: public added $npa, removed $npr, internal added $nia, internal removed $nir"
@@ -996,12 +978,9 @@ fi
 
 lines=()
 for name in "${checked[@]}"; do
-  b=${u_base[$name]}
-  if [ "$b" = master ]; then
-    applies="applies alone $([ "${u_applied[$name]}" = yes ] && echo yes || echo no)"
-  else
-    applies="applies on PR ${u_num[$b]}$([ "${u_applied[$name]}" = yes ] || echo " no")"
-  fi
+  b=${u_base[$name]} ok=${u_applied[$name]}
+  applies="applies on PR ${u_num[$b]:-}$([ "$ok" = yes ] || echo " no")"
+  [ "$b" != master ] || applies="applies alone $ok"
   s=${u_suite[$name]:-suite run -, unpatched passed -, patched passed -, NEW, differences -, explained -}
   lines+=("fork $target $label ${u_label[$name]}: patches $(unit_patches "$name" | wc -l), $applies, ${s/NEW/${u_new[$name]:-new tests -}}")
 done
@@ -1014,121 +993,66 @@ fi
 pristine_dirty=$(git -C "$pristine" status --porcelain | head -n 5)
 [ -z "$pristine_dirty" ] || say "NOTE: the runs left files in the pristine tree: $pristine_dirty"
 total=$(( $(date +%s) - phase_start ))
+section() { printf '\n%s\n\n' "$@"; }
 {
   echo "# The fork on mongo-c-driver $target ${short}"
   echo
   echo "- ${series#"$top"/}: ${#units[@]} pull requests$([ "$ci" -eq 0 ] || echo "; CI mode (--ci): the whole suite once, base against all")"
   echo "- built with upstream's CMake, ENABLE_MAINTAINER_FLAGS=ON, $(gcc --version | head -n 1)${launcher[*]:+, through ccache}"
-  echo "- compiler warnings: $total_warnings"
-  echo "- total time: $total s"
-  echo
-  echo '```'
-  printf '%s\n' "${lines[@]}"
-  echo '```'
-  echo
-  echo "| phase | wall s | CPU s |"
-  echo "|---|---|---|"
+  printf -- '- compiler warnings: %s\n- total time: %s s\n\n```\n' "$total_warnings" "$total"
+  printf '%s\n' "${lines[@]}" '```' ''
+  thead phase "wall s" "CPU s"
   for i in "${!phase_names[@]}"; do echo "| ${phase_names[$i]} | ${phase_secs[$i]} | ${phase_cpu[$i]} |"; done
   for name in "${checked[@]}"; do
     w=$work/units/$name
-    echo
-    echo "## ${u_label[$name]} (${u_dir[$name]#"$top"/}, on ${u_base[$name]})"
-    echo
+    section "## ${u_label[$name]} (${u_dir[$name]#"$top"/}, on ${u_base[$name]})"
     echo "### Each commit alone"
-    echo
-    echo "Applied with \`git am\`, built incrementally, the touched files checked with upstream's"
-    echo "tools/format.py and clang-format $cf_version, upstream's check-preludes.py, and the tests of"
-    echo "its lists registered at that commit run."
-    echo
-    echo "| # | commit | subject | files | format | preludes | build | its tests |"
-    echo "|---|---|---|---|---|---|---|---|"
+    section "Applied with \`git am\`, built incrementally, the touched files checked with upstream's
+tools/format.py and clang-format $cf_version, upstream's check-preludes.py, and the tests of
+its lists registered at that commit run."
+    thead "#" commit subject files format preludes build "its tests"
     [ ! -f "$w/commits.tsv" ] ||
       awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}' "$w/commits.tsv"
     if [ -n "${u_report[$name]:-}" ]; then
-      echo
-      echo "### test-libmongoc without a server"
-      echo
+      section "### test-libmongoc without a server"
       echo "Every test each build registers (upstream's build/cmake/LoadTests.cmake: \`--ctest-run NAME\`),"
       echo "run by \`ctest -j $jobs --timeout $limit --repeat until-pass:$repeat --output-junit\`,"
-      echo "MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on."
-      echo
+      printf '%s\n\n' "MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on."
       echo "${u_report[$name]}"
     fi
-    echo
-    echo "### The new tests"
-    echo
-    echo "Each on the base built with these test sources, and patched: each must fail on the base and"
-    echo "pass patched, except the guards new-tests.txt declares, which pass on both."
-    echo
+    section "### The new tests"
+    printf '%s\n\n' "Each on the base built with these test sources, and patched: each must fail on the base and
+pass patched, except the guards new-tests.txt declares, which pass on both."
     if [ -n "${u_new_rows[$name]:-}" ]; then
-      echo "| test | base | patched | verdict | message (why it fails on the base) |"
-      echo "|---|---|---|---|---|"
+      thead test base patched verdict "message (why it fails on the base)"
       printf '%s' "${u_new_rows[$name]}"
     else
       echo "None run."
     fi
   done
-  if [ -n "$all_report" ]; then
-    echo
-    echo "## All the pull requests: test-libmongoc without a server, master against all"
-    echo
-    echo "$all_report"
-  fi
-  echo
-  echo "## Live tests against FerretDB"
-  echo
+  [ -z "$all_report" ] || { section "## All the pull requests: test-libmongoc without a server, master against all"; echo "$all_report"; }
+  section "## Live tests against FerretDB"
   echo "$live_line"
-  if [ -n "$live_rows" ]; then
-    echo
-    echo "| test | unpatched | patched | message | explanation |"
-    echo "|---|---|---|---|---|"
-    echo "$live_rows"
-  fi
-  echo
-  echo "## The hostile-reply harness"
-  echo
+  [ -z "$live_rows" ] || { echo; thead test unpatched patched message explanation; echo "$live_rows"; }
+  section "## The hostile-reply harness"
   echo "$harness_line"
   if [ -n "$harness_rows" ]; then
-    echo
-    echo "\"right\": a legal reply gave the right result (merged fields visible, find returned its"
-    echo "documents, insert_many counted 3); an illegal one gave a clean error. Each client runs with"
-    echo "LD_LIBRARY_PATH set to its build's libraries (tests/dropin/run_case.py --all, then the"
-    echo "streaming monitor's and the OP_REPLY modes)."
-    echo
-    echo "| mode | unpatched | patched |"
-    echo "|---|---|---|"
+    section "\"right\": a legal reply gave the right result (merged fields visible, find returned its
+documents, insert_many counted 3); an illegal one gave a clean error. Each client runs with
+LD_LIBRARY_PATH set to its build's libraries (tests/dropin/run_case.py --all, then the
+streaming monitor's and the OP_REPLY modes)."
+    thead mode unpatched patched
     echo "$harness_rows"
   fi
-  echo
-  echo "## Client-side encryption ($enc_suite root)"
-  echo
+  section "## Client-side encryption ($enc_suite root)"
   echo "$enc_line"
-  if [ -n "$conf_line" ]; then
-    echo
-    echo "## Conformance"
-    echo
-    echo "$conf_line (log: $work/logs/conformance.log)"
-  fi
+  [ -z "$conf_line" ] || { section "## Conformance"; echo "$conf_line (log: $clog)"; }
   if [ -n "$sym_line" ]; then
-    echo
-    echo "## Exported symbols of libmongoc, $target's tree against all"
-    echo
-    echo "$deb_note."
-    echo
-    if [ -n "$sym_rows" ]; then
-      echo "| | symbol |"
-      echo "|---|---|"
-      echo "$sym_rows"
-    else
-      echo "The same symbols."
-    fi
+    section "## Exported symbols of libmongoc, $target's tree against all"
+    printf '%s\n\n' "$deb_note."
+    if [ -n "$sym_rows" ]; then printf '| | symbol |\n|---|---|\n%s\n' "$sym_rows"; else echo "The same symbols."; fi
   fi
-  if [ ${#failures[@]} -gt 0 ]; then
-    echo
-    echo "## Failures"
-    echo
-    printf -- '- %s\n' "${failures[@]}"
-  fi
+  [ ${#failures[@]} -eq 0 ] || { section "## Failures"; printf -- '- %s\n' "${failures[@]}"; }
 } >"$work/report.md"
 
 say "report: $work/report.md"
@@ -1137,9 +1061,6 @@ for i in "${!phase_names[@]}"; do
 done
 cpu_now
 say "total: $total s (CPU $((CPU_NOW - cpu_start)) s, load average $(cut -d' ' -f1-3 /proc/loadavg))"
-if [ ${#failures[@]} -gt 0 ]; then
-  say "${#failures[@]} failures:"
-  printf '  %s\n' "${failures[@]}"
-fi
+[ ${#failures[@]} -eq 0 ] || { say "${#failures[@]} failures:"; printf '  %s\n' "${failures[@]}"; }
 printf '%s\n' "${lines[@]}"
 [ ${#failures[@]} -eq 0 ]
