@@ -21,10 +21,9 @@
 #   --ci                the whole suite once, master against all (not per PR)
 #   --speed-pr K        a PR whose new tests may all be guards (default 4;
 #                       repeatable, the first use replaces the default)
-#   --jobs N            tests at a time (default 2)
-#   --build-jobs N      compiler jobs (default 2)
-#   --timeout SECONDS   time limit per test (default 60)
-#   --repeat N          ctest --repeat until-pass:N (default 3)
+#   --jobs N, --build-jobs N   tests, compiler jobs at a time (default 2)
+#   --timeout S, --repeat N    a test's limit (default 60), ctest --repeat
+#                       until-pass:N (default 3)
 #   --explained FILE    explained differences, "test-name<TAB>reason"
 #                       (default scripts/fork-check.explained)
 #   --live-subset FILE  the live tests (default scripts/fork-check.live)
@@ -36,12 +35,8 @@
 #   --rebuild           build everything again (the build directory too)
 set -euo pipefail
 export LC_ALL=C
-
-prog=fork-check
-
-top=$(cd "$(dirname "$0")/.." && pwd)
+prog=fork-check top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib/suite-common.sh"
-
 source_dir="" target=master series="" work="" jobs=2 bjobs=2 limit=60 repeat=3
 explained=$top/scripts/fork-check.explained live_subset=$top/scripts/fork-check.live
 live=1 harness=1 encryption=1 conformance=1 build_only=0 rebuild=0 ci=0
@@ -80,8 +75,7 @@ for n in "$jobs" "$bjobs" "$limit" "$repeat"; do
   case $n in ''|*[!0-9]*|0) die "--jobs, --build-jobs, --timeout and --repeat need a positive number" ;; esac
 done
 
-# Each phase's wall time, and CPU time (user + system of this shell and its
-# children: `times`, which must run in this shell, not in $(...)).
+# Each phase's wall and CPU time (`times`: in this shell, not in $(...)).
 cpu_now() {
   times >"$work/.times"
   CPU_NOW=$(awk '{ for (i = 1; i <= NF; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } }
@@ -108,12 +102,9 @@ command -v dpkg-query >/dev/null && suite_need_pkgs cmake ninja-build gcc g++ pk
   libssl-dev libsasl2-dev libsnappy-dev libzstd-dev zlib1g-dev binutils ccache
 
 # --- The pristine tree and the fork's layout ----------------------------------------------------
-
 pristine=$("$top/scripts/fork-source.sh" "$target" ${source_dir:+--source "$source_dir"}) || exit 2
-# Where the fork applies (for a port: Debian's tree with Debian's patches),
-# and how the lines name it: master's commit, a port's upstream version
-# (1.23.1 has no VERSION_CURRENT: its changelog's, passed as BUILD_VERSION as
-# Debian's rules do).
+# Where the fork applies, and how the lines name it: master's commit, a
+# port's upstream version (1.23.1's in its changelog, as BUILD_VERSION).
 base_ref=$(git -C "$pristine" rev-parse opmsg-series-base)
 upstream_commit=$(git -C "$pristine" log -1 --format=%s opmsg-base | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p')
 short=${upstream_commit:0:8} label=${upstream_commit:0:8} build_version=()
@@ -164,16 +155,14 @@ for name in "${units[@]}"; do
   [ "${u_selected[$name]}" -eq 0 ] || checked+=("$name")
 done
 [ ${#checked[@]} -gt 0 ] || die "--pr ${only[*]}: no such pull request in ${series#"$top"/}"
-# What needs every pull request (all, live, harness, ...) needs them checked.
-whole=1
+whole=1  # (all, live, harness, ...: every pull request checked)
 [ ${#checked[@]} -eq ${#units[@]} ] || whole=0
 
 unit_patches() {  # NAME -> its patches, in order (not the cover letter)
   find "${u_dir[$1]}" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort
 }
-# A list's entries: "/test-name", then maybe a reason (after a TAB or
-# spaces: "guard: why" in new-tests.txt, "commit<TAB>reason" in
-# changed-tests.txt); # starts a comment.
+# A list's lines: "/test-name", maybe a reason after a TAB or spaces; #
+# starts a comment.
 list_entries() {  # FILE -> "name<TAB>the rest"
   [ ! -f "$1" ] || sed 's/#.*//' "$1" | awk '$1 ~ /^\// { n = $1; sub(/^[^ \t]+[ \t]*/, ""); print n "\t" $0 }'
 }
@@ -184,8 +173,7 @@ for name in "${units[@]}"; do
   list_entries "$d/new-tests.txt" | awk -F'\t' 'tolower($2) ~ /^guard/ {print $1}' >"$w/guard-tests.names"
   list_entries "$d/changed-tests.txt" | cut -f1 >"$w/changed-tests.names"
   sort -u "$w/new-tests.names" "$w/changed-tests.names" >"$w/tests.names"
-  # The differences it explains: its new tests, its changed tests.
-  {
+  {  # (the differences it explains)
     sed "s/\$/\tnew test of ${u_label[$name]} (new-tests.txt)/" "$w/new-tests.names"
     list_entries "$d/changed-tests.txt" | awk -v who="${u_label[$name]}" '{ n = $1; sub(/^[^\t]*\t/, ""); gsub(/\t+/, ": ")
       printf "%s\tchanged by %s (changed-tests.txt): %s\n", n, who, $0 }'
@@ -198,10 +186,7 @@ done
 phase source
 
 # --- The working tree, and every unit applied -----------------------------------------------
-
-# One working tree and one build directory, moved by checkouts; the
-# patches are applied in a worktree of their own ($work/apply), so that
-# only the builds' checkouts touch the working tree's files.
+# One working tree and build directory moved by checkouts; `git am` in a worktree of its own.
 tree=$work/tree bdir=$work/build apply=$work/apply
 [ "$rebuild" -eq 0 ] || rm -rf "$bdir" "$work/builds" "$work/verdicts"
 [ -d "$tree/.git" ] || { rm -rf "$tree"; git clone -q "$pristine" "$tree"; }
@@ -215,19 +200,16 @@ git -C "$tree" worktree prune
 [ -e "$apply/.git" ] || { rm -rf "$apply"; git -C "$tree" worktree add -q --detach "$apply" "$base_ref"; }
 git -C "$apply" am --abort >/dev/null 2>&1 || true
 
-# `git am` with the committer dated as the author: the same patches give
-# the same commits on every run.
+# (The committer dated as the author: the same patches give the same commits.)
 am() {  # BRANCH START NAME: NAME's patches on START, as BRANCH; sets AM_HEAD
-  local p i=0 n log=$work/logs/am-${1//\//-}.log
-  local -a ps
+  local p i=0 log=$work/logs/am-${1//\//-}.log ps=()
   mapfile -t ps < <(unit_patches "$3")
-  n=${#ps[@]}
   git -C "$apply" checkout -q -f -B "$1" "$2"
   for p in "${ps[@]}"; do
     i=$((i + 1))
     git -C "$apply" am -q --keep-cr --committer-date-is-author-date "$p" >"$log" 2>&1 && continue
     git -C "$apply" am --abort >/dev/null 2>&1 || true
-    AM_FAILED="patch $i of $n, $(basename "$p"): $(grep -m 1 -E '^error:' "$log" || echo "see $log")"
+    AM_FAILED="patch $i of ${#ps[@]}, $(basename "$p"): $(grep -m 1 -E '^error:' "$log" || echo "see $log")"
     return 1
   done
   AM_HEAD=$(git -C "$apply" rev-parse HEAD)
@@ -260,10 +242,8 @@ git -C "$apply" checkout -q -f --detach "$base_ref"
 phase apply
 
 # --- Builds ---------------------------------------------------------------------------------
-
-# (Encryption off: Debian 12's libmongocrypt 1.7.2 is older than master's
-# minimum, 1.20, and 1.30.4's, 1.12; it is checked in a Debian root. 1.23's
-# uninstall script generator loops for ever on another install prefix.)
+# (Debian 12's libmongocrypt is too old for the trees: encryption in a Debian
+# root. 1.23's uninstall script loops for ever on another install prefix.)
 cmake_args=(
   -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_MAINTAINER_FLAGS=ON
   -DENABLE_TESTS=ON -DENABLE_STATIC=ON -DENABLE_SHARED=ON -DENABLE_EXAMPLES=OFF
@@ -272,14 +252,12 @@ cmake_args=(
   "${build_version[@]}"
 )
 [ "$target" != bookworm ] || cmake_args+=(-DENABLE_UNINSTALL=OFF)
-# The key of everything built: the options and the compilers (ccache or not,
-# the same objects).
+# The key of everything built: the options and the compilers.
 key_cfg=$( { printf '%s\n' "${cmake_args[@]}"; cmake --version | head -n 1; gcc --version | head -n 1; } |
            sha256sum | cut -c1-16)
 launcher=()
 if command -v ccache >/dev/null; then
-  # Paths under build/fork/ hashed relative to it, and the build directory
-  # not hashed: the pull requests' own worktrees there share the cache.
+  # (The pull requests' own worktrees under build/fork/ share the cache.)
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=$top/build/fork CCACHE_NOHASHDIR=1
   [[ $work/ == "$top"/build/fork/* ]] || CCACHE_BASEDIR=$work
@@ -298,14 +276,10 @@ total_warnings=0
 build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
   local label=$1 log=$work/logs/build-$1.log
   shift
-  if ! nice -n 10 cmake --build "$bdir" -j "$bjobs" --target "$@" >"$log" 2>&1; then
-    grep -E -A3 'error|warning:' "$log" | head -n 40 >&2
-    say "build log: $log"
-    return 1
-  fi
-  # The pristine tree's own warnings (1.23.1 has six with gcc 12 and
-  # OpenSSL 3) are not counted: "FILE: warning: MESSAGE", as base's build
-  # recorded them.
+  nice -n 10 cmake --build "$bdir" -j "$bjobs" --target "$@" >"$log" 2>&1 ||
+    { grep -E -A3 'error|warning:' "$log" | head -n 40 >&2; say "build log: $log"; return 1; }
+  # The pristine tree's own warnings ("FILE: warning: MESSAGE" as base's
+  # build recorded them; 1.23.1 has six with gcc 12 and OpenSSL 3) not counted.
   grep -o '[^ ]*: warning: .*' "$log" | sed -E 's/:[0-9]+:([0-9]+:)? warning:/: warning:/' | sort -u >"$log.warnings" || true
   [ "$label" != base ] || cp "$log.warnings" "$work/base-warnings.txt"
   touch "$work/base-warnings.txt"
@@ -322,10 +296,8 @@ goto() {  # COMMIT: the working tree there, clean (nothing done when it is)
     git -C "$tree" clean -q -fdx
   fi
 }
-# A build kept under builds/NAME, to outlive the next incremental build:
-# test-libmongoc, the shared and static libraries (libmongoc2, libbson2 on
-# master; -1.0 on 1.30), the headers (the tree's and the generated ones);
-# with --install, `cmake --install` into DEST/prefix too (for the symbols).
+# A build kept in builds/NAME: test-libmongoc, the libraries, the headers
+# (the tree's and generated), with --install `cmake --install`ed in prefix/.
 save() {  # NAME KEY COMMIT [--install]
   local dest=$work/builds/$1 key=$2 commit=$3
   rm -rf "$dest.new"
@@ -354,9 +326,8 @@ have() {  # NAME KEY: a kept build of KEY (whose tree the repository still has)
   [ -x "$work/builds/$1/bin/test-libmongoc" ] && [ "$(cat "$work/builds/$1/key" 2>/dev/null)" = "$2" ] &&
     git -C "$tree" cat-file -e "$(cat "$work/builds/$1/tree")^{tree}" 2>/dev/null
 }
-# NAME: COMMIT built and kept, unless a build of the same tree is kept
-# already (KIND full: test-libmongoc and the shared libraries; tests:
-# test-libmongoc; with --install, what `cmake --install` wants: mongoc-stat).
+# NAME: COMMIT built as KIND (full: with the shared libraries; tests) and
+# kept, unless it is already (--install: mongoc-stat too, which it wants).
 ensure() {  # NAME COMMIT KIND [--install]
   local name=$1 commit=$2 key t=("${targets[@]}")
   key=$(state_key "$commit" "$3${4:-}")
@@ -373,12 +344,9 @@ ensure() {  # NAME COMMIT KIND [--install]
   save "$name" "$key" "$commit" ${4:-}
 }
 
-# NAME's test sources on its base, as a commit made through an index of its
-# own (no checkout; its tree says whether a kept build is still good): the
-# changes under the test folders; the CMake lists NAME changes, without the
-# files and folders it adds to the library (their tokens dropped, and the
-# lines that leaves empty); and the stubs K-NAME/unpatched/PATH laid over
-# the base at PATH, for what its tests call that the base lacks.
+# NAME's test sources on its base (docs/fork.md), as a commit made through
+# an index of its own: its test folders, its CMake lists without the files
+# it adds to the library, and its stubs K-NAME/unpatched/PATH.
 testdirs=(src/libmongoc/tests src/libbson/tests)
 newtests_commit() {  # BASE HEAD UNIT-DIR -> the commit
   local b=$1 h=$2 idx=$work/newtests.index f blob
@@ -402,8 +370,7 @@ for line in sys.stdin:
     new = line
     for name in added:
         new = re.sub(r"\S*" + re.escape(name) + r"\S*", "", new)
-    # (A line left empty, or with a bare command name, as
-    # "add_subdirectory (fuzz)" leaves "add_subdirectory", goes too.)
+    # (A line left empty, or a bare command, as "add_subdirectory (fuzz)" leaves, goes.)
     if new != line and re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)?\s*", new):
         continue
     sys.stdout.write(new if new != line else line)' "$work/added.txt" | git -C "$tree" hash-object -w --stdin)
@@ -421,11 +388,9 @@ for line in sys.stdin:
   rm -f "$idx"
 }
 
-# One CTest run (junit-compare.py run) of a test-libmongoc from SRC, JOBS
-# at a time, into OUT (junit.xml, results.tsv): the tests named in LIST,
-# or with LIST "-" every test (those --match selects); in ENV, by default a
-# run without a server. (Every build is compiled in the working tree: its
-# messages name files there.)
+# One CTest run (junit-compare.py run) of a test-libmongoc from SRC into
+# OUT: the tests named in LIST, or with "-" every test (--match's); in ENV,
+# by default without a server. (Messages name files in $tree: built there.)
 run_env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on)
 [ -z "${TMPDIR:-}" ] || run_env+=(TMPDIR="$TMPDIR")
 run_bin() {  # BIN SRC LIST OUT JOBS [ENV...]
@@ -442,8 +407,7 @@ md_cell() { sed 's/|/\\|/g; s/`/'"'"'/g' <<<"$1"; }
 counts() {  # RESULTS.tsv -> "run passed failed skipped timeout"
   awk -F'\t' '{n++; c[$2]++} END {printf "%d %d %d %d %d\n", n, c["pass"], c["fail"], c["skip"], c["timeout"]}' "$1"
 }
-# A kept build's test-libmongoc, run from its tree (its JSON tests are
-# read there, and tests write files there), made afresh once per check.
+# A kept build's test-libmongoc, run from its tree (made once per check).
 declare -A src_made
 run_state() {  # NAME LIST OUT [JOBS]
   local d=$work/builds/$1
@@ -463,15 +427,11 @@ format_scope() {  # FILE... -> those upstream's tools/format.py formats (SOURCE_
     case $f in *.h|*.th|*.hpp|*.c|*.cpp) echo "$f" ;; esac
   done
 }
-# Formatted with the target's clang-format and the tree's .clang-format: by
-# upstream's tools/format.py where the tree has it (master); else (1.30,
-# whose own check is clang-format over every file, and whose pristine
-# mongoc-cluster.c is already off in one place) on the lines a commit changes.
+# By upstream's tools/format.py where the tree has it (master); else (1.30,
+# whose pristine mongoc-cluster.c is off in one place) the lines changed.
 format_check() {  # FILE...: in $tree, the files a commit touches
-  if [ -f "$tree/tools/format.py" ]; then
-    (cd "$tree" && python3 tools/format.py --mode check -j 2 --clang-format-bin "$clang_format" "$@")
-    return
-  fi
+  [ ! -f "$tree/tools/format.py" ] ||
+    { (cd "$tree" && python3 tools/format.py --mode check -j 2 --clang-format-bin "$clang_format" "$@"); return; }
   local f lines status=0
   for f in "$@"; do
     mapfile -t lines < <(git -C "$tree" diff -U0 HEAD~1 HEAD -- "$f" |
@@ -482,10 +442,8 @@ format_check() {  # FILE...: in $tree, the files a commit touches
   return $status
 }
 
-# Upstream's check-preludes.py on a commit's public headers. It stops at the
-# first header without its prelude, and a Debian tree can fail it before the
-# fork (trixie's validate-private.h, Debian's own patch): the base's failing
-# headers are found once and left out, so a commit must add no such header.
+# Upstream's check-preludes.py on a commit's public headers, less those the
+# base already fails (trixie's validate-private.h), found one at a time.
 prelude_headers=(src/libmongoc/src/mongoc src/libbson/src/bson src/common/src)
 preludes_run() {  # COMMIT DIR: check-preludes.py on COMMIT's headers, minus $work/preludes-base.txt
   rm -rf "$2" && mkdir -p "$2/.evergreen/scripts"
@@ -509,11 +467,8 @@ cf_version=$("$clang_format" --version | sed 's/.*version //')
 ensure base "$base_ref" full --install || die "the pristine tree does not build"
 phase build-base
 
-# Each unit: its new tests on its base, then each commit alone. A commit's
-# verdict is kept (verdicts/) once it holds, keyed by its tree, its
-# parent's, the clang-format and the unit's lists. A pull request's own
-# build is test-libmongoc and the shared libraries; in CI mode
-# test-libmongoc alone (the harness runs on base and all).
+# Each unit: its new tests on its base, then each commit alone (a verdict
+# kept once it holds). In CI mode a unit's build is test-libmongoc alone.
 mkdir -p "$work/verdicts"
 declare -A u_newtests u_built
 ukind=full
@@ -554,14 +509,10 @@ for name in "${units[@]}"; do
     failed_before=${#failures[@]} fmt=ok prel=ok tests=- log=$work/logs/format-$name-$n.log
     mapfile -t touched < <(git -C "$tree" diff --name-only --diff-filter=d "$c~1" "$c")
     mapfile -t scoped < <(format_scope "${touched[@]}")
-    if [ ${#scoped[@]} -gt 0 ] && ! format_check "${scoped[@]}" >"$log" 2>&1; then
-      fmt=FAIL
-      fail "$what: not formatted with upstream's clang-format $cf_version (log: $log)"
-    fi
-    if ! preludes_run "$c" "$work/preludes-scratch" >"$work/logs/preludes-$name-$n.log" 2>&1; then
-      prel=FAIL
-      fail "$what: upstream's check-preludes.py: $(tail -n 1 "$work/logs/preludes-$name-$n.log")"
-    fi
+    [ ${#scoped[@]} -eq 0 ] || format_check "${scoped[@]}" >"$log" 2>&1 ||
+      { fmt=FAIL; fail "$what: not formatted with upstream's clang-format $cf_version (log: $log)"; }
+    preludes_run "$c" "$work/preludes-scratch" >"$work/logs/preludes-$name-$n.log" 2>&1 ||
+      { prel=FAIL; fail "$what: upstream's check-preludes.py: $(tail -n 1 "$work/logs/preludes-$name-$n.log")"; }
     # (The shared libraries only for the last commit: it is kept.)
     commit_targets=(test-libmongoc)
     [ "$last" -eq 0 ] || [ "$ukind" != full ] || commit_targets=("${targets[@]}")
@@ -610,7 +561,6 @@ if [ "$build_only" -eq 1 ]; then
 fi
 
 # --- test-libmongoc without a server ---------------------------------------------------------
-
 runs=$work/runs
 mkdir -p "$runs"
 # The whole suite on a kept build, once per check: runs/NAME/.
@@ -628,8 +578,7 @@ suite_state() {  # NAME
 [ ${#matches[@]} -eq 0 ] || say "suite: only the tests under ${matches[*]} (--match)"
 thead() { local h; printf -v h ' %s |' "$@"; printf '|%s\n|%s\n' "$h" "$(printf -- '---|%.0s' "$@")"; }
 
-# Two runs compared (jcompare); fails on an unexplained difference or a
-# crash of B.
+# Fails on an unexplained difference or a crash of B (of jcompare's runs).
 cmp_verdict() {  # WHO B-NAME
   while IFS= read -r t; do fail "$1: unexplained difference: $t"; done <"$CMP_DIR/unexplained.txt"
   [ "$CMP_C1" -eq 0 ] || fail "$1: $2 crashed in: $(tr '\n' ' ' <"$CMP_DIR/crashes.txt")"
@@ -662,10 +611,8 @@ cmp_table() {  # A B: the report's tables of the last compare
 }
 
 case ${#units[@]} in 2) all_words=two ;; 3) all_words=three ;; 4) all_words=four ;; *) all_words=${#units[@]} ;; esac
-# Every unit's explanations, for the comparisons of all.
-all_expl=()
-for name in "${units[@]}"; do all_expl+=("$work/units/$name/explained"); done
-all_expl+=("$explained")
+all_expl=("${units[@]/#/$work/units/}")  # (every unit's explanations)
+all_expl=("${all_expl[@]/%//explained}" "$explained")
 
 # All against the base first: in CI mode its figures stand on every line.
 declare -A u_suite u_report
@@ -693,7 +640,6 @@ done
 phase compare
 
 # --- The new tests: fail on the base, pass patched --------------------------------------------
-
 declare -A u_new u_new_rows
 for name in "${checked[@]}"; do
   w=$work/units/$name u=$runs/new-$name-unpatched p=$runs/new-$name-patched
@@ -738,7 +684,6 @@ done
 phase new-tests
 
 # --- Every pull request applied: live tests, harness, encryption ------------------------------
-
 live_line="live: not run (--no-live)" live_rows="" live_word="not run"
 harness_right="-" harness_line="harness: not run (--no-harness)" harness_rows=""
 enc_line="encryption: not run (--no-encryption)" enc_word="not run"
@@ -768,13 +713,9 @@ if [ -n "$fdb" ]; then
          for (i = 1; i <= m; i++) if (index($0, x[i]) == 1) next
          for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
     "$runs/live.prefixes" "$runs/skipped.names" "$runs/live-both.list" >"$runs/live.list"
-  # Each side runs its tests one at a time (once: a difference runs again
-  # anyway), against a fresh FerretDB of its own, the two sides at once:
-  # upstream's live tests share databases and collections (every GridFS
-  # test drops and recreates test.fs.files), and FerretDB's SQLite backend
-  # has died of SIGBUS under two such tests at once. Should FerretDB die
-  # all the same, the run stops and is made again against a fresh one; a
-  # second death fails the check.
+  # Each side once, one test at a time, against a fresh FerretDB of its own,
+  # the two sides at once (docs/fork.md says why); a run during which
+  # FerretDB dies is made again, a second death fails.
   live_port_u=$(suite_free_port)
   live_port_p=$(suite_free_port)
   while [ "$live_port_p" = "$live_port_u" ]; do live_port_p=$(suite_free_port); done
@@ -821,10 +762,8 @@ fi
 [ "$live" -eq 0 ] || { say "$live_line"; phase live; }
 
 if [ "$harness" -eq 1 ]; then
-  # tests/dropin's client, an ordinary libmongoc program, built against each
-  # build's headers and shared libraries (mongoc2 and bson2 on master,
-  # mongoc-1.0 and bson-1.0 on 1.30; 1.23's headers include their
-  # neighbours by bare name), and run with LD_LIBRARY_PATH set to them.
+  # tests/dropin's client built against each build's headers and libraries
+  # (1.23's headers include their neighbours by bare name), run on them.
   harness_client() {  # SIDE STATE
     local a=$work/builds/$2 out=$work/harness/client-$1 mongoc bson got hinc=() d
     mkdir -p "$work/harness"
@@ -841,9 +780,8 @@ if [ "$harness" -eq 1 ]; then
     [ "$(realpath "$(dirname "$got")")" = "$(realpath "$a/lib")" ] ||
       die "harness: the $1 client loads ${got:-no lib$mongoc}, not $a/lib's"
   }
-  # Every mode of the hostile server (run_case.py --all: "PASS|FAIL MODE:
-  # op: result; ...", then "harness RIGHT/MODES, crashes N"), then the
-  # streaming monitor's and the OP_REPLY modes ("PASS|FAIL MODE/op: ...").
+  # Every mode (run_case.py --all: "PASS|FAIL MODE: ...", "harness R/M, crashes
+  # N"), then the monitor's and OP_REPLY modes ("PASS|FAIL MODE/op: ...").
   harness_side() {  # SIDE STATE
     local m run=(env LD_LIBRARY_PATH="$work/builds/$2/lib" python3 "$top/tests/dropin/run_case.py" --client "$work/harness/client-$1")
     {
@@ -890,8 +828,7 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   phase harness
 fi
 
-# The working tree and the build directory at "all", for the encryption
-# step (which copies the tree) and the conformance script (which uses both).
+# The working tree and build directory at "all", for encryption and conformance.
 if [ -n "$all_state" ] && [ "$whole" -eq 1 ] && { [ "$encryption" -eq 1 ] || [ "$conformance" -eq 1 ]; }; then
   goto "$(cat "$work/builds/$all_state/commit")"
   build all-final "${targets[@]}" || die "the build of all does not build again"
@@ -913,7 +850,6 @@ if [ "$encryption" -eq 1 ]; then
 fi
 
 # --- Conformance and symbols (the pull requests) ------------------------------------------------
-
 conf_line="" clog=$work/logs/conformance.log
 if [ "$target" = master ] && [ "$whole" -eq 1 ]; then
   if [ "$conformance" -eq 0 ]; then
@@ -930,9 +866,8 @@ if [ "$target" = master ] && [ "$whole" -eq 1 ]; then
   phase conformance
 fi
 
-# The exported symbols (public: a word of the installed headers), and the
-# installed headers, of base's and all's prefixes; Debian's packages keep
-# every symbol their symbols files list: sid's for master, a port's own.
+# The exported symbols (public: a word of the installed headers) and the
+# installed headers of base and all; Debian's symbols files (sid's for master).
 sym_line="" sym_rows=""
 if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
   sd=$work/symbols pa=$work/builds/base/prefix pb=$work/builds/$all_state/prefix
@@ -975,7 +910,6 @@ if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
 fi
 
 # --- The lines, and the report -------------------------------------------------------------------
-
 lines=()
 for name in "${checked[@]}"; do
   b=${u_base[$name]} ok=${u_applied[$name]}
