@@ -1,174 +1,51 @@
 #!/bin/bash
-# The fork on mongo-c-driver, checked with upstream's own build and test
-# suite (`make check-fork`, docs/fork.md).
-#
-# fork/TARGET/ (master, and the Debian ports bookworm and trixie) holds one
-# folder per pull request, K-NAME/ (1-no-abort/, 2-section-rules/, ...),
-# each a `git format-patch` series: 0000-cover-letter.patch (hand-written,
-# never applied), 0001-*.patch ..., new-tests.txt, changed-tests.txt, and a
-# file `base` that names where the pull request applies: one line, "master"
-# or the folder of another pull request ("1-no-abort"; a number, "1", or
-# "Base: 1-no-abort" say the same). Without the file the base is the
-# target's tree ("master" names it for the ports too: Debian's tree with
-# Debian's patches applied). A base must have a lower number: the pull
-# requests are applied in their numbers' order.
-#
-# The pristine tree comes from scripts/fork-source.sh. Everything is built
-# in one working tree and one build directory (build/fork/TARGET/tree and
-# build/), moved from state to state by checkouts, so that each build is
-# incremental; with ccache (when installed: CCACHE_BASEDIR=build/fork,
-# CCACHE_NOHASHDIR=1, shared with the pull requests' own worktrees) going
-# back to a state already compiled costs little. Each build the runs use
-# is kept under build/fork/TARGET/builds/NAME/ (test-libmongoc, the shared
-# and static libraries, the headers; keyed by the tree's content and the
-# build options, so a second run with the same patches builds nothing):
-#   base              the pristine tree (master a047e0bc, or the Debian tree)
-#   K-NAME            pull request K applied on its base (its last commit)
-#   K-NAME.newtests   K's base, with K's test sources (src/libmongoc/tests,
-#                     src/libbson/tests, and K's CMake lists without the
-#                     files K adds to the library)
-#   all               every pull request applied, in order (1, 2, 3, 4)
-# build/fork/TARGET/unpatched and patched point at base and all (what
-# `make bench-fork` reads).
-#
-# For each pull request K:
-#   1. it applies with `git am` on its base (master, or PR J's last commit);
-#   2. every commit builds alone with ENABLE_MAINTAINER_FLAGS=ON and no
-#      warning, the files it touches are formatted (upstream's
-#      tools/format.py with clang-format 20.1.8, 17.0.6 for the Debian ports,
-#      and the tree's .clang-format), it keeps upstream's prelude rule
-#      (check-preludes.py), and K's tests registered at that commit pass;
-#   3. test-libmongoc without a server through upstream's CTest registration
-#      (build/cmake/LoadTests.cmake: each test `--ctest-run NAME`; `ctest -j
-#      --timeout --repeat until-pass --output-junit`, the fixtures left out,
-#      MONGOC_TEST_SKIP_LIVE and MONGOC_TEST_OFFLINE on), K's base against K,
-#      the two JUnit files compared (scripts/lib/junit-compare.py; a test that
-#      differs runs once more per side before the verdict): every difference is
-#      explained by K's lists (new-tests.txt, changed-tests.txt) or by
-#      scripts/fork-check.explained;
-#   4. K's new tests on K's base built with K's test sources, and on K: each
-#      fails on the base and passes on K, except the guards new-tests.txt
-#      declares ("/name<TAB>guard: why"), which pass on both;
-# and prints
-#
-#   fork master a047e0bc PR K NAME: patches N, applies alone yes|on PR J, suite run R, unpatched passed P0, patched passed P1, new tests T (fail unpatched F, guards G, pass patched S), differences D, explained E
-#
-# ("unpatched" is K's base). It fails unless T = F + G = S, and, but for a
-# speed change (PR 4: its tests may all be guards; --speed-pr), F >= 2 and
-# G <= T/4. Then, with every pull request applied (build "all"):
-#   5. test-libmongoc unpatched master against all of them (differences
-#      explained by any pull request's lists);
-#   6. the live tests FerretDB can serve (scripts/fork-check.live), master
-#      against all, against a private FerretDB v1.24.2;
-#   7. the hostile-reply harness (tests/dropin, every mode), no preload;
-#   8. client-side encryption end to end, built in the sid root
-#      (scripts/fork-check-encryption.sh; trixie's root for trixie) when
-#      that root exists ("encryption skipped" otherwise);
-# and prints
-#
-#   fork master a047e0bc all: harness H/36, crashes C, live ferretdb yes, encryption yes
-#
-# then runs scripts/fork-conformance.sh --tree TREE --build BUILD (TREE the
-# working tree at "all", BUILD its CMake build directory, test-libmongoc and
-# mongoc_shared built there), which prints its own "fork conformance: ..."
-# line (missing: said, and the check fails), and compares the exported
-# dynamic symbols (nm -D --defined-only) of libmongoc2.so, master's against
-# all's, each installed with `cmake --install` into a prefix of its own:
-#
-#   fork symbols: public added 0, removed 0, internal added N, internal removed M
-#
-# (public: the name is a word of the installed headers, include/ of the
-# prefix). It fails when a public symbol is added or removed, when the
-# installed headers differ, or when a removed symbol is listed in the
-# symbols files of Debian's sid packaging (scripts/fork-source.sh unstable:
-# debian/*.symbols; it says so when there are none).
-#
-# --ci (CI's .ci/steps/fork.sh): steps 1, 2 and 4 for every pull request,
-# its builds as above, but the whole no-server suite only once: unpatched
-# master against all four applied (step 5), not per pull request (step 3).
-# The PR lines then say "suite run R (all four)", and their suite fields
-# (R, P0, P1, D, E) are that one comparison's, the same on every line.
-# That saves four whole-suite runs (about 3 minutes each on 2 cores).
-#
-# The ports (--target bookworm, trixie) print the same lines, "fork trixie
-# 1.30.4 PR K NAME: ..." (the upstream version for the commit); conformance
-# is master's alone, and their symbols are checked against their own
-# packaging's symbols files.
-#
-# Writes WORK/report.md (every table) and ends with the lines above.
-# Exit status 0 when all of it holds; 1 when something does not (each
-# failure said above the lines); 2 when the check could not run.
+# The fork's pull requests (fork/TARGET/K-NAME/) checked on mongo-c-driver
+# with upstream's own CMake and CTest: each applied with `git am` on its
+# base, every commit built alone and format-checked, test-libmongoc's
+# no-server suite compared (scripts/lib/junit-compare.py) and the new tests
+# failing unpatched, passing patched; then all applied: the hostile-reply
+# harness, live tests against FerretDB, encryption, conformance, symbols.
+# docs/fork.md says how, step by step, and what each printed line means.
+# Writes WORK/report.md; exit status 0 when all holds, 1 when something does
+# not, 2 when the check could not run.
 #
 # Usage: scripts/fork-check.sh [OPTIONS]
-#   --target NAME       master (default), or a Debian port: bookworm
-#                       (fork/bookworm/ on Debian's 1.23.1 tree) or trixie
-#                       (fork/trixie/ on 1.30.4), with Debian's patches
-#                       applied; the defaults below follow it
-#   --source DIR        the pristine tree, passed to scripts/fork-source.sh
+#   --target NAME       master (default), or a Debian port on Debian's tree:
+#                       bookworm (1.23.1) or trixie (1.30.4)
+#   --source DIR        the pristine tree for scripts/fork-source.sh
 #                       (default: ../shared/upstream/ next to the repository)
 #   --series DIR        the fork's folder (default fork/TARGET)
 #   --work DIR          builds and results (default build/fork/TARGET)
-#   --pr K              check only pull request K (a number or a folder
-#                       name; repeatable): the others are applied and built
-#                       where K needs them, not checked; "all" is then not
-#                       built and steps 5 to 8, conformance and symbols are
-#                       left out
-#   --ci                the CI mode above
-#   --speed-pr K        a pull request whose new tests may all be guards
-#                       (default 4; repeatable, the first use replaces it)
-#   --jobs N            tests at a time (default 2)
-#   --build-jobs N      compiler jobs (default 2)
-#   --timeout SECONDS   time limit per test (default 60; replaces upstream's
-#                       per-test limits, 10 s on master)
-#   --repeat N          ctest --repeat until-pass:N (default 3)
-#   --explained FILE    more explained differences, "test-name<TAB>reason"
+#   --pr K              check only pull request K (number or folder;
+#                       repeatable): nothing with all of them applied
+#   --ci                the whole suite once, master against all (not per PR)
+#   --speed-pr K        a PR whose new tests may all be guards (default 4;
+#                       repeatable, the first use replaces the default)
+#   --jobs N, --build-jobs N   tests, compiler jobs at a time (default 2)
+#   --timeout S, --repeat N    a test's limit (default 60), ctest --repeat
+#                       until-pass:N (default 3)
+#   --explained FILE    explained differences, "test-name<TAB>reason"
 #                       (default scripts/fork-check.explained)
-#   --live-subset FILE  the live tests to run (default scripts/fork-check.live)
-#   --match PREFIX      only the tests whose names start with PREFIX, in the
-#                       no-server and live runs (repeatable; for a quick look:
-#                       `make check-fork` runs them all)
-#   --no-live           leave out the live tests
-#   --no-harness        leave out the hostile-reply harness
-#   --no-encryption     leave out client-side encryption in the Debian root
-#   --no-conformance    leave out scripts/fork-conformance.sh
-#   --build-only        the builds (base, each pull request, its new tests,
-#                       all), then stop (what `make bench-fork` needs)
+#   --live-subset FILE  the live tests (default scripts/fork-check.live)
+#   --match PREFIX      only the tests whose names start with PREFIX
+#                       (no-server and live runs; repeatable)
+#   --no-live, --no-harness, --no-encryption, --no-conformance
+#                       leave that step out
+#   --build-only        the builds, then stop (what `make bench-fork` needs)
 #   --rebuild           build everything again (the build directory too)
 set -euo pipefail
 export LC_ALL=C
-
-prog=fork-check
-
-top=$(cd "$(dirname "$0")/.." && pwd)
+prog=fork-check top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib/suite-common.sh"
-
-source_dir=""
-target=master
-series=""
-work=""
-jobs=2
-bjobs=2
-limit=60
-repeat=3
-explained=$top/scripts/fork-check.explained
-live_subset=$top/scripts/fork-check.live
-live=1
-harness=1
-encryption=1
-conformance=1
-build_only=0
-rebuild=0
-ci=0
-matches=()
-only=()
-speed_prs=(4)
-speed_set=0
+source_dir="" target=master series="" work="" jobs=2 bjobs=2 limit=60 repeat=3
+explained=$top/scripts/fork-check.explained live_subset=$top/scripts/fork-check.live
+live=1 harness=1 encryption=1 conformance=1 build_only=0 rebuild=0 ci=0
+matches=() only=() speed_prs=(4) speed_set=0
 while [ $# -gt 0 ]; do
   case $1 in
     --target) target=${2:?}; shift 2 ;;
     --source) source_dir=$(realpath -m -- "${2:?}"); shift 2 ;;
-    --series) series=$(realpath -m -- "${2:?}"); shift 2 ;;
-    --work) work=$(realpath -m -- "${2:?}"); shift 2 ;;
+    --series|--work|--explained|--live-subset) v=${1#--}; printf -v "${v/-/_}" '%s' "$(realpath -m -- "${2:?}")"; shift 2 ;;
     --pr) only+=("${2:?}"); shift 2 ;;
     --ci) ci=1; shift ;;
     --speed-pr) [ "$speed_set" -eq 1 ] || speed_prs=(); speed_set=1; speed_prs+=("${2:?}"); shift 2 ;;
@@ -176,13 +53,8 @@ while [ $# -gt 0 ]; do
     --build-jobs) bjobs=${2:?}; shift 2 ;;
     --timeout) limit=${2:?}; shift 2 ;;
     --repeat) repeat=${2:?}; shift 2 ;;
-    --explained) explained=$(realpath -m -- "${2:?}"); shift 2 ;;
-    --live-subset) live_subset=$(realpath -m -- "${2:?}"); shift 2 ;;
     --match) matches+=("${2:?}"); shift 2 ;;
-    --no-live) live=0; shift ;;
-    --no-harness) harness=0; shift ;;
-    --no-encryption) encryption=0; shift ;;
-    --no-conformance) conformance=0; shift ;;
+    --no-live|--no-harness|--no-encryption|--no-conformance) printf -v "${1#--no-}" 0; shift ;;
     --build-only) build_only=1; shift ;;
     --rebuild) rebuild=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -191,9 +63,8 @@ while [ $# -gt 0 ]; do
 done
 series=${series:-$top/fork/$target}
 work=${work:-$top/build/fork/$target}
-# Where the target's client-side encryption can be built: a Debian root whose
-# libmongocrypt is new enough for the tree (master 1.20, 1.30.4 1.12); and
-# the clang-format series its tree is formatted with (upstream's pins).
+# The Debian root whose libmongocrypt is new enough for the tree's
+# encryption, and the clang-format series of upstream's pins.
 case $target in
   master) enc_suite=sid cf_pin=20.1.8 ;;
   trixie) enc_suite=trixie cf_pin=17.0.6 ;;
@@ -204,64 +75,39 @@ for n in "$jobs" "$bjobs" "$limit" "$repeat"; do
   case $n in ''|*[!0-9]*|0) die "--jobs, --build-jobs, --timeout and --repeat need a positive number" ;; esac
 done
 
-# --- Phases and their times -----------------------------------------------------------------
-
-# Wall time, and the CPU time of the processes it ran (user + system): the
-# machine may be shared, and the CPU time says what a phase costs whatever
-# the load.
-cpu_now() {  # CPU_NOW: this shell's and its children's CPU seconds so far
-  # (times must run in this shell, not in a subshell: not in $(...).)
+# Each phase's wall and CPU time (`times`: in this shell, not in $(...)).
+cpu_now() {
   times >"$work/.times"
   CPU_NOW=$(awk '{ for (i = 1; i <= NF; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } }
                  END { printf "%d\n", t + 0.5 }' "$work/.times")
 }
 mkdir -p "$work/logs"
-phase_names=()
-phase_secs=()
-phase_cpu=()
-phase_mark=$(date +%s)
+phase_names=() phase_secs=() phase_cpu=() phase_mark=$(date +%s)
 phase_start=$phase_mark
 cpu_now
-cpu_mark=$CPU_NOW
-cpu_start=$cpu_mark
-phase() {  # NAME: the phase that just ended, and how long it took
-  local now cpu
+cpu_mark=$CPU_NOW cpu_start=$CPU_NOW
+phase() {  # NAME: the phase that just ended
+  local now
   now=$(date +%s)
   cpu_now
-  cpu=$CPU_NOW
-  phase_names+=("$1")
-  phase_secs+=($((now - phase_mark)))
-  phase_cpu+=($((cpu - cpu_mark)))
-  say "phase $1: $((now - phase_mark)) s (CPU $((cpu - cpu_mark)) s)"
-  phase_mark=$now
-  cpu_mark=$cpu
+  phase_names+=("$1") phase_secs+=($((now - phase_mark))) phase_cpu+=($((CPU_NOW - cpu_mark)))
+  say "phase $1: $((now - phase_mark)) s (CPU $((CPU_NOW - cpu_mark)) s)"
+  phase_mark=$now cpu_mark=$CPU_NOW
 }
 
 failures=()  # what makes the check fail, one line each
 fail() { failures+=("$*"); say "FAIL: $*"; }
 
-# --- What is needed -------------------------------------------------------------------------
-
-if command -v dpkg-query >/dev/null; then
-  deps=(cmake ninja-build gcc g++ pkg-config git python3 libssl-dev libsasl2-dev libsnappy-dev
-        libzstd-dev zlib1g-dev binutils ccache)
-  suite_need_pkgs "${deps[@]}"
-fi
+command -v dpkg-query >/dev/null && suite_need_pkgs cmake ninja-build gcc g++ pkg-config git python3 \
+  libssl-dev libsasl2-dev libsnappy-dev libzstd-dev zlib1g-dev binutils ccache
 
 # --- The pristine tree and the fork's layout ----------------------------------------------------
-
 pristine=$("$top/scripts/fork-source.sh" "$target" ${source_dir:+--source "$source_dir"}) || exit 2
-# Where the fork applies: the pristine tree, or a Debian packaging tree
-# with Debian's own patches applied (the same commit as opmsg-base for master).
+# Where the fork applies, and how the lines name it: master's commit, a
+# port's upstream version (1.23.1's in its changelog, as BUILD_VERSION).
 base_ref=$(git -C "$pristine" rev-parse opmsg-series-base)
 upstream_commit=$(git -C "$pristine" log -1 --format=%s opmsg-base | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p')
-short=${upstream_commit:0:8}
-# How the lines name the tree: master's commit, a Debian port's upstream
-# version (its packaging branch's commit says nothing to a reader).
-label=$short
-# (1.23.1's Debian tree has no VERSION_CURRENT: its changelog's upstream
-# version, which Debian's rules pass as BUILD_VERSION, as the build does here.)
-build_version=()
+short=${upstream_commit:0:8} label=${upstream_commit:0:8} build_version=()
 if [ "$target" != master ]; then
   label=$(git -C "$pristine" show opmsg-base:VERSION_CURRENT 2>/dev/null) || {
     label=$(git -C "$pristine" show opmsg-base:debian/changelog | sed -n '1s/^[^(]*(\([0-9]*:\)\{0,1\}\([^)-]*\).*/\2/p')
@@ -271,24 +117,23 @@ if [ "$target" != master ]; then
 fi
 
 [ -d "$series" ] || die "no folder ${series#"$top"/}"
-
-# The units: the pull requests (folders K-NAME/).
+# The units: the pull requests (folders K-NAME/), each on its base.
 units=()
 declare -A u_dir u_num u_base u_label u_head u_applied u_selected u_speed
 mapfile -t pr_dirs < <(find "$series" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*-*' | sort -V)
 [ ${#pr_dirs[@]} -gt 0 ] || die "no pull request folders in ${series#"$top"/} (K-NAME/0001-*.patch)"
-ls "$series"/*.patch >/dev/null 2>&1 &&
-  say "NOTE: ${series#"$top"/}/*.patch (an old flat series) is left out: the pull request folders are the fork"
 for d in "${pr_dirs[@]}"; do
-  name=$(basename "$d")
-  num=${name%%-*}
+  name=$(basename "$d") num=${name%%-*}
   case $num in ''|*[!0-9]*) die "$name: a pull request folder is NUMBER-NAME" ;; esac
-  units+=("$name")
-  u_dir[$name]=$d
-  u_num[$name]=$num
-  u_label[$name]="PR $num ${name#*-}"
+  units+=("$name") u_dir[$name]=$d u_num[$name]=$num u_label[$name]="PR $num ${name#*-}"
 done
-# Each one's base: its file `base`, or master.
+named() {  # UNIT WORD...: true when a WORD names UNIT (its folder or its number)
+  local u=$1 o
+  shift
+  for o in "$@"; do [ "$o" != "$u" ] && [ "$o" != "${u_num[$u]}" ] || return 0; done
+  return 1
+}
+checked=()
 for name in "${units[@]}"; do
   b=master
   if [ -f "${u_dir[$name]}/base" ]; then
@@ -299,197 +144,128 @@ for name in "${units[@]}"; do
   fi
   if [ "$b" != master ]; then
     found=""
-    for other in "${units[@]}"; do
-      if [ "$other" = "$b" ] || [ "${u_num[$other]}" = "${b#PR}" ]; then found=$other; fi
-    done
+    for other in "${units[@]}"; do ! named "$other" "$b" "${b#PR}" || found=$other; done
     [ -n "$found" ] || die "$name/base names '$b': no such pull request folder"
     [ "${u_num[$found]}" -lt "${u_num[$name]}" ] || die "$name/base names $found: a base must have a lower number"
     b=$found
   fi
-  u_base[$name]=$b
+  u_base[$name]=$b u_selected[$name]=1 u_speed[$name]=0
+  [ ${#only[@]} -eq 0 ] || named "$name" "${only[@]}" || u_selected[$name]=0
+  ! named "$name" "${speed_prs[@]}" || u_speed[$name]=1
+  [ "${u_selected[$name]}" -eq 0 ] || checked+=("$name")
 done
-# The units checked (--pr), and the speed changes.
-for name in "${units[@]}"; do
-  u_selected[$name]=1
-  if [ ${#only[@]} -gt 0 ]; then
-    u_selected[$name]=0
-    for o in "${only[@]}"; do
-      if [ "$o" = "$name" ] || [ "$o" = "${u_num[$name]}" ]; then u_selected[$name]=1; fi
-    done
-  fi
-  u_speed[$name]=0
-  for o in "${speed_prs[@]}"; do
-    if [ "$o" = "$name" ] || [ "$o" = "${u_num[$name]}" ]; then u_speed[$name]=1; fi
-  done
-done
-checked=()
-for name in "${units[@]}"; do [ "${u_selected[$name]}" -eq 0 ] || checked+=("$name"); done
 [ ${#checked[@]} -gt 0 ] || die "--pr ${only[*]}: no such pull request in ${series#"$top"/}"
-# Steps 5 to 8 need every pull request.
-whole=1
+whole=1  # (all, live, harness, ...: every pull request checked)
 [ ${#checked[@]} -eq ${#units[@]} ] || whole=0
 
 unit_patches() {  # NAME -> its patches, in order (not the cover letter)
   find "${u_dir[$1]}" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort
 }
-
-# The lists: test names, one per line (a reason may follow the name after a
-# TAB or spaces); # starts a comment.
-list_names() {  # FILE -> the test names
-  [ -f "$1" ] || return 0
-  sed 's/#.*//' "$1" | awk '$1 ~ /^\// {print $1}'
+# A list's lines: "/test-name", maybe a reason after a TAB or spaces; #
+# starts a comment.
+list_entries() {  # FILE -> "name<TAB>the rest"
+  [ ! -f "$1" ] || sed 's/#.*//' "$1" | awk '$1 ~ /^\// { n = $1; sub(/^[^ \t]+[ \t]*/, ""); print n "\t" $0 }'
 }
 for name in "${units[@]}"; do
   d=${u_dir[$name]} w=$work/units/$name
   mkdir -p "$w"
-  list_names "$d/new-tests.txt" >"$w/new-tests.names"
-  # A new test that pins behaviour the base already has, which the pull
-  # request must keep, passes on both sides: its list says so after its
-  # name, "guard: why". Any other new test must fail on the base.
-  sed 's/#.*//' "$d/new-tests.txt" 2>/dev/null |
-    awk '$1 ~ /^\// { name = $1; sub(/^[^ \t]+[ \t]*/, ""); if (tolower($0) ~ /^guard/) print name }' \
-    >"$w/guard-tests.names" || true
-  list_names "$d/changed-tests.txt" >"$w/changed-tests.names"
-  cat "$w/new-tests.names" "$w/changed-tests.names" | sort -u >"$w/tests.names"
-  # The explanations it gives: every new test, and every changed test with
-  # its reason (TAB-separated fields after the name: the commit, the reason).
-  {
-    while IFS= read -r t; do printf '%s\tnew test of %s (new-tests.txt)\n' "$t" "${u_label[$name]}"; done <"$w/new-tests.names"
-    if [ -f "$d/changed-tests.txt" ]; then
-      sed 's/#.*//' "$d/changed-tests.txt" | awk -v who="${u_label[$name]}" '$1 ~ /^\// {
-        name = $1; sub(/^[^ \t]+[ \t]*/, ""); gsub(/\t+/, ": ")
-        printf "%s\tchanged by %s (changed-tests.txt): %s\n", name, who, $0 }'
-    fi
+  list_entries "$d/new-tests.txt" | cut -f1 >"$w/new-tests.names"
+  list_entries "$d/new-tests.txt" | awk -F'\t' 'tolower($2) ~ /^guard/ {print $1}' >"$w/guard-tests.names"
+  list_entries "$d/changed-tests.txt" | cut -f1 >"$w/changed-tests.names"
+  sort -u "$w/new-tests.names" "$w/changed-tests.names" >"$w/tests.names"
+  {  # (the differences it explains)
+    sed "s/\$/\tnew test of ${u_label[$name]} (new-tests.txt)/" "$w/new-tests.names"
+    list_entries "$d/changed-tests.txt" | awk -v who="${u_label[$name]}" '{ n = $1; sub(/^[^\t]*\t/, ""); gsub(/\t+/, ": ")
+      printf "%s\tchanged by %s (changed-tests.txt): %s\n", n, who, $0 }'
   } >"$w/explained"
   n=$(unit_patches "$name" | wc -l)
   [ "$n" -gt 0 ] || die "no patches in ${d#"$top"/}"
-  [ ! -f "$d/new-tests.txt" ] || [ -s "$w/new-tests.names" ] || say "NOTE: ${d#"$top"/}/new-tests.txt names no test"
-  [ -f "$d/new-tests.txt" ] || say "NOTE: ${d#"$top"/} has no new-tests.txt"
+  [ -s "$w/new-tests.names" ] || say "NOTE: ${d#"$top"/}/new-tests.txt is missing or names no test"
   say "${u_label[$name]}: $n patches in ${d#"$top"/}, on ${u_base[$name]}, $(wc -l <"$w/new-tests.names") new tests ($(wc -l <"$w/guard-tests.names") guards), $(wc -l <"$w/changed-tests.names") changed$([ "${u_selected[$name]}" -eq 1 ] || echo " (not checked: --pr)")"
 done
 phase source
 
 # --- The working tree, and every unit applied -----------------------------------------------
-
-tree=$work/tree
-bdir=$work/build
-if [ "$rebuild" -eq 1 ]; then rm -rf "$bdir" "$work/builds" "$work/verdicts"; fi
-if [ ! -d "$tree/.git" ]; then
-  rm -rf "$tree"
-  git clone -q "$pristine" "$tree"
-fi
+# One working tree and build directory moved by checkouts; `git am` in a worktree of its own.
+tree=$work/tree bdir=$work/build apply=$work/apply
+[ "$rebuild" -eq 0 ] || rm -rf "$bdir" "$work/builds" "$work/verdicts"
+[ -d "$tree/.git" ] || { rm -rf "$tree"; git clone -q "$pristine" "$tree"; }
 git -C "$tree" config user.name "opmsg fork-check"
 git -C "$tree" config user.email "fork-check@opmsg.invalid"
 git -C "$tree" config core.autocrlf false
 git -C "$tree" am --abort >/dev/null 2>&1 || true
 git -C "$tree" fetch -q "$pristine" "+refs/tags/opmsg-base:refs/tags/opmsg-base" \
   "+refs/tags/opmsg-series-base:refs/tags/opmsg-series-base"
-# The patches are applied in a worktree of their own ($work/apply), so
-# that the working tree's files (and so the build directory's state) are
-# only touched by the checkouts of the builds.
-apply=$work/apply
 git -C "$tree" worktree prune
-if [ ! -e "$apply/.git" ]; then
-  rm -rf "$apply"
-  git -C "$tree" worktree add -q --detach "$apply" "$base_ref"
-fi
+[ -e "$apply/.git" ] || { rm -rf "$apply"; git -C "$tree" worktree add -q --detach "$apply" "$base_ref"; }
 git -C "$apply" am --abort >/dev/null 2>&1 || true
 
-# `git am` with the committer fixed and dated as the author: the same
-# patches give the same commits on every run.
+# (The committer dated as the author: the same patches give the same commits.)
 am() {  # BRANCH START NAME: NAME's patches on START, as BRANCH; sets AM_HEAD
-  local branch=$1 start=$2 name=$3 p i=0 n log=$work/logs/am-${1//\//-}.log
-  local -a ps
-  mapfile -t ps < <(unit_patches "$name")
-  n=${#ps[@]}
-  git -C "$apply" checkout -q -f -B "$branch" "$start"
+  local p i=0 log=$work/logs/am-${1//\//-}.log ps=()
+  mapfile -t ps < <(unit_patches "$3")
+  git -C "$apply" checkout -q -f -B "$1" "$2"
   for p in "${ps[@]}"; do
     i=$((i + 1))
-    if ! git -C "$apply" am -q --keep-cr --committer-date-is-author-date "$p" >"$log" 2>&1; then
-      git -C "$apply" am --abort >/dev/null 2>&1 || true
-      AM_FAILED="patch $i of $n, $(basename "$p"): $(grep -m 1 -E '^error:' "$log" || echo "see $log")"
-      return 1
-    fi
+    git -C "$apply" am -q --keep-cr --committer-date-is-author-date "$p" >"$log" 2>&1 && continue
+    git -C "$apply" am --abort >/dev/null 2>&1 || true
+    AM_FAILED="patch $i of ${#ps[@]}, $(basename "$p"): $(grep -m 1 -E '^error:' "$log" || echo "see $log")"
+    return 1
   done
   AM_HEAD=$(git -C "$apply" rev-parse HEAD)
 }
 for name in "${units[@]}"; do
-  b=${u_base[$name]}
-  if [ "$b" = master ]; then
-    start=$base_ref
-  elif [ "${u_applied[$b]}" = yes ]; then
-    start=${u_head[$b]}
-  else
-    u_applied[$name]=no
-    fail "${u_label[$name]}: not applied: its base, ${u_label[$b]}, does not apply"
-    continue
+  b=${u_base[$name]} u_applied[$name]=no start=$base_ref on="$target $label"
+  if [ "$b" != master ]; then
+    start=${u_head[$b]:-} on=${u_label[$b]}
+    [ "${u_applied[$b]}" = yes ] || { fail "${u_label[$name]}: not applied: its base, $on, does not apply"; continue; }
   fi
   if am "fork/$name" "$start" "$name"; then
-    u_applied[$name]=yes
-    u_head[$name]=$AM_HEAD
-    say "${u_label[$name]}: applies on $([ "$b" = master ] && echo "$target $label" || echo "${u_label[$b]}") (git am, $(git -C "$tree" rev-list --count "$start..$AM_HEAD") commits)"
+    u_applied[$name]=yes u_head[$name]=$AM_HEAD
+    say "${u_label[$name]}: applies on $on (git am, $(git -C "$tree" rev-list --count "$start..$AM_HEAD") commits)"
   else
-    u_applied[$name]=no
-    fail "${u_label[$name]} does not apply on $([ "$b" = master ] && echo "$target $label" || echo "${u_label[$b]}"): $AM_FAILED"
+    fail "${u_label[$name]} does not apply on $on: $AM_FAILED"
   fi
 done
 # Every pull request, in order, on the base.
 all_head=""
 if [ "$whole" -eq 1 ]; then
-  all_ok=1
   start=$base_ref
   for name in "${units[@]}"; do
-    if am fork/all "$start" "$name"; then
-      start=$AM_HEAD
-    else
-      all_ok=0
-      fail "all: ${u_label[$name]} does not apply after the pull requests before it: $AM_FAILED"
-      break
-    fi
+    am fork/all "$start" "$name" || { fail "all: ${u_label[$name]} does not apply after the pull requests before it: $AM_FAILED"; start=""; break; }
+    start=$AM_HEAD
   done
-  [ "$all_ok" -eq 0 ] || all_head=$start
+  all_head=$start
   [ -z "$all_head" ] || say "all: the ${#units[@]} pull requests apply together, in order ($(git -C "$tree" rev-list --count "$base_ref..$all_head") commits)"
 fi
 git -C "$apply" checkout -q -f --detach "$base_ref"
 phase apply
 
 # --- Builds ---------------------------------------------------------------------------------
-
+# (Debian 12's libmongocrypt is too old for the trees: encryption in a Debian
+# root. 1.23's uninstall script loops for ever on another install prefix.)
 cmake_args=(
   -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_MAINTAINER_FLAGS=ON
   -DENABLE_TESTS=ON -DENABLE_STATIC=ON -DENABLE_SHARED=ON -DENABLE_EXAMPLES=OFF
   -DENABLE_MAN_PAGES=OFF -DENABLE_HTML_DOCS=OFF -DENABLE_ZLIB=SYSTEM -DENABLE_SNAPPY=ON
-  -DENABLE_ZSTD=ON -DENABLE_SSL=OPENSSL -DENABLE_SASL=CYRUS
-  # Debian 12's libmongocrypt (1.7.2) is older than master's minimum
-  # (1.20) and 1.30.4's (1.12): encryption is checked in a Debian root
-  # instead.
-  -DENABLE_CLIENT_SIDE_ENCRYPTION=OFF
+  -DENABLE_ZSTD=ON -DENABLE_SSL=OPENSSL -DENABLE_SASL=CYRUS -DENABLE_CLIENT_SIDE_ENCRYPTION=OFF
   "${build_version[@]}"
 )
-# 1.23's uninstall script generator loops for ever on an install prefix
-# other than the configured one (cmake --install --prefix, in save below).
 [ "$target" != bookworm ] || cmake_args+=(-DENABLE_UNINSTALL=OFF)
-# The key of everything built: the options and the compilers (not the
-# launcher: ccache or not, the same objects).
+# The key of everything built: the options and the compilers.
 key_cfg=$( { printf '%s\n' "${cmake_args[@]}"; cmake --version | head -n 1; gcc --version | head -n 1; } |
            sha256sum | cut -c1-16)
 launcher=()
 if command -v ccache >/dev/null; then
+  # (The pull requests' own worktrees under build/fork/ share the cache.)
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  # Paths under build/fork/ hashed relative to it, and the build directory
-  # left out of the hash: the pull requests' own worktrees there
-  # (build/fork/wt-prK) share the same cache.
-  case $work/ in
-    "$top"/build/fork/*) export CCACHE_BASEDIR=$top/build/fork ;;
-    *) export CCACHE_BASEDIR=$work ;;
-  esac
-  export CCACHE_NOHASHDIR=1
+  export CCACHE_BASEDIR=$top/build/fork CCACHE_NOHASHDIR=1
+  [[ $work/ == "$top"/build/fork/* ]] || CCACHE_BASEDIR=$work
 fi
 targets=(test-libmongoc mongoc_shared)
 
 if [ ! -f "$bdir/CMakeCache.txt" ] || [ "$(cat "$bdir/.fork-key" 2>/dev/null)" != "$key_cfg ${launcher[*]}" ]; then
-  rm -rf "$bdir"
-  mkdir -p "$bdir"
+  rm -rf "$bdir" && mkdir -p "$bdir"
   say "configure: upstream's CMake with ENABLE_MAINTAINER_FLAGS=ON${launcher[*]:+, ccache} (log: $work/logs/configure.log)"
   cmake -S "$tree" -B "$bdir" "${cmake_args[@]}" "${launcher[@]}" >"$work/logs/configure.log" 2>&1 ||
     { tail -n 30 "$work/logs/configure.log" >&2; die "cmake configure failed"; }
@@ -500,14 +276,10 @@ total_warnings=0
 build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
   local label=$1 log=$work/logs/build-$1.log
   shift
-  if ! nice -n 10 cmake --build "$bdir" -j "$bjobs" --target "$@" >"$log" 2>&1; then
-    grep -E -A3 'error|warning:' "$log" | head -n 40 >&2
-    say "build log: $log"
-    return 1
-  fi
-  # A warning the pristine tree's own build gives (1.23.1 has six with
-  # gcc 12 and OpenSSL 3) is not counted: "FILE: warning: MESSAGE", the
-  # line left out, as the base's build recorded it.
+  nice -n 10 cmake --build "$bdir" -j "$bjobs" --target "$@" >"$log" 2>&1 ||
+    { grep -E -A3 'error|warning:' "$log" | head -n 40 >&2; say "build log: $log"; return 1; }
+  # The pristine tree's own warnings ("FILE: warning: MESSAGE" as base's
+  # build recorded them; 1.23.1 has six with gcc 12 and OpenSSL 3) not counted.
   grep -o '[^ ]*: warning: .*' "$log" | sed -E 's/:[0-9]+:([0-9]+:)? warning:/: warning:/' | sort -u >"$log.warnings" || true
   [ "$label" != base ] || cp "$log.warnings" "$work/base-warnings.txt"
   touch "$work/base-warnings.txt"
@@ -517,43 +289,35 @@ build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
   [ "$label" = base ] || [ "$BUILD_WARNINGS" -eq 0 ] || fail "$label: $BUILD_WARNINGS compiler warnings (log: $log)"
   [ "$label" != base ] || [ ! -s "$log.warnings" ] || say "build: the pristine tree's own warnings, not counted: $(wc -l <"$log.warnings") ($log.warnings)"
 }
-
-# The working tree at COMMIT, clean (nothing done when it is there).
-goto() {  # COMMIT
+goto() {  # COMMIT: the working tree there, clean (nothing done when it is)
   if [ "$(git -C "$tree" rev-parse HEAD)" != "$(git -C "$tree" rev-parse "$1^{commit}")" ] ||
      [ -n "$(git -C "$tree" status --porcelain --ignored | head -n 1)" ]; then
     git -C "$tree" checkout -q -f --detach "$1"
     git -C "$tree" clean -q -fdx
   fi
 }
-
-# A build kept: test-libmongoc, the shared and static libraries, and the
-# headers (the tree's and the generated ones), from the build directory's
-# current state, so that it outlives the next incremental build; with
-# --install, also `cmake --install` into DEST/prefix (for the symbols).
+# A build kept in builds/NAME: test-libmongoc, the libraries, the headers
+# (the tree's and generated), with --install `cmake --install`ed in prefix/.
 save() {  # NAME KEY COMMIT [--install]
   local dest=$work/builds/$1 key=$2 commit=$3
   rm -rf "$dest.new"
   mkdir -p "$dest.new/bin" "$dest.new/lib" "$dest.new/headers/tree" "$dest.new/headers/build"
   cp "$bdir/src/libmongoc/test-libmongoc" "$dest.new/bin/"
-  # (libmongoc2 and libbson2 on master; libmongoc-1.0, libbson-1.0 and
-  # their -static-1.0 archives on 1.30.)
   cp -P "$bdir"/src/libmongoc/libmongoc*.so* "$bdir"/src/libbson/libbson*.so* "$dest.new/lib/" 2>/dev/null || true
   cp "$bdir"/src/libmongoc/libmongoc*.a "$bdir"/src/libbson/libbson*.a "$dest.new/lib/" 2>/dev/null || true
   (cd "$tree" && find src -name '*.h' -o -name '*.th' -o -name '*.def' | grep -v '/tests/' |
      tar -cf - -T -) | tar -xf - -C "$dest.new/headers/tree"
   (cd "$bdir" && find src -name '*.h' -not -path '*/CMakeFiles/*' | tar -cf - -T -) |
     tar -xf - -C "$dest.new/headers/build"
-  if [ "${4:-}" = --install ]; then
-    # (From $work: 1.23's install writes mongoc_install_manifest.txt where it runs.)
-    (cd "$work" && cmake --install "$bdir" --prefix "$dest.new/prefix") >"$work/logs/install-$1.log" 2>&1 ||
-      { tail -n 20 "$work/logs/install-$1.log" >&2; die "cmake --install of $1 failed (log: $work/logs/install-$1.log)"; }
+  # (From $work: 1.23's install writes mongoc_install_manifest.txt where it runs.)
+  if [ "${4:-}" = --install ] && ! (cd "$work" && cmake --install "$bdir" --prefix "$dest.new/prefix") >"$work/logs/install-$1.log" 2>&1; then
+    tail -n 20 "$work/logs/install-$1.log" >&2
+    die "cmake --install of $1 failed (log: $work/logs/install-$1.log)"
   fi
   git -C "$tree" rev-parse "$commit^{commit}" >"$dest.new/commit"
   git -C "$tree" rev-parse "$commit^{tree}" >"$dest.new/tree"
   echo "$key" >"$dest.new/key"
-  rm -rf "$dest"
-  mv "$dest.new" "$dest"
+  rm -rf "$dest" && mv "$dest.new" "$dest"
 }
 state_key() {  # COMMIT KIND -> the key of COMMIT's tree built as KIND
   echo "$key_cfg $(git -C "$tree" rev-parse "$1^{tree}") $2" | sha256sum | cut -c1-16
@@ -562,39 +326,27 @@ have() {  # NAME KEY: a kept build of KEY (whose tree the repository still has)
   [ -x "$work/builds/$1/bin/test-libmongoc" ] && [ "$(cat "$work/builds/$1/key" 2>/dev/null)" = "$2" ] &&
     git -C "$tree" cat-file -e "$(cat "$work/builds/$1/tree")^{tree}" 2>/dev/null
 }
-# NAME: COMMIT built (KIND full: test-libmongoc and the shared libraries,
-# installed too with --install; tests: test-libmongoc) and kept, unless a
-# build of the same tree is kept already.
+# NAME: COMMIT built as KIND (full: with the shared libraries; tests) and
+# kept, unless it is already (--install: mongoc-stat too, which it wants).
 ensure() {  # NAME COMMIT KIND [--install]
-  local name=$1 commit=$2 kind=$3 key
-  key=$(state_key "$commit" "$kind${4:-}")
+  local name=$1 commit=$2 key t=("${targets[@]}")
+  key=$(state_key "$commit" "$3${4:-}")
   if have "$name" "$key"; then
     say "build: $name: kept from an earlier run ($(cut -c1-12 "$work/builds/$name/commit"))"
     return 0
   fi
   goto "$commit"
-  local -a t=("${targets[@]}")
-  [ "$kind" = full ] || t=(test-libmongoc)
-  # (`cmake --install` wants every installed target built: mongoc-stat too.)
-  if [ "${4:-}" = --install ] && grep -q '^mongoc-stat:' <<<"$(ninja -C "$bdir" -t targets all 2>/dev/null)"; then
-    t+=(mongoc-stat)
-  fi
+  [ "$3" = full ] || t=(test-libmongoc)
+  [ "${4:-}" != --install ] || ! grep -q '^mongoc-stat:' <<<"$(ninja -C "$bdir" -t targets all 2>/dev/null)" || t+=(mongoc-stat)
   say "build: $name (${t[*]})"
   build "$name" "${t[@]}" || return 1
   say "build: $name: $BUILD_STEPS files compiled, $BUILD_WARNINGS warnings"
   save "$name" "$key" "$commit" ${4:-}
 }
 
-# NAME's test sources on its base: the changes under the test folders, and
-# the CMake lists NAME changes without the files it adds to the library
-# (tokens naming them, or a folder it adds, are dropped, and lines left
-# empty by that; a CMake list it adds is left out); and, when its tests
-# call what it adds to the library, the stubs its folder holds for the
-# base: K-NAME/unpatched/PATH is laid over the base at PATH (e.g.
-# unpatched/src/libmongoc/src/mongoc/mcd-crc32c.h declaring a function
-# that returns a wrong value), never part of a patch. Made as a commit,
-# through an index of its own (no checkout): its tree says whether a kept
-# build is still good.
+# NAME's test sources on its base (docs/fork.md), as a commit made through
+# an index of its own: its test folders, its CMake lists without the files
+# it adds to the library, and its stubs K-NAME/unpatched/PATH.
 testdirs=(src/libmongoc/tests src/libbson/tests)
 newtests_commit() {  # BASE HEAD UNIT-DIR -> the commit
   local b=$1 h=$2 idx=$work/newtests.index f blob
@@ -618,15 +370,12 @@ for line in sys.stdin:
     new = line
     for name in added:
         new = re.sub(r"\S*" + re.escape(name) + r"\S*", "", new)
-    # (A line left empty, or with a bare command name, as
-    # "add_subdirectory (fuzz)" leaves "add_subdirectory", goes too.)
+    # (A line left empty, or a bare command, as "add_subdirectory (fuzz)" leaves, goes.)
     if new != line and re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)?\s*", new):
         continue
     sys.stdout.write(new if new != line else line)' "$work/added.txt" | git -C "$tree" hash-object -w --stdin)
     GIT_INDEX_FILE=$idx git -C "$tree" update-index --cacheinfo "100644,$blob,$f"
   done
-  # The unit's stubs for the base (K-NAME/unpatched/PATH: PATH laid over
-  # the base, for this build only).
   if [ -d "$3/unpatched" ]; then
     (cd "$3/unpatched" && find . -type f | sed 's|^\./||' | sort) | while IFS= read -r f; do
       blob=$(git -C "$tree" hash-object -w -- "$3/unpatched/$f")
@@ -639,20 +388,15 @@ for line in sys.stdin:
   rm -f "$idx"
 }
 
-# Environment of a test-libmongoc run without a server (nothing else: env -i).
+# One CTest run (junit-compare.py run) of a test-libmongoc from SRC into
+# OUT: the tests named in LIST, or with "-" every test (--match's); in ENV,
+# by default without a server. (Messages name files in $tree: built there.)
 run_env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on)
-[ -n "${TMPDIR:-}" ] && run_env+=(TMPDIR="$TMPDIR")
-
-# One CTest run of a test-libmongoc from SRC (upstream's registration,
-# build/cmake/LoadTests.cmake), JOBS at a time, into OUT (junit.xml,
-# results.tsv): the tests named in LIST, or with LIST "-" every test
-# (those --match selects). (Every build is compiled in the working tree:
-# its messages name files there.)
-run_bin() {  # BIN SRC LIST OUT JOBS [ENV...] (default: run_env)
-  local bin=$1 src=$2 list=$3 out=$4 n=$5 m
+[ -z "${TMPDIR:-}" ] || run_env+=(TMPDIR="$TMPDIR")
+run_bin() {  # BIN SRC LIST OUT JOBS [ENV...]
+  local bin=$1 src=$2 list=$3 out=$4 n=$5 m sel=(--names "$3")
   shift 5
   [ $# -gt 0 ] || set -- "${run_env[@]}"
-  local -a sel=(--names "$list")
   if [ "$list" = - ]; then sel=(); for m in "${matches[@]}"; do sel+=(--match "$m"); done; fi
   rm -rf "$out"
   "$jc" run --exe "$bin" --src "$src" --out "$out" --jobs "$n" --timeout "$limit" --repeat "${RUN_REPEAT:-$repeat}" \
@@ -663,28 +407,19 @@ md_cell() { sed 's/|/\\|/g; s/`/'"'"'/g' <<<"$1"; }
 counts() {  # RESULTS.tsv -> "run passed failed skipped timeout"
   awk -F'\t' '{n++; c[$2]++} END {printf "%d %d %d %d %d\n", n, c["pass"], c["fail"], c["skip"], c["timeout"]}' "$1"
 }
-# A kept build's tree, to run its test-libmongoc from (its JSON tests are
-# read relative to it, and tests write files there): made afresh once per
-# check, from the build's commit.
+# A kept build's test-libmongoc, run from its tree (made once per check).
 declare -A src_made
-state_src() {  # NAME: STATE_SRC, the folder
+run_state() {  # NAME LIST OUT [JOBS]
   local d=$work/builds/$1
   if [ -z "${src_made[$1]:-}" ]; then
-    rm -rf "$d/src"
-    mkdir -p "$d/src"
+    rm -rf "$d/src" && mkdir -p "$d/src"
     git -C "$tree" archive "$(cat "$d/tree")" | tar -x -C "$d/src"
     src_made[$1]=1
   fi
-  STATE_SRC=$d/src
-}
-run_state() {  # NAME LIST OUT [JOBS]
-  state_src "$1"
-  run_bin "$work/builds/$1/bin/test-libmongoc" "$STATE_SRC" "$2" "$3" "${4:-1}"
+  run_bin "$d/bin/test-libmongoc" "$d/src" "$2" "$3" "${4:-1}"
 }
 
-# upstream's tools/format.py formats these (its SOURCE_DIRS, SOURCE_PATTERNS
-# and EXCLUDE_SOURCES).
-format_scope() {  # FILE... -> those upstream's format.py covers
+format_scope() {  # FILE... -> those upstream's tools/format.py formats (SOURCE_DIRS, ...)
   local f
   for f in "$@"; do
     case $f in src/libbson/src/jsonsl/*) continue ;; esac
@@ -692,33 +427,23 @@ format_scope() {  # FILE... -> those upstream's format.py covers
     case $f in *.h|*.th|*.hpp|*.c|*.cpp) echo "$f" ;; esac
   done
 }
-
-# Formatted with the target's clang-format series and the tree's own
-# .clang-format: by upstream's tools/format.py where the tree has it
-# (master); else (1.30, whose own check is clang-format --dry-run over every
-# file, and whose pristine mongoc-cluster.c is already off in one place) on
-# the lines each commit changes.
+# By upstream's tools/format.py where the tree has it (master); else (1.30,
+# whose pristine mongoc-cluster.c is off in one place) the lines changed.
 format_check() {  # FILE...: in $tree, the files a commit touches
-  if [ -f "$tree/tools/format.py" ]; then
-    (cd "$tree" && python3 tools/format.py --mode check -j 2 --clang-format-bin "$clang_format" "$@")
-    return
-  fi
+  [ ! -f "$tree/tools/format.py" ] ||
+    { (cd "$tree" && python3 tools/format.py --mode check -j 2 --clang-format-bin "$clang_format" "$@"); return; }
   local f lines status=0
   for f in "$@"; do
     mapfile -t lines < <(git -C "$tree" diff -U0 HEAD~1 HEAD -- "$f" |
       sed -n 's/^@@ -[0-9,]* +\([0-9]*\),\{0,1\}\([0-9]*\) @@.*/\1 \2/p' |
       awk '$2 != "0" {n = ($2 == "" ? 1 : $2); printf "--lines=%d:%d\n", $1, $1 + n - 1}')
-    [ ${#lines[@]} -gt 0 ] || continue
-    (cd "$tree" && "$clang_format" --dry-run -Werror --style=file:.clang-format "${lines[@]}" "$f") || status=1
+    [ ${#lines[@]} -eq 0 ] || (cd "$tree" && "$clang_format" --dry-run -Werror --style=file:.clang-format "${lines[@]}" "$f") || status=1
   done
   return $status
 }
 
-# Upstream's check-preludes.py on a commit's public headers. It stops at the
-# first header without its prelude, and a Debian tree can fail it before the
-# fork (trixie's validate-private.h, from Debian's own security patch), so
-# the headers the base already fails on are found once and left out: what
-# is checked is that a commit adds no such header.
+# Upstream's check-preludes.py on a commit's public headers, less those the
+# base already fails (trixie's validate-private.h), found one at a time.
 prelude_headers=(src/libmongoc/src/mongoc src/libbson/src/bson src/common/src)
 preludes_run() {  # COMMIT DIR: check-preludes.py on COMMIT's headers, minus $work/preludes-base.txt
   rm -rf "$2" && mkdir -p "$2/.evergreen/scripts"
@@ -726,68 +451,51 @@ preludes_run() {  # COMMIT DIR: check-preludes.py on COMMIT's headers, minus $wo
   git -C "$tree" show "$1:.evergreen/scripts/check-preludes.py" >"$2/.evergreen/scripts/check-preludes.py"
   (cd "$2" && xargs -r rm -f <"$work/preludes-base.txt" && python3 .evergreen/scripts/check-preludes.py .)
 }
-preludes_base() {  # -> $work/preludes-base.txt, the base's headers that fail, one at a time
-  local out i
-  : >"$work/preludes-base.txt"
-  for i in $(seq 1 50); do
-    out=$(preludes_run "$base_ref" "$work/preludes-scratch" 2>&1) && return 0
-    out=$(sed -n 's/ did not include prelude$//p' <<<"$out")
-    [ -n "$out" ] || die "check-preludes.py fails on the base for another reason (run it there)"
-    echo "$out" >>"$work/preludes-base.txt"
-  done
-  die "check-preludes.py: more than 50 headers of the base fail it"
-}
-preludes_base
+: >"$work/preludes-base.txt"
+for i in $(seq 1 51); do
+  [ "$i" -le 50 ] || die "check-preludes.py: more than 50 headers of the base fail it"
+  out=$(preludes_run "$base_ref" "$work/preludes-scratch" 2>&1) && break
+  out=$(sed -n 's/ did not include prelude$//p' <<<"$out")
+  [ -n "$out" ] || die "check-preludes.py fails on the base for another reason (run it there)"
+  echo "$out" >>"$work/preludes-base.txt"
+done
 [ ! -s "$work/preludes-base.txt" ] ||
   say "preludes: the base already fails check-preludes.py on $(tr '\n' ' ' <"$work/preludes-base.txt")(left out)"
 clang_format=$("$top/scripts/clang-format.sh" --pin "$cf_pin") || die "no clang-format $cf_pin (scripts/clang-format.sh)"
 cf_version=$("$clang_format" --version | sed 's/.*version //')
 
-# The base.
 ensure base "$base_ref" full --install || die "the pristine tree does not build"
 phase build-base
 
-# Each unit: its new tests on its base, then each commit alone. A commit's
-# verdict is kept (build/fork/TARGET/verdicts/) once it holds, keyed by
-# its tree, its parent's, the clang-format and the unit's lists.
+# Each unit: its new tests on its base, then each commit alone (a verdict
+# kept once it holds). In CI mode a unit's build is test-libmongoc alone.
 mkdir -p "$work/verdicts"
-declare -A u_newtests u_commits_ok u_built
-# A pull request's own build: test-libmongoc and the shared libraries; in
-# CI mode test-libmongoc alone (its shared libraries serve nothing there:
-# the harness runs on base and all).
+declare -A u_newtests u_built
 ukind=full
 [ "$ci" -eq 0 ] || ukind=tests
 for name in "${units[@]}"; do
   [ "${u_applied[$name]}" = yes ] || continue
-  b=${u_base[$name]}
-  if [ "$b" = master ]; then bstate=base bcommit=$base_ref; else bstate=$b bcommit=${u_head[$b]}; fi
-  # A base not checked (--pr) is built here, once.
-  if [ "$b" != master ] && [ -z "${u_built[$b]:-}" ]; then
-    if ensure "$b" "${u_head[$b]}" "$ukind"; then u_built[$b]=1; else u_built[$b]=0; fi
+  b=${u_base[$name]} bcommit=$base_ref
+  if [ "$b" != master ]; then
+    bcommit=${u_head[$b]}
+    # (A base not checked, --pr, is built here, once.)
+    [ -n "${u_built[$b]:-}" ] || { u_built[$b]=0; ! ensure "$b" "$bcommit" "$ukind" || u_built[$b]=1; }
+    [ "${u_selected[$name]}" -eq 0 ] || [ "${u_built[$b]}" = 1 ] ||
+      fail "${u_label[$name]}: its base, ${u_label[$b]}, does not build: nothing to compare it with"
   fi
-  if [ "${u_selected[$name]}" -eq 0 ]; then continue; fi
-  if [ "$b" != master ] && [ "${u_built[$b]:-0}" != 1 ]; then
-    fail "${u_label[$name]}: its base, ${u_label[$b]}, does not build: nothing to compare it with"
-  fi
+  [ "${u_selected[$name]}" -eq 1 ] || continue
   w=$work/units/$name
-  # The new tests on the base.
   nc=$(newtests_commit "$bcommit" "${u_head[$name]}" "${u_dir[$name]}")
-  if ensure "$name.newtests" "$nc" tests; then
-    u_newtests[$name]=1
-  else
-    u_newtests[$name]=0
-    fail "${u_label[$name]}: its tests do not build on its base (log: $work/logs/build-$name.newtests.log)"
-  fi
-  # Each commit.
+  u_newtests[$name]=1
+  ensure "$name.newtests" "$nc" tests || { u_newtests[$name]=0
+    fail "${u_label[$name]}: its tests do not build on its base (log: $work/logs/build-$name.newtests.log)"; }
   mapfile -t commits < <(git -C "$tree" rev-list --reverse "$bcommit..${u_head[$name]}")
   : >"$w/commits.tsv"
-  ok=1
   for k in "${!commits[@]}"; do
-    c=${commits[$k]}
-    n=$((k + 1))
-    last=0
+    c=${commits[$k]} n=$((k + 1)) last=0
     [ "$n" -lt "${#commits[@]}" ] || last=1
     subject=$(git -C "$tree" log -1 --format=%s "$c")
+    what="${u_label[$name]} commit $n ($subject)"
     vkey=$( { echo "$key_cfg $cf_version"; git -C "$tree" rev-parse "$c~1^{tree}" "$c^{tree}"; cat "$w/tests.names"; } |
             sha256sum | cut -c1-16)
     fkey=$(state_key "$c" "$ukind")
@@ -798,69 +506,53 @@ for name in "${units[@]}"; do
       continue
     fi
     goto "$c"
-    failed_before=${#failures[@]}
+    failed_before=${#failures[@]} fmt=ok prel=ok tests=- log=$work/logs/format-$name-$n.log
     mapfile -t touched < <(git -C "$tree" diff --name-only --diff-filter=d "$c~1" "$c")
     mapfile -t scoped < <(format_scope "${touched[@]}")
-    fmt=ok
-    if [ ${#scoped[@]} -gt 0 ] && ! format_check "${scoped[@]}" >"$work/logs/format-$name-$n.log" 2>&1; then
-      fmt=FAIL
-      fail "${u_label[$name]} commit $n ($subject): not formatted with upstream's clang-format $cf_version (log: $work/logs/format-$name-$n.log)"
-    fi
-    prel=ok
-    if ! preludes_run "$c" "$work/preludes-scratch" >"$work/logs/preludes-$name-$n.log" 2>&1; then
-      prel=FAIL
-      fail "${u_label[$name]} commit $n ($subject): upstream's check-preludes.py: $(tail -n 1 "$work/logs/preludes-$name-$n.log")"
-    fi
-    # (The shared libraries, which compile the same files again, only for
-    # the last commit: it is kept, and the harness needs them.)
+    [ ${#scoped[@]} -eq 0 ] || format_check "${scoped[@]}" >"$log" 2>&1 ||
+      { fmt=FAIL; fail "$what: not formatted with upstream's clang-format $cf_version (log: $log)"; }
+    preludes_run "$c" "$work/preludes-scratch" >"$work/logs/preludes-$name-$n.log" 2>&1 ||
+      { prel=FAIL; fail "$what: upstream's check-preludes.py: $(tail -n 1 "$work/logs/preludes-$name-$n.log")"; }
+    # (The shared libraries only for the last commit: it is kept.)
     commit_targets=(test-libmongoc)
     [ "$last" -eq 0 ] || [ "$ukind" != full ] || commit_targets=("${targets[@]}")
-    tests=-
     if build "$name-$n" "${commit_targets[@]}"; then
-      built="$BUILD_STEPS files, $BUILD_WARNINGS warnings"
-      bin=$bdir/src/libmongoc/test-libmongoc
-      r=$work/runs/commit-$name-$n
-      [ ! -s "$w/tests.names" ] || run_bin "$bin" "$tree" "$w/tests.names" "$r" "$jobs"
+      built="$BUILD_STEPS files, $BUILD_WARNINGS warnings" r=$work/runs/commit-$name-$n
+      [ ! -s "$w/tests.names" ] || run_bin "$bdir/src/libmongoc/test-libmongoc" "$tree" "$w/tests.names" "$r" "$jobs"
       # (Those of its tests this commit registers.)
       if [ -s "$w/tests.names" ] && awk -F'\t' '$2 != "absent"' "$r/results.tsv" >"$r/registered.tsv" && [ -s "$r/registered.tsv" ]; then
         read -r tn tp _ <<<"$(counts "$r/registered.tsv")"
         tests="$tp of $tn pass"
-        if [ "$tp" -ne "$tn" ]; then
-          fail "${u_label[$name]} commit $n ($subject): $((tn - tp)) of its tests fail there: $(awk -F'\t' '$2 != "pass" {printf "%s%s (%s)", s, $1, $6; s = ", "}' "$r/registered.tsv")"
-        fi
+        [ "$tp" -eq "$tn" ] ||
+          fail "$what: $((tn - tp)) of its tests fail there: $(awk -F'\t' '$2 != "pass" {printf "%s%s (%s)", s, $1, $6; s = ", "}' "$r/registered.tsv")"
       fi
       [ "$last" -eq 0 ] || save "$name" "$fkey" "$c"
     else
       built=FAIL
-      fail "${u_label[$name]} commit $n ($subject) does not build alone (log: $work/logs/build-$name-$n.log)"
+      fail "$what does not build alone (log: $work/logs/build-$name-$n.log)"
     fi
     line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$n" "$(git -C "$tree" rev-parse --short=12 "$c")" "$subject" \
       "${#touched[@]}" "$fmt" "$prel" "$built" "$tests")
     echo "$line" >>"$w/commits.tsv"
-    # Kept only when it holds, so that a failure is looked at again.
-    if [ ${#failures[@]} -eq "$failed_before" ]; then echo "$line" >"$work/verdicts/$vkey"; else ok=0; fi
+    # (Kept only when it holds, so that a failure is looked at again.)
+    [ ${#failures[@]} -ne "$failed_before" ] || echo "$line" >"$work/verdicts/$vkey"
     say "${u_label[$name]} commit $n/${#commits[@]} $(git -C "$tree" rev-parse --short "$c") $subject: format $fmt, preludes $prel, build $built, tests $tests"
   done
-  u_commits_ok[$name]=$ok
-  if have "$name" "$(state_key "${u_head[$name]}" "$ukind")"; then u_built[$name]=1; else u_built[$name]=0; fi
+  u_built[$name]=0
+  ! have "$name" "$(state_key "${u_head[$name]}" "$ukind")" || u_built[$name]=1
   phase "commits-$name"
 done
 
-# Every pull request applied.
+# Every pull request applied; and what make bench-fork reads.
 all_state=""
 if [ -n "$all_head" ]; then
-  if ensure all "$all_head" full --install; then
-    all_state=all
-  else
+  ensure all "$all_head" full --install && all_state=all ||
     fail "all: the pull requests applied together do not build (log: $work/logs/build-all.log)"
-  fi
   phase build-all
 fi
-# What make bench-fork reads.
-for l in unpatched:base patched:$all_state newtests:; do
-  rm -rf "${work:?}/${l%%:*}"
-  [ -z "${l#*:}" ] || ln -sfn "builds/${l#*:}" "$work/${l%%:*}"
-done
+rm -rf "${work:?}/unpatched" "$work/patched" "$work/newtests"
+ln -sfn builds/base "$work/unpatched"
+[ -z "$all_state" ] || ln -sfn "builds/$all_state" "$work/patched"
 
 if [ "$build_only" -eq 1 ]; then
   say "builds: $(cd "$work/builds" && ls -d -- */ | tr -d / | tr '\n' ' ')in $work/builds"
@@ -869,89 +561,75 @@ if [ "$build_only" -eq 1 ]; then
 fi
 
 # --- test-libmongoc without a server ---------------------------------------------------------
-
 runs=$work/runs
 mkdir -p "$runs"
 # The whole suite on a kept build, once per check: runs/NAME/.
 declare -A suite_done
 suite_state() {  # NAME
-  local name=$1
-  [ -z "${suite_done[$name]:-}" ] || return 0
-  say "suite: $name: ctest, $jobs at a time, ${limit} s a test, until-pass:$repeat"
-  run_state "$name" - "$runs/$name" "$jobs"
-  cut -f1 "$runs/$name/results.tsv" >"$runs/$name.list"
-  read -r n p f s t <<<"$(counts "$runs/$name/results.tsv")"
-  say "suite: $name: $n tests: passed $p, failed $f, skipped $s, timed out $t in $(cat "$runs/$name/seconds") s"
-  suite_done[$name]=1
-  phase "suite-$name"
+  [ -z "${suite_done[$1]:-}" ] || return 0
+  say "suite: $1: ctest, $jobs at a time, ${limit} s a test, until-pass:$repeat"
+  run_state "$1" - "$runs/$1" "$jobs"
+  cut -f1 "$runs/$1/results.tsv" >"$runs/$1.list"
+  read -r n p f s t <<<"$(counts "$runs/$1/results.tsv")"
+  say "suite: $1: $n tests: passed $p, failed $f, skipped $s, timed out $t in $(cat "$runs/$1/seconds") s"
+  suite_done[$1]=1
+  phase "suite-$1"
 }
 [ ${#matches[@]} -eq 0 ] || say "suite: only the tests under ${matches[*]} (--match)"
+thead() { local h; printf -v h ' %s |' "$@"; printf '|%s\n|%s\n' "$h" "$(printf -- '---|%.0s' "$@")"; }
 
-# Two kept builds' runs compared; a test of one side only differs by being
-# there. Fails on an unexplained difference or a crash of B.
+# Fails on an unexplained difference or a crash of B (of jcompare's runs).
+cmp_verdict() {  # WHO B-NAME
+  while IFS= read -r t; do fail "$1: unexplained difference: $t"; done <"$CMP_DIR/unexplained.txt"
+  [ "$CMP_C1" -eq 0 ] || fail "$1: $2 crashed in: $(tr '\n' ' ' <"$CMP_DIR/crashes.txt")"
+}
 cmp_a="" cmp_b=""
 run_cmp_a() { run_state "$cmp_a" "$@"; }
 run_cmp_b() { run_state "$cmp_b" "$@"; }
-compare() {  # A B WHO EXPLANATION-FILE...
-  local a=$1 b=$2 who=$3 t
+compare() {  # A B WHO EXPLANATION-FILE...: two kept builds' suites
+  local a=$1 b=$2 who=$3
   shift 3
   suite_state "$a"
   suite_state "$b"
   cmp_a=$a cmp_b=$b
   jcompare "$runs/$a" "$runs/$b" "$runs/cmp-$a-vs-$b" "$a" "$b" run_cmp_a run_cmp_b "$@"
-  while IFS= read -r t; do fail "$who: unexplained difference: $t"; done <"$CMP_DIR/unexplained.txt"
-  CMP_CRASHES=$CMP_C1
-  [ "$CMP_CRASHES" -eq 0 ] || fail "$who: $b's test-libmongoc crashed in: $(tr '\n' ' ' <"$CMP_DIR/crashes.txt")"
+  cmp_verdict "$who" "$b's test-libmongoc"
   say "suite: $who ($a against $b): run $CMP_RUN, passed $CMP_P0 and $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
 }
 cmp_table() {  # A B: the report's tables of the last compare
-  echo "| run | tests | passed | failed | skipped | timed out | crashed | wall time |"
-  echo "|---|---|---|---|---|---|---|---|"
-  echo "| $1 | $(wc -l <"$runs/$1.list") | $CMP_P0 | $CMP_F0 | $CMP_S0 | $CMP_T0 | $CMP_C0 | $(cat "$runs/$1/seconds") s |"
-  echo "| $2 | $(wc -l <"$runs/$2.list") | $CMP_P1 | $CMP_F1 | $CMP_S1 | $CMP_T1 | $CMP_C1 | $(cat "$runs/$2/seconds") s |"
-  echo
-  echo "Differences: $CMP_NDIFF, explained $CMP_NEXPL (each try is ctest --repeat until-pass:$repeat; a test"
-  echo "that differs runs once more per side, one at a time, with the same result in every try)."
-  if [ "$CMP_NDIFF" -gt 0 ]; then
-    echo
-    echo "| test | $1 | $2 | message | explanation |"
-    echo "|---|---|---|---|---|"
-    cat "$CMP_DIR/rows.md"
-  fi
-  if [ "$CMP_NFLAKY" -gt 0 ]; then
-    echo
-    echo "Flaky (results overlap between the sides over the tries; not counted): $CMP_NFLAKY"
-    echo
-    echo "| test | $1 tries | $2 tries | message |"
-    echo "|---|---|---|---|"
-    cat "$CMP_DIR/flaky.md"
-  fi
+  thead run tests passed failed skipped "timed out" crashed "wall time"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s s |\n' \
+    "$1" "$(wc -l <"$runs/$1.list")" "$CMP_P0" "$CMP_F0" "$CMP_S0" "$CMP_T0" "$CMP_C0" "$(cat "$runs/$1/seconds")" \
+    "$2" "$(wc -l <"$runs/$2.list")" "$CMP_P1" "$CMP_F1" "$CMP_S1" "$CMP_T1" "$CMP_C1" "$(cat "$runs/$2/seconds")"
+  printf '\nDifferences: %s, explained %s (each try is ctest --repeat until-pass:%s; a test\n%s\n' "$CMP_NDIFF" \
+    "$CMP_NEXPL" "$repeat" "that differs runs once more per side, one at a time, with the same result in every try)."
+  [ "$CMP_NDIFF" -eq 0 ] || { echo; thead test "$1" "$2" message explanation; cat "$CMP_DIR/rows.md"; }
+  [ "$CMP_NFLAKY" -eq 0 ] || {
+    printf '\nFlaky (results overlap between the sides over the tries; not counted): %s\n\n' "$CMP_NFLAKY"
+    thead test "$1 tries" "$2 tries" message
+    cat "$CMP_DIR/flaky.md"; }
 }
 
 case ${#units[@]} in 2) all_words=two ;; 3) all_words=three ;; 4) all_words=four ;; *) all_words=${#units[@]} ;; esac
-# The explanations of every unit, for the comparison of all.
-all_expl=()
-for name in "${units[@]}"; do all_expl+=("$work/units/$name/explained"); done
-all_expl+=("$explained")
+all_expl=("${units[@]/#/$work/units/}")  # (every unit's explanations)
+all_expl=("${all_expl[@]/%//explained}" "$explained")
 
+# All against the base first: in CI mode its figures stand on every line.
 declare -A u_suite u_report
-# The comparison of all, first in CI mode: its figures stand for every line.
-all_suite="" all_report=""
+all_suite="" all_report="" patched_crashes=0
 if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
   compare base "$all_state" "all" "${all_expl[@]}"
   all_suite="suite run $CMP_RUN (all $all_words), unpatched passed $CMP_P0, patched passed $CMP_P1"
   all_diff="differences $CMP_NDIFF, explained $CMP_NEXPL"
-  all_crashes_suite=$CMP_CRASHES
+  patched_crashes=$CMP_C1
   all_report=$(cmp_table base "$all_state")
 fi
 for name in "${checked[@]}"; do
   [ "${u_built[$name]:-0}" = 1 ] || continue
-  b=${u_base[$name]}
-  bstate=base
+  b=${u_base[$name]} bstate=base
   [ "$b" = master ] || bstate=$b
   if [ "$ci" -eq 1 ]; then
-    [ -n "$all_suite" ] || continue
-    u_suite[$name]="$all_suite, NEW, $all_diff"
+    [ -z "$all_suite" ] || u_suite[$name]="$all_suite, NEW, $all_diff"
     continue
   fi
   [ "$bstate" = base ] || [ "${u_built[$b]:-0}" = 1 ] || continue
@@ -962,43 +640,33 @@ done
 phase compare
 
 # --- The new tests: fail on the base, pass patched --------------------------------------------
-
 declare -A u_new u_new_rows
 for name in "${checked[@]}"; do
-  w=$work/units/$name
+  w=$work/units/$name u=$runs/new-$name-unpatched p=$runs/new-$name-patched
   nt=$(wc -l <"$w/new-tests.names")
   fu=0 pp=0 gd=0 rows=""
   if [ "${u_newtests[$name]:-0}" = 1 ] && [ "${u_built[$name]:-0}" = 1 ] && [ "$nt" -gt 0 ]; then
-    run_state "$name.newtests" "$w/new-tests.names" "$runs/new-$name-unpatched" "$jobs"
-    run_state "$name" "$w/new-tests.names" "$runs/new-$name-patched" "$jobs"
+    run_state "$name.newtests" "$w/new-tests.names" "$u" "$jobs"
+    run_state "$name" "$w/new-tests.names" "$p" "$jobs"
     while IFS=$'\t' read -r t ures _ _ _ umsg; do
-      IFS=$'\t' read -r _ pres _ _ _ pmsg < <(awk -F'\t' -v n="$t" '$1 == n' "$runs/new-$name-patched/results.tsv")
+      IFS=$'\t' read -r _ pres _ _ _ pmsg < <(awk -F'\t' -v n="$t" '$1 == n' "$p/results.tsv")
       guard=0
-      grep -qxF -- "$t" "$w/guard-tests.names" && guard=1
-      if [ "$ures" = absent ]; then
-        verdict="not registered on the base"
-      elif [ "$ures" = fail ] || [ "$ures" = timeout ]; then
-        fu=$((fu + 1))
-        verdict=right
-        [ "$guard" -eq 0 ] || verdict="**declared a guard, but $ures on the base**"
-      elif [ "$guard" -eq 1 ] && [ "$ures" = pass ]; then
-        gd=$((gd + 1))
-        verdict="right (a guard: passes on both, as declared)"
-      else
-        verdict="**$ures on the base: it does not test the change**"
-      fi
-      if [ "$pres" = absent ]; then
-        verdict="not registered patched"
-      elif [ "$pres" = pass ]; then
-        pp=$((pp + 1))
-      else
-        verdict="**$pres patched**"
-      fi
+      ! grep -qxF -- "$t" "$w/guard-tests.names" || guard=1
+      case $guard:$ures in
+        *:absent) verdict="not registered on the base" ;;
+        0:fail|0:timeout) fu=$((fu + 1)) verdict=right ;;
+        1:fail|1:timeout) fu=$((fu + 1)) verdict="**declared a guard, but $ures on the base**" ;;
+        1:pass) gd=$((gd + 1)) verdict="right (a guard: passes on both, as declared)" ;;
+        *) verdict="**$ures on the base: it does not test the change**" ;;
+      esac
+      case $pres in
+        absent) verdict="not registered patched" ;;
+        pass) pp=$((pp + 1)) ;;
+        *) verdict="**$pres patched**" umsg="patched: $pmsg" ;;
+      esac
       [ "${verdict%% *}" = right ] || fail "${u_label[$name]}: new test $t: ${verdict//\*/}"
-      msg=$umsg
-      [ "$pres" = pass ] || [ "$pres" = absent ] || msg="patched: $pmsg"
-      rows+="| \`$t\` | $ures | $pres | $verdict | $(md_cell "$msg") |"$'\n'
-    done <"$runs/new-$name-unpatched/results.tsv"
+      rows+="| \`$t\` | $ures | $pres | $verdict | $(md_cell "$umsg") |"$'\n'
+    done <"$u/results.tsv"
   elif [ "$nt" -gt 0 ]; then
     fail "${u_label[$name]}: its new tests could not run (a build is missing)"
   fi
@@ -1016,146 +684,110 @@ done
 phase new-tests
 
 # --- Every pull request applied: live tests, harness, encryption ------------------------------
-
 live_line="live: not run (--no-live)" live_rows="" live_word="not run"
 harness_right="-" harness_line="harness: not run (--no-harness)" harness_rows=""
 enc_line="encryption: not run (--no-encryption)" enc_word="not run"
-patched_crashes=${all_crashes_suite:-0}
 if [ -z "$all_state" ] || [ "$whole" -eq 0 ]; then
-  live_line="live: not run (no build of every pull request applied)"
-  harness_line="harness: not run (no build of every pull request applied)"
-  enc_line="encryption: not run (no build of every pull request applied)"
-  live=0 harness=0 encryption=0 conformance=0
+  why="not run (no build of every pull request applied)"
+  live_line="live: $why" harness_line="harness: $why" enc_line="encryption: $why" live=0 harness=0 encryption=0 conformance=0
 fi
 
-if [ "$live" -eq 1 ]; then
-  fdb=$(suite_find_ferretdb) || fdb=""
-  if [ -z "$fdb" ]; then
-    fail "live: FerretDB is not installed (scripts/install-deps.d/peers.sh installs v1.24.2)"
-    live_line="live: FerretDB missing" live_word=no
-  else
-    live_failed=${#failures[@]}
-    fdb_version=$("$fdb" --version 2>/dev/null | sed -n 's/^version: //p' | head -n 1)
-    suite_state base
-    suite_state "$all_state"
-    # The live tests: those the no-server runs skipped (on either side),
-    # among the subset's prefixes (a "!PREFIX" line leaves tests out).
-    awk -F'\t' '$2 == "skip" {print $1}' "$runs/base/results.tsv" "$runs/$all_state/results.tsv" |
-      sort -u >"$runs/skipped.names"
-    grep -xF -f "$runs/base.list" "$runs/$all_state.list" >"$runs/live-both.list" || true
-    sed 's/#.*//; s/[[:space:]]*$//; s/^[[:space:]]*//' "$live_subset" | grep -v '^$' >"$runs/live.prefixes"
-    awk 'FILENAME == ARGV[1] { if (substr($0, 1, 1) == "!") x[++m] = substr($0, 2); else p[++n] = $0; next }
-         FILENAME == ARGV[2] { skipped[$0] = 1; next }
-         ($0 in skipped) {
-           for (i = 1; i <= m; i++) if (index($0, x[i]) == 1) next
-           for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
-      "$runs/live.prefixes" "$runs/skipped.names" "$runs/live-both.list" >"$runs/live.list"
-    # Each side runs its tests one at a time, against a FerretDB of its own,
-    # and the two sides at once: upstream's live tests share databases and
-    # collections (every GridFS test drops and recreates test.fs.files), so
-    # two of them at once against one server disturb each other, and
-    # FerretDB's SQLite backend has died of SIGBUS under two such tests.
-    live_port_u=$(suite_free_port)
-    live_port_p=$(suite_free_port)
-    while [ "$live_port_p" = "$live_port_u" ]; do live_port_p=$(suite_free_port); done
-    # Each run, and each run again of a difference, against a fresh FerretDB.
-    # Should FerretDB die all the same, the run stops (its tests would only
-    # wait for a server that is gone) and is made once more against a fresh
-    # one; a second death fails the check.
-    live_run() {  # SIDE LIST OUT
-      local side=$1 list=$2 out=$3 port state dir try stop env
-      case $side in
-        unpatched) port=$live_port_u state=base ;;
-        *) port=$live_port_p state=$all_state ;;
-      esac
-      dir=$runs/ferretdb-$side stop=$runs/ferretdb-$side.stop
-      for try in 1 2; do
-        rm -f "$stop"
-        suite_start_ferretdb "$fdb" "$dir" "$port" || die "live: 127.0.0.1:$port is taken"
-        suite_watch_ferretdb "$port" "$stop" "FerretDB on 127.0.0.1:$port died"
-        env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_OFFLINE=on
-             "MONGOC_TEST_URI=mongodb://127.0.0.1:$port/")
-        [ -z "${TMPDIR:-}" ] || env+=(TMPDIR="$TMPDIR")
-        # (Once: a live test that fails against FerretDB fails every time,
-        # and a difference runs again anyway.)
-        RUN_REPEAT=1 RUN_STOP=$stop run_bin "$work/builds/$state/bin/test-libmongoc" "$work/builds/$state/src" "$list" "$out" 1 "${env[@]}"
-        kill "$SUITE_WATCH_PID" 2>/dev/null || true
-        wait "$SUITE_WATCH_PID" 2>/dev/null || true
-        [ -s "$stop" ] || { suite_stop_ferretdb; return 0; }
-        cp "$dir/log" "$work/logs/ferretdb-died-$side-$(basename "$out")-$try.log"
-        suite_stop_ferretdb
-        say "live: FerretDB died during the $side run of $(basename "$out") (log: $work/logs/ferretdb-died-$side-$(basename "$out")-$try.log)"
-      done
-      echo "live: FerretDB died twice during the $side run of $(basename "$out")" >>"$runs/live.failures"
-    }
-    trap suite_stop_ferretdb EXIT
-    live_unpatched() { live_run unpatched "$1" "$2"; }
-    live_patched() { live_run patched "$1" "$2"; }
-    rm -f "$runs/live.failures"
-    say "live: $(wc -l <"$runs/live.list") tests ($(basename "$live_subset")) against FerretDB $fdb_version, on 127.0.0.1:$live_port_u unpatched and :$live_port_p patched, the two at once"
-    (
-      trap suite_stop_ferretdb EXIT
-      live_unpatched "$runs/live.list" "$runs/live-unpatched"
-    ) &
-    live_pid=$!
-    live_patched "$runs/live.list" "$runs/live-patched"
-    wait "$live_pid" || die "live: the unpatched run failed"
-    jcompare "$runs/live-unpatched" "$runs/live-patched" "$runs/cmp-live" unpatched patched \
-      live_unpatched live_patched "${all_expl[@]}"
-    if [ -s "$runs/live.failures" ]; then
-      while IFS= read -r f; do fail "$f"; done <"$runs/live.failures"
-    fi
-    rm -rf "$runs"/ferretdb-*
-    live_rows=$(cat "$CMP_DIR/rows.md" "$CMP_DIR/flaky.md")
-    while IFS= read -r t; do fail "live: unexplained difference: $t"; done <"$CMP_DIR/unexplained.txt"
-    patched_crashes=$((patched_crashes + CMP_C1))
-    [ "$CMP_C1" -eq 0 ] || fail "live: patched test-libmongoc crashed in: $(tr '\n' ' ' <"$CMP_DIR/crashes.txt")"
-    ln=$CMP_RUN
-    live_line="live (FerretDB $fdb_version): run $ln, unpatched passed $CMP_P0, patched passed $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
-    if [ ${#failures[@]} -eq "$live_failed" ] && [ "$ln" -gt 0 ]; then live_word=yes; else live_word=no; fi
-  fi
-  say "$live_line"
-  phase live
+fdb=""
+[ "$live" -eq 0 ] || fdb=$(suite_find_ferretdb) || {
+  fail "live: FerretDB is not installed (scripts/install-deps.d/peers.sh installs v1.24.2)"
+  live_line="live: FerretDB missing" live_word=no; }
+if [ -n "$fdb" ]; then
+  live_failed=${#failures[@]}
+  fdb_version=$("$fdb" --version 2>/dev/null | sed -n 's/^version: //p' | head -n 1)
+  suite_state base
+  suite_state "$all_state"
+  # The live tests: those the no-server runs skipped (on either side),
+  # among the subset's prefixes (a "!PREFIX" line leaves tests out).
+  awk -F'\t' '$2 == "skip" {print $1}' "$runs/base/results.tsv" "$runs/$all_state/results.tsv" |
+    sort -u >"$runs/skipped.names"
+  grep -xF -f "$runs/base.list" "$runs/$all_state.list" >"$runs/live-both.list" || true
+  sed 's/#.*//; s/[[:space:]]*$//; s/^[[:space:]]*//' "$live_subset" | grep -v '^$' >"$runs/live.prefixes"
+  awk 'FILENAME == ARGV[1] { if (substr($0, 1, 1) == "!") x[++m] = substr($0, 2); else p[++n] = $0; next }
+       FILENAME == ARGV[2] { skipped[$0] = 1; next }
+       ($0 in skipped) {
+         for (i = 1; i <= m; i++) if (index($0, x[i]) == 1) next
+         for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
+    "$runs/live.prefixes" "$runs/skipped.names" "$runs/live-both.list" >"$runs/live.list"
+  # Each side once, one test at a time, against a fresh FerretDB of its own,
+  # the two sides at once (docs/fork.md says why); a run during which
+  # FerretDB dies is made again, a second death fails.
+  live_port_u=$(suite_free_port)
+  live_port_p=$(suite_free_port)
+  while [ "$live_port_p" = "$live_port_u" ]; do live_port_p=$(suite_free_port); done
+  live_run() {  # SIDE LIST OUT
+    local side=$1 list=$2 out=$3 port=$live_port_p state=$all_state dir=$runs/ferretdb-$1 stop=$runs/ferretdb-$1.stop try env log
+    [ "$side" != unpatched ] || port=$live_port_u state=base
+    for try in 1 2; do
+      rm -f "$stop"
+      suite_start_ferretdb "$fdb" "$dir" "$port" || die "live: 127.0.0.1:$port is taken"
+      suite_watch_ferretdb "$port" "$stop" "FerretDB on 127.0.0.1:$port died"
+      env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 MONGOC_TEST_OFFLINE=on "MONGOC_TEST_URI=mongodb://127.0.0.1:$port/")
+      [ -z "${TMPDIR:-}" ] || env+=(TMPDIR="$TMPDIR")
+      RUN_REPEAT=1 RUN_STOP=$stop run_bin "$work/builds/$state/bin/test-libmongoc" "$work/builds/$state/src" "$list" "$out" 1 "${env[@]}"
+      kill "$SUITE_WATCH_PID" 2>/dev/null || true
+      wait "$SUITE_WATCH_PID" 2>/dev/null || true
+      [ -s "$stop" ] || { suite_stop_ferretdb; return 0; }
+      log=$work/logs/ferretdb-died-$side-$(basename "$out")-$try.log
+      cp "$dir/log" "$log"
+      suite_stop_ferretdb
+      say "live: FerretDB died during the $side run of $(basename "$out") (log: $log)"
+    done
+    echo "live: FerretDB died twice during the $side run of $(basename "$out")" >>"$runs/live.failures"
+  }
+  trap suite_stop_ferretdb EXIT
+  live_unpatched() { live_run unpatched "$1" "$2"; }
+  live_patched() { live_run patched "$1" "$2"; }
+  rm -f "$runs/live.failures"
+  say "live: $(wc -l <"$runs/live.list") tests ($(basename "$live_subset")) against FerretDB $fdb_version, on 127.0.0.1:$live_port_u unpatched and :$live_port_p patched, the two at once"
+  ( trap suite_stop_ferretdb EXIT; live_unpatched "$runs/live.list" "$runs/live-unpatched" ) &
+  live_pid=$!
+  live_patched "$runs/live.list" "$runs/live-patched"
+  wait "$live_pid" || die "live: the unpatched run failed"
+  jcompare "$runs/live-unpatched" "$runs/live-patched" "$runs/cmp-live" unpatched patched \
+    live_unpatched live_patched "${all_expl[@]}"
+  [ ! -s "$runs/live.failures" ] || while IFS= read -r f; do fail "$f"; done <"$runs/live.failures"
+  rm -rf "$runs"/ferretdb-*
+  live_rows=$(cat "$CMP_DIR/rows.md" "$CMP_DIR/flaky.md")
+  cmp_verdict live "patched test-libmongoc"
+  patched_crashes=$((patched_crashes + CMP_C1))
+  live_line="live (FerretDB $fdb_version): run $CMP_RUN, unpatched passed $CMP_P0, patched passed $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
+  live_word=no
+  [ ${#failures[@]} -ne "$live_failed" ] || [ "$CMP_RUN" -eq 0 ] || live_word=yes
 fi
+[ "$live" -eq 0 ] || { say "$live_line"; phase live; }
 
 if [ "$harness" -eq 1 ]; then
-  # tests/dropin's client, an ordinary libmongoc program, built against
-  # each build's headers and shared libraries, and run with
-  # LD_LIBRARY_PATH set to them.
+  # tests/dropin's client built against each build's headers and libraries
+  # (1.23's headers include their neighbours by bare name), run on them.
   harness_client() {  # SIDE STATE
-    local a=$work/builds/$2 out=$work/harness/client-$1 mongoc bson got
+    local a=$work/builds/$2 out=$work/harness/client-$1 mongoc bson got hinc=() d
     mkdir -p "$work/harness"
-    # The libraries' names: mongoc2 and bson2 on master, mongoc-1.0 and
-    # bson-1.0 on 1.30.
     mongoc=$(cd "$a/lib" && ls libmongoc*.so | head -n 1)
     bson=$(cd "$a/lib" && ls libbson*.so | head -n 1)
     mongoc=${mongoc#lib} bson=${bson#lib}
-    # (1.23's headers include their neighbours by bare name: "bson-config.h".)
-    local -a hinc=()
-    [ "$target" != bookworm ] || hinc=(-I"$a/headers/build/src/libbson/src/bson" -I"$a/headers/tree/src/libbson/src/bson"
-                                       -I"$a/headers/build/src/libmongoc/src/mongoc" -I"$a/headers/tree/src/libmongoc/src/mongoc")
-    cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L \
-      -I"$a/headers/build/src/libmongoc/src" -I"$a/headers/build/src/libbson/src" \
-      -I"$a/headers/tree/src/libmongoc/src" -I"$a/headers/tree/src/libbson/src" "${hinc[@]}" \
+    for d in build/src/libmongoc/src build/src/libbson/src tree/src/libmongoc/src tree/src/libbson/src; do hinc+=(-I"$a/headers/$d"); done
+    [ "$target" != bookworm ] || hinc+=(-I"$a/headers/build/src/libbson/src/bson" -I"$a/headers/tree/src/libbson/src/bson"
+                                        -I"$a/headers/build/src/libmongoc/src/mongoc" -I"$a/headers/tree/src/libmongoc/src/mongoc")
+    cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L "${hinc[@]}" \
       "$top/tests/dropin/dropin-client.c" -o "$out" -L"$a/lib" -l"${mongoc%.so}" -l"${bson%.so}" -pthread ||
       die "harness: dropin-client does not build against the $1 headers"
     got=$(LD_LIBRARY_PATH=$a/lib ldd "$out" | awk -v m="lib$mongoc" 'index($1, m) == 1 {print $3}')
     [ "$(realpath "$(dirname "$got")")" = "$(realpath "$a/lib")" ] ||
       die "harness: the $1 client loads ${got:-no lib$mongoc}, not $a/lib's"
   }
-  # Every mode of the hostile server (run_case.py --all: "PASS|FAIL MODE:
-  # op: result; ...", then "harness RIGHT/MODES, crashes N"), then the
-  # streaming monitor's and the OP_REPLY modes ("PASS|FAIL MODE/op: ...").
+  # Every mode (run_case.py --all: "PASS|FAIL MODE: ...", "harness R/M, crashes
+  # N"), then the monitor's and OP_REPLY modes ("PASS|FAIL MODE/op: ...").
   harness_side() {  # SIDE STATE
-    local out=$work/harness/$1.out m lib=$work/builds/$2/lib
+    local m run=(env LD_LIBRARY_PATH="$work/builds/$2/lib" python3 "$top/tests/dropin/run_case.py" --client "$work/harness/client-$1")
     {
-      LD_LIBRARY_PATH=$lib python3 "$top/tests/dropin/run_case.py" \
-        --client "$work/harness/client-$1" --all || true
-      for m in $monitor_modes; do
-        LD_LIBRARY_PATH=$lib python3 "$top/tests/dropin/run_case.py" \
-          --client "$work/harness/client-$1" --mode "$m" | grep -E '^(PASS|FAIL) ' || true
-      done
-    } >"$out" 2>&1
+      "${run[@]}" --all || true
+      for m in $monitor_modes; do "${run[@]}" --mode "$m" | grep -E '^(PASS|FAIL) ' || true; done
+    } >"$work/harness/$1.out" 2>&1
   }
   monitor_modes=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import hostile_server as h
 print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dropin")
@@ -1167,12 +799,12 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   harness_side patched "$all_state"
   wait "$hpid"
   for side in unpatched patched; do
-    read -r r m c < <(sed -n 's|^harness \([0-9]*\)/\([0-9]*\), crashes \([0-9]*\)$|\1 \2 \3|p' \
-                       "$work/harness/$side.out")
-    [ -n "${r:-}" ] || { tail -n 20 "$work/harness/$side.out" >&2; die "harness: run_case.py gave no result ($side)"; }
+    out=$work/harness/$side.out
+    read -r r m c < <(sed -n 's|^harness \([0-9]*\)/\([0-9]*\), crashes \([0-9]*\)$|\1 \2 \3|p' "$out")
+    [ -n "${r:-}" ] || { tail -n 20 "$out" >&2; die "harness: run_case.py gave no result ($side)"; }
     # Monitor and OP_REPLY modes: each failed operation, and each crash.
-    mfail=$( (grep -E '^FAIL [a-z_]+/' "$work/harness/$side.out" || true) | cut -d/ -f1 | sort -u | wc -l)
-    mcrash=$(grep -E '^FAIL [a-z_]+/' "$work/harness/$side.out" | grep -cE ': (CRASH|HANG)' || true)
+    mfail=$( (grep -E '^FAIL [a-z_]+/' "$out" || true) | cut -d/ -f1 | sort -u | wc -l)
+    mcrash=$(grep -E '^FAIL [a-z_]+/' "$out" | grep -cE ': (CRASH|HANG)' || true)
     printf -v "h_$side" '%s %s %s %s %s' "$r" "$m" "$c" "$mfail" "$mcrash"
   done
   read -r hu_right nmodes hu_crash hu_mfail _ <<<"$h_unpatched"
@@ -1187,19 +819,16 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   # The two sides by mode, for the report.
   harness_rows=$(awk '
     FNR == 1 { side++ }
-    /^(PASS|FAIL) [a-z_0-9]+: / { m = $2; sub(/:$/, "", m); r = $0; sub(/^[A-Z]+ [^ ]+ /, "", r)
-                                  if (!(m in seen)) { seen[m] = 1; order[++n] = m }; cell[m, side] = r }
-    /^(PASS|FAIL) [a-z_0-9]+\// { split($2, a, "/"); m = a[1]; r = $0; sub(/^[A-Z]+ [^ ]+ /, "", r)
-                                  if (!(m in seen)) { seen[m] = 1; order[++n] = m }
-                                  cell[m, side] = cell[m, side] (cell[m, side] == "" ? "" : "; ") a[2] " " r }
+    /^(PASS|FAIL) [a-z_0-9]+[:\/]/ { r = $0; sub(/^[A-Z]+ [^ ]+ /, "", r); split($2, a, "/"); m = a[1]; sub(/:$/, "", m)
+                                     if (!(m in seen)) { seen[m] = 1; order[++n] = m }
+                                     cell[m, side] = $2 ~ /\// ? cell[m, side] (cell[m, side] == "" ? "" : "; ") a[2] " " r : r }
     END { for (i = 1; i <= n; i++) printf "| %s | %s | %s |\n", order[i], cell[order[i], 1], cell[order[i], 2] }' \
     "$work/harness/unpatched.out" "$work/harness/patched.out")
   say "$harness_line"
   phase harness
 fi
 
-# The working tree and the build directory at "all", for the encryption
-# step (which copies the tree) and the conformance script (which uses both).
+# The working tree and build directory at "all", for encryption and conformance.
 if [ -n "$all_state" ] && [ "$whole" -eq 1 ] && { [ "$encryption" -eq 1 ] || [ "$conformance" -eq 1 ]; }; then
   goto "$(cat "$work/builds/$all_state/commit")"
   build all-final "${targets[@]}" || die "the build of all does not build again"
@@ -1210,10 +839,10 @@ if [ "$encryption" -eq 1 ]; then
   enc_out=$("$top/scripts/fork-check-encryption.sh" --tree "$tree" --suite "$enc_suite" 2>&1 |
             tee "$work/logs/encryption.log") || rc=$?
   enc_line=$(grep '^encryption ' <<<"$enc_out" | tail -n 1 || true)
+  skip=$(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true)
   case $rc in
     0) enc_word=yes ;;
-    77) enc_word="skipped ($(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true))"
-        enc_line="encryption: skipped: $(grep -m 1 '^SKIP' <<<"$enc_out" | sed 's/^SKIP: //' || true)" ;;
+    77) enc_word="skipped ($skip)" enc_line="encryption: skipped: $skip" ;;
     *) enc_word=no; fail "encryption: ${enc_line:-failed (log: $work/logs/encryption.log)}" ;;
   esac
   say "$enc_line"
@@ -1221,77 +850,57 @@ if [ "$encryption" -eq 1 ]; then
 fi
 
 # --- Conformance and symbols (the pull requests) ------------------------------------------------
-
-conf_line=""
+conf_line="" clog=$work/logs/conformance.log
 if [ "$target" = master ] && [ "$whole" -eq 1 ]; then
   if [ "$conformance" -eq 0 ]; then
     conf_line="fork conformance: not run$([ -n "$all_state" ] && echo " (--no-conformance)" || echo " (no build of every pull request applied)")"
-  elif [ ! -f "$top/scripts/fork-conformance.sh" ]; then
-    conf_line="fork conformance: not run: scripts/fork-conformance.sh is missing"
-    fail "conformance: scripts/fork-conformance.sh is missing"
   else
     rc=0
-    bash "$top/scripts/fork-conformance.sh" --tree "$tree" --build "$bdir" >"$work/logs/conformance.log" 2>&1 || rc=$?
-    conf_line=$(grep -E '^(fork conformance|spec tests \(fork\)):' "$work/logs/conformance.log" | tail -n 2 || true)
-    [ -n "$conf_line" ] || conf_line="fork conformance: no line (log: $work/logs/conformance.log)"
-    [ "$rc" -eq 0 ] || fail "conformance: scripts/fork-conformance.sh exited with $rc (log: $work/logs/conformance.log)"
-    grep '^fork conformance' "$work/logs/conformance.log" | grep -v '^fork conformance:' | sed 's/^/  /' || true
+    bash "$top/scripts/fork-conformance.sh" --tree "$tree" --build "$bdir" >"$clog" 2>&1 || rc=$?
+    conf_line=$(grep -E '^(fork conformance|spec tests \(fork\)):' "$clog" | tail -n 2 || true)
+    [ -n "$conf_line" ] || conf_line="fork conformance: no line (log: $clog)"
+    [ "$rc" -eq 0 ] || fail "conformance: scripts/fork-conformance.sh exited with $rc (log: $clog)"
+    grep '^fork conformance' "$clog" | grep -v '^fork conformance:' | sed 's/^/  /' || true
   fi
   say "$conf_line"
   phase conformance
 fi
 
+# The exported symbols (public: a word of the installed headers) and the
+# installed headers of base and all; Debian's symbols files (sid's for master).
 sym_line="" sym_rows=""
 if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
-  sd=$work/symbols
-  rm -rf "$sd"
-  mkdir -p "$sd"
-  syms_of() {  # PREFIX -> the exported symbols of its libmongoc
-    local lib
-    lib=$(find "$1" -name 'libmongoc2.so' -o -name 'libmongoc-1.0.so' | head -n 1)
-    [ -n "$lib" ] || die "symbols: no libmongoc in $1"
-    nm -D --defined-only "$(realpath "$lib")" | awk 'NF >= 3 {print $3}' | sed 's/@.*//' | sort -u
-  }
-  words_of() {  # PREFIX -> every identifier of its installed headers
-    grep -rhoE '[A-Za-z_][A-Za-z0-9_]*' "$1/include" | sort -u
-  }
-  pa=$work/builds/base/prefix pb=$work/builds/$all_state/prefix
-  syms_of "$pa" >"$sd/base.syms"
-  syms_of "$pb" >"$sd/all.syms"
-  words_of "$pa" >"$sd/base.words"
-  words_of "$pb" >"$sd/all.words"
+  sd=$work/symbols pa=$work/builds/base/prefix pb=$work/builds/$all_state/prefix
+  rm -rf "$sd" && mkdir -p "$sd"
+  for s in base:"$pa" all:"$pb"; do
+    lib=$(find "${s#*:}" -name 'libmongoc2.so' -o -name 'libmongoc-1.0.so' | head -n 1)
+    [ -n "$lib" ] || die "symbols: no libmongoc in ${s#*:}"
+    nm -D --defined-only "$(realpath "$lib")" | awk 'NF >= 3 {print $3}' | sed 's/@.*//' | sort -u >"$sd/${s%%:*}.syms"
+    grep -rhoE '[A-Za-z_][A-Za-z0-9_]*' "${s#*:}/include" | sort -u >"$sd/${s%%:*}.words"
+  done
   comm -13 "$sd/base.syms" "$sd/all.syms" >"$sd/added"
   comm -23 "$sd/base.syms" "$sd/all.syms" >"$sd/removed"
-  comm -12 "$sd/added" "$sd/all.words" >"$sd/public-added"
-  comm -12 "$sd/removed" "$sd/base.words" >"$sd/public-removed"
-  comm -23 "$sd/added" "$sd/all.words" >"$sd/internal-added"
-  comm -23 "$sd/removed" "$sd/base.words" >"$sd/internal-removed"
-  npa=$(wc -l <"$sd/public-added") npr=$(wc -l <"$sd/public-removed")
-  nia=$(wc -l <"$sd/internal-added") nir=$(wc -l <"$sd/internal-removed")
+  npa=$(comm -12 "$sd/added" "$sd/all.words" | tee "$sd/public-added" | wc -l)
+  npr=$(comm -12 "$sd/removed" "$sd/base.words" | tee "$sd/public-removed" | wc -l)
+  nia=$(comm -23 "$sd/added" "$sd/all.words" | wc -l) nir=$(comm -23 "$sd/removed" "$sd/base.words" | wc -l)
   [ "$npa" -eq 0 ] || fail "symbols: public symbols added: $(tr '\n' ' ' <"$sd/public-added")"
   [ "$npr" -eq 0 ] || fail "symbols: public symbols removed: $(tr '\n' ' ' <"$sd/public-removed")"
-  # The installed headers themselves: nothing added, nothing changed.
-  if ! diff -r "$pa/include" "$pb/include" >"$sd/headers.diff" 2>&1; then
+  diff -r "$pa/include" "$pb/include" >"$sd/headers.diff" 2>&1 ||
     fail "symbols: the installed headers differ (diff: $sd/headers.diff): $(grep -E '^(Only in|diff )' "$sd/headers.diff" | head -n 5 | tr '\n' ' ')"
-  fi
-  # Debian's packages keep every symbol their symbols files list: sid's
-  # for master, a port's own (its pristine tree is the packaging tree).
   deb=$pristine deb_name=$target
   [ "$target" != master ] || { deb=$("$top/scripts/fork-source.sh" unstable 2>/dev/null) || deb=""; deb_name=sid; }
-  deb_note=""
+  symfiles=()
+  [ -z "$deb" ] || mapfile -t symfiles < <(find "$deb/debian" -maxdepth 1 -name '*symbols*' -type f | sort)
   if [ -z "$deb" ]; then
     deb_note="Debian's $deb_name packaging tree is missing (scripts/fork-source.sh unstable): its symbols files not checked"
     fail "symbols: $deb_note"
+  elif [ ${#symfiles[@]} -eq 0 ]; then
+    deb_note="Debian's $deb_name packaging ($(cd "$deb" && dpkg-parsechangelog -S Version 2>/dev/null || echo unstable)) has no symbols file (debian/*.symbols): no removed symbol is listed there"
   else
-    mapfile -t symfiles < <(find "$deb/debian" -maxdepth 1 -name '*symbols*' -type f | sort)
-    if [ ${#symfiles[@]} -eq 0 ]; then
-      deb_note="Debian's $deb_name packaging ($(cd "$deb" && dpkg-parsechangelog -S Version 2>/dev/null || echo unstable)) has no symbols file (debian/*.symbols): no removed symbol is listed there"
-    else
-      awk '/^ / {print $1}' "${symfiles[@]}" | sed 's/@.*//' | sort -u >"$sd/debian.syms"
-      comm -12 "$sd/removed" "$sd/debian.syms" >"$sd/debian-removed"
-      deb_note="Debian's $deb_name symbols files ($(printf '%s ' "${symfiles[@]##*/}")): $(wc -l <"$sd/debian.syms") symbols, $(wc -l <"$sd/debian-removed") of them removed"
-      [ ! -s "$sd/debian-removed" ] || fail "symbols: removed, yet listed in Debian's symbols files: $(tr '\n' ' ' <"$sd/debian-removed")"
-    fi
+    awk '/^ / {print $1}' "${symfiles[@]}" | sed 's/@.*//' | sort -u >"$sd/debian.syms"
+    comm -12 "$sd/removed" "$sd/debian.syms" >"$sd/debian-removed"
+    deb_note="Debian's $deb_name symbols files ($(printf '%s ' "${symfiles[@]##*/}")): $(wc -l <"$sd/debian.syms") symbols, $(wc -l <"$sd/debian-removed") of them removed"
+    [ ! -s "$sd/debian-removed" ] || fail "symbols: removed, yet listed in Debian's symbols files: $(tr '\n' ' ' <"$sd/debian-removed")"
   fi
   say "symbols: $deb_note"
   sym_line="fork symbols: public added $npa, removed $npr, internal added $nia, internal removed $nir"
@@ -1301,15 +910,11 @@ if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
 fi
 
 # --- The lines, and the report -------------------------------------------------------------------
-
 lines=()
 for name in "${checked[@]}"; do
-  b=${u_base[$name]}
-  if [ "$b" = master ]; then
-    applies="applies alone $([ "${u_applied[$name]}" = yes ] && echo yes || echo no)"
-  else
-    applies="applies on PR ${u_num[$b]}$([ "${u_applied[$name]}" = yes ] || echo " no")"
-  fi
+  b=${u_base[$name]} ok=${u_applied[$name]}
+  applies="applies on PR ${u_num[$b]:-}$([ "$ok" = yes ] || echo " no")"
+  [ "$b" != master ] || applies="applies alone $ok"
   s=${u_suite[$name]:-suite run -, unpatched passed -, patched passed -, NEW, differences -, explained -}
   lines+=("fork $target $label ${u_label[$name]}: patches $(unit_patches "$name" | wc -l), $applies, ${s/NEW/${u_new[$name]:-new tests -}}")
 done
@@ -1322,121 +927,66 @@ fi
 pristine_dirty=$(git -C "$pristine" status --porcelain | head -n 5)
 [ -z "$pristine_dirty" ] || say "NOTE: the runs left files in the pristine tree: $pristine_dirty"
 total=$(( $(date +%s) - phase_start ))
+section() { printf '\n%s\n\n' "$@"; }
 {
   echo "# The fork on mongo-c-driver $target ${short}"
   echo
   echo "- ${series#"$top"/}: ${#units[@]} pull requests$([ "$ci" -eq 0 ] || echo "; CI mode (--ci): the whole suite once, base against all")"
   echo "- built with upstream's CMake, ENABLE_MAINTAINER_FLAGS=ON, $(gcc --version | head -n 1)${launcher[*]:+, through ccache}"
-  echo "- compiler warnings: $total_warnings"
-  echo "- total time: $total s"
-  echo
-  echo '```'
-  printf '%s\n' "${lines[@]}"
-  echo '```'
-  echo
-  echo "| phase | wall s | CPU s |"
-  echo "|---|---|---|"
+  printf -- '- compiler warnings: %s\n- total time: %s s\n\n```\n' "$total_warnings" "$total"
+  printf '%s\n' "${lines[@]}" '```' ''
+  thead phase "wall s" "CPU s"
   for i in "${!phase_names[@]}"; do echo "| ${phase_names[$i]} | ${phase_secs[$i]} | ${phase_cpu[$i]} |"; done
   for name in "${checked[@]}"; do
     w=$work/units/$name
-    echo
-    echo "## ${u_label[$name]} (${u_dir[$name]#"$top"/}, on ${u_base[$name]})"
-    echo
+    section "## ${u_label[$name]} (${u_dir[$name]#"$top"/}, on ${u_base[$name]})"
     echo "### Each commit alone"
-    echo
-    echo "Applied with \`git am\`, built incrementally, the touched files checked with upstream's"
-    echo "tools/format.py and clang-format $cf_version, upstream's check-preludes.py, and the tests of"
-    echo "its lists registered at that commit run."
-    echo
-    echo "| # | commit | subject | files | format | preludes | build | its tests |"
-    echo "|---|---|---|---|---|---|---|---|"
+    section "Applied with \`git am\`, built incrementally, the touched files checked with upstream's
+tools/format.py and clang-format $cf_version, upstream's check-preludes.py, and the tests of
+its lists registered at that commit run."
+    thead "#" commit subject files format preludes build "its tests"
     [ ! -f "$w/commits.tsv" ] ||
       awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}' "$w/commits.tsv"
     if [ -n "${u_report[$name]:-}" ]; then
-      echo
-      echo "### test-libmongoc without a server"
-      echo
+      section "### test-libmongoc without a server"
       echo "Every test each build registers (upstream's build/cmake/LoadTests.cmake: \`--ctest-run NAME\`),"
       echo "run by \`ctest -j $jobs --timeout $limit --repeat until-pass:$repeat --output-junit\`,"
-      echo "MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on."
-      echo
+      printf '%s\n\n' "MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on."
       echo "${u_report[$name]}"
     fi
-    echo
-    echo "### The new tests"
-    echo
-    echo "Each on the base built with these test sources, and patched: each must fail on the base and"
-    echo "pass patched, except the guards new-tests.txt declares, which pass on both."
-    echo
+    section "### The new tests"
+    printf '%s\n\n' "Each on the base built with these test sources, and patched: each must fail on the base and
+pass patched, except the guards new-tests.txt declares, which pass on both."
     if [ -n "${u_new_rows[$name]:-}" ]; then
-      echo "| test | base | patched | verdict | message (why it fails on the base) |"
-      echo "|---|---|---|---|---|"
+      thead test base patched verdict "message (why it fails on the base)"
       printf '%s' "${u_new_rows[$name]}"
     else
       echo "None run."
     fi
   done
-  if [ -n "$all_report" ]; then
-    echo
-    echo "## All the pull requests: test-libmongoc without a server, master against all"
-    echo
-    echo "$all_report"
-  fi
-  echo
-  echo "## Live tests against FerretDB"
-  echo
+  [ -z "$all_report" ] || { section "## All the pull requests: test-libmongoc without a server, master against all"; echo "$all_report"; }
+  section "## Live tests against FerretDB"
   echo "$live_line"
-  if [ -n "$live_rows" ]; then
-    echo
-    echo "| test | unpatched | patched | message | explanation |"
-    echo "|---|---|---|---|---|"
-    echo "$live_rows"
-  fi
-  echo
-  echo "## The hostile-reply harness"
-  echo
+  [ -z "$live_rows" ] || { echo; thead test unpatched patched message explanation; echo "$live_rows"; }
+  section "## The hostile-reply harness"
   echo "$harness_line"
   if [ -n "$harness_rows" ]; then
-    echo
-    echo "\"right\": a legal reply gave the right result (merged fields visible, find returned its"
-    echo "documents, insert_many counted 3); an illegal one gave a clean error. Each client runs with"
-    echo "LD_LIBRARY_PATH set to its build's libraries (tests/dropin/run_case.py --all, then the"
-    echo "streaming monitor's and the OP_REPLY modes)."
-    echo
-    echo "| mode | unpatched | patched |"
-    echo "|---|---|---|"
+    section "\"right\": a legal reply gave the right result (merged fields visible, find returned its
+documents, insert_many counted 3); an illegal one gave a clean error. Each client runs with
+LD_LIBRARY_PATH set to its build's libraries (tests/dropin/run_case.py --all, then the
+streaming monitor's and the OP_REPLY modes)."
+    thead mode unpatched patched
     echo "$harness_rows"
   fi
-  echo
-  echo "## Client-side encryption ($enc_suite root)"
-  echo
+  section "## Client-side encryption ($enc_suite root)"
   echo "$enc_line"
-  if [ -n "$conf_line" ]; then
-    echo
-    echo "## Conformance"
-    echo
-    echo "$conf_line (log: $work/logs/conformance.log)"
-  fi
+  [ -z "$conf_line" ] || { section "## Conformance"; echo "$conf_line (log: $clog)"; }
   if [ -n "$sym_line" ]; then
-    echo
-    echo "## Exported symbols of libmongoc, $target's tree against all"
-    echo
-    echo "$deb_note."
-    echo
-    if [ -n "$sym_rows" ]; then
-      echo "| | symbol |"
-      echo "|---|---|"
-      echo "$sym_rows"
-    else
-      echo "The same symbols."
-    fi
+    section "## Exported symbols of libmongoc, $target's tree against all"
+    printf '%s\n\n' "$deb_note."
+    if [ -n "$sym_rows" ]; then printf '| | symbol |\n|---|---|\n%s\n' "$sym_rows"; else echo "The same symbols."; fi
   fi
-  if [ ${#failures[@]} -gt 0 ]; then
-    echo
-    echo "## Failures"
-    echo
-    printf -- '- %s\n' "${failures[@]}"
-  fi
+  [ ${#failures[@]} -eq 0 ] || { section "## Failures"; printf -- '- %s\n' "${failures[@]}"; }
 } >"$work/report.md"
 
 say "report: $work/report.md"
@@ -1445,9 +995,6 @@ for i in "${!phase_names[@]}"; do
 done
 cpu_now
 say "total: $total s (CPU $((CPU_NOW - cpu_start)) s, load average $(cut -d' ' -f1-3 /proc/loadavg))"
-if [ ${#failures[@]} -gt 0 ]; then
-  say "${#failures[@]} failures:"
-  printf '  %s\n' "${failures[@]}"
-fi
+[ ${#failures[@]} -eq 0 ] || { say "${#failures[@]} failures:"; printf '  %s\n' "${failures[@]}"; }
 printf '%s\n' "${lines[@]}"
 [ ${#failures[@]} -eq 0 ]

@@ -3,7 +3,7 @@
 # fork/master/K-NAME/ is a `git format-patch` series (0001-*.patch ...) with
 # a hand-written 0000-cover-letter.patch, new-tests.txt, changed-tests.txt
 # and, when it does not apply on master, a file `base` naming the folder it
-# applies on (scripts/fork-check.sh says more). Their one source is the
+# applies on (docs/fork.md says more). Their one source is the
 # committed patches; to change them, edit them as branches:
 #
 #   scripts/fork-patches.sh --edit [--source DIR]

@@ -1,37 +1,25 @@
 #!/usr/bin/env python3
-"""test-libmongoc on upstream's CTest registration, and two runs compared.
+"""test-libmongoc on upstream's CTest registration, and two runs compared, for
+scripts/libmongoc-suite.sh and scripts/fork-check.sh (docs/libmongoc-suite.md
+and docs/fork.md say how they use it; tests/fork/test_junit_compare.py).
 
-One home for scripts/libmongoc-suite.sh (stock libmongoc against the
-drop-in, docs/libmongoc-suite.md) and scripts/fork-check.sh (mongo-c-driver
-unpatched against patched, docs/fork.md).
-
-  junit-compare.py run --exe BIN --src DIR --out DIR [--jobs N] [--timeout S]
-      [--repeat N] [--match PREFIX]... [--names FILE] [--strip PATH]...
-      [--test-env K=V]... [--stop-file FILE] -- ENV...
-    Writes OUT/CTestTestfile.cmake, which sets TEST_LIBMONGOC_EXE and
-    SRC_ROOT and includes the tree's own build/cmake/LoadTests.cmake (each
-    test `test-libmongoc --ctest-run NAME`, run from the source root), then
-    runs `ctest -j N --timeout S --repeat until-pass:N --output-junit
-    OUT/junit.xml` under ENV and nothing else (env -i), the fixtures left out
-    (-FA .*: no KMS or HTTP server). --timeout replaces upstream's per-test
-    limits (10 s on master) so that a loaded machine does not time tests out.
-    --test-env adds variables to the tests only (LD_PRELOAD: not to ctest).
-    Writes OUT/results.tsv, a line per test: name (without "mongoc"), result
-    (pass fail skip timeout absent), seconds, crash (ctest's "Exception: X",
-    or -), active (the drop-in's "opmsg-mongoc: active" line: yes no -), message.
-  junit-compare.py compare A B --out DIR --labels LA LB [--again A2 B2]
-      [--explained FILE]...
-    A and B are run folders. Tests whose results differ (a test one side does
-    not register differs too) are listed in DIR/differ.list (those both sides
-    register, to run again); with --again
-    (the same tests run once more per side), a test whose results overlap
-    between the sides over the tries is flaky, not a difference. An
-    explanation is the reason of the first "name<TAB>reason" line, of the
-    files in order, whose name (a shell pattern) matches. Writes DIR/rows.md
-    (| test | LA | LB | message | explanation |), DIR/flaky.md (| test | LA
-    tries | LB tries | message |), DIR/unexplained.txt, DIR/crashes.txt (B's),
-    and prints: RUN P0 F0 S0 T0 C0 P1 F1 S1 T1 C1 DIFFERENCES EXPLAINED FLAKY
-    INACTIVE (B's tests without the drop-in's "active" line).
+  run --exe BIN --src DIR --out DIR [--jobs N] [--timeout S] [--repeat N]
+      [--match PREFIX]... [--names FILE] [--strip PATH]... [--test-env K=V]...
+      [--stop-file FILE] -- ENV...
+    OUT/CTestTestfile.cmake includes the tree's build/cmake/LoadTests.cmake;
+    ctest runs it under `env -i ENV` (--test-env: for the tests only), the
+    fixtures left out, into OUT/junit.xml; a stop file that is no longer empty
+    ends the run. OUT/results.tsv: name (without "mongoc"), result (pass fail
+    skip timeout absent), seconds, crash (ctest's "Exception: X" or -),
+    active (the drop-in's "opmsg-mongoc: active": yes no -), message.
+  compare A B --out DIR --labels LA LB [--again A2 B2] [--explained FILE]...
+    Tests whose results differ (one side's only too) go to DIR/differ.list
+    (those both sides register, to run again: --again); a test whose results
+    overlap between the sides over the tries is flaky. An explanation is the
+    reason of the first "pattern<TAB>reason" line of the files, in order,
+    whose shell pattern matches. Writes rows.md, flaky.md, unexplained.txt,
+    crashes.txt (B's) and prints: RUN P0 F0 S0 T0 C0 P1 F1 S1 T1 C1
+    DIFFERENCES EXPLAINED FLAKY INACTIVE (B's tests without "active").
 """
 import argparse, fnmatch, os, re, signal, subprocess, sys, time
 import xml.etree.ElementTree as ET
@@ -229,16 +217,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
-    r.add_argument("--exe", required=True)
-    r.add_argument("--src", required=True)
-    r.add_argument("--out", required=True)
-    r.add_argument("--jobs", type=int, default=2)
-    r.add_argument("--timeout", type=int, default=60)
-    r.add_argument("--repeat", type=int, default=3)
-    r.add_argument("--match", action="append", default=[])
+    for o in ("--exe", "--src", "--out"):
+        r.add_argument(o, required=True)
+    for o, d in (("--jobs", 2), ("--timeout", 60), ("--repeat", 3)):
+        r.add_argument(o, type=int, default=d)
+    for o in ("--match", "--strip", "--test-env"):
+        r.add_argument(o, action="append", default=[])
     r.add_argument("--names")
-    r.add_argument("--strip", action="append", default=[])
-    r.add_argument("--test-env", action="append", default=[])
     r.add_argument("--stop-file")
     r.add_argument("env", nargs="*")
     c = sub.add_parser("compare")
