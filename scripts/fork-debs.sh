@@ -5,23 +5,21 @@
 # Usage: scripts/fork-debs.sh [RELEASE [TRACK]]   default: bookworm fixes
 #
 # Debian's newest served source (apt-get source, a private apt configuration
-# on the Debian mirror this machine's apt uses; where the archive serves no
-# source, Debian's packaging tree FORK_DEBS_TREE, default ../shared/upstream's,
-# as a test build), fork/debian/RELEASE/TRACK/'s 000N_ patches
-# and changelog entry at Debian's next revision (dch): the stable-update
-# submission (its debdiff); the same with the local suffix ~opmsgN
-# (FORK_DEBS_REVISION, default 1), debian/tests and a local Maintainer: the
-# local packages (a test build when they do not upgrade the archive's: suite
-# RELEASE-TRACK-test),
-# built with sbuild (unshare mode, mmdebstrap tarball cached
-# in build/sbuild/), checked (lintian --fail-on error, abidiff against the
-# archive's binaries), published with reprepro in the signed repository
-# $OPMSG_APT (default /srv/opmsg-apt; its database and key in
-# $OPMSG_APT_STATE, default /var/lib/opmsg/apt), installed from it in a
-# clean testbed and tested there (autopkgtest); opmsg's own packages (dist/,
-# make package) join the host release's suites. The host's package state is
-# compared before and after. Ends with the fork-deb line; exit 1 when a
-# check failed.
+# on the Debian mirror this machine's apt uses; where the archive serves
+# none, Debian's packaging tree FORK_DEBS_TREE, default ../shared/upstream's,
+# as a test build), fork/debian/RELEASE/TRACK/'s patches and changelog entry
+# at Debian's next revision (dch): the stable-update submission (its
+# debdiff); the same with the local suffix ~opmsgN (FORK_DEBS_REVISION,
+# default 1), debian/tests and a local Maintainer: the local packages, built
+# with sbuild (unshare mode, mmdebstrap tarball in build/sbuild/), checked
+# (lintian --fail-on error, abidiff and debdiff against the archive's
+# binaries), published with reprepro in the signed repository $OPMSG_APT
+# (default /srv/opmsg-apt; database and key in $OPMSG_APT_STATE, default
+# /var/lib/opmsg/apt; suite RELEASE-TRACK, or RELEASE-TRACK-test for a test
+# build), with opmsg's own packages (make package's dist/) in the host
+# release's suites, installed from it in a clean testbed and tested there
+# (autopkgtest). The host's package state is compared before and after.
+# Ends with the fork-deb line (docs/debian.md); exit 1 when a check failed.
 set -euo pipefail
 export LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive
 cd "$(dirname "$0")/.."
@@ -234,8 +232,10 @@ autopkgtest -B "$loc" "${copy[@]}" --setup-commands="$work/testbed-setup" --summ
 from_apt=no revert=no
 case $rc in 0|2|4|6) from_apt=yes ;; esac
 grep -q '^revert *PASS' "$work/autopkgtest.summary" && revert=yes
-tests="$(grep -c ' PASS' "$work/autopkgtest.summary" || true)/$(grep -cv -e ' SKIP' -e '^$' "$work/autopkgtest.summary" || true)"
+# P/P: the tests that passed, of debian/tests/control's (skipped ones left out).
 skipped=$(grep -c ' SKIP' "$work/autopkgtest.summary" || true) && skips=""
+total=$(sed -n 's/^Tests: *//p' "$loc/debian/tests/control" | tr ', ' '\n\n' | grep -c .)
+tests="$(grep -c ' PASS' "$work/autopkgtest.summary" || true)/$((total - skipped))"
 [ "$skipped" -eq 0 ] || skips=" ($skipped skipped)"
 step "autopkgtest $tests$skips (exit $rc)"
 
