@@ -1,12 +1,10 @@
 #!/bin/bash
-# libmongoc's own test suite, test-libmongoc, built for the installed libmongoc
-# and linked with its shared libraries, run stock and with the drop-in
-# preloaded (--libdir: a patched libmongoc loaded instead), the two JUnit files
-# compared (docs/libmongoc-suite.md). Ends with one line:
+# libmongoc's own test suite (test-libmongoc, built for the installed libmongoc, linked with its
+# shared libraries) run stock and with the drop-in preloaded, or --libdir's patched libmongoc
+# loaded; the two JUnit files compared (docs/libmongoc-suite.md). The last line:
 #   libmongoc-suite 1.23.1: run N, stock passed P0, drop-in passed P1, differences D, explained E, active yes
-# (with --libdir: "patched passed P1, ..., loaded yes"). Exit status 0 when every
-# difference is explained and the drop-in was active; 1 otherwise; 2 when the
-# suite could not be built or run.
+# (--libdir: "patched passed P1, ..., loaded yes"). Exit status 0 when every difference is
+# explained and the drop-in was active; 1 otherwise; 2 when the suite could not be built or run.
 #
 # Usage: scripts/libmongoc-suite.sh [OPTIONS]
 #   --dropin PATH        the drop-in (default build/src/mongoc-dropin/libopmsg-mongoc.so)
@@ -15,16 +13,14 @@
 #   --upstream-git DIR   a mongo-c-driver repository: its tag of the version, or the nearest
 #   --root DIR           run inside this Debian root (chroot)
 #   --work DIR           work files (default build/libmongoc-suite)
-#   --jobs N             tests run in parallel (ctest -j, default 2)
-#   --timeout SECONDS    time limit per test (default 60)
-#   --repeat N           ctest --repeat until-pass:N (default 3)
+#   --jobs N --timeout SECONDS --repeat N
+#                        ctest -j N (2), a time limit per test (60), until-pass:N (3)
 #   --subset FILE        test-name prefixes, one a line (# comments, "!PREFIX" excludes)
 #   --match PREFIX       only tests whose names start with PREFIX (repeatable)
 #   --explained FILE     "test-name<TAB>reason" (default scripts/libmongoc-suite.explained)
 #   --no-ferretdb        no FerretDB on 127.0.0.1:27017
 #   --ferretdb PATH      the FerretDB binary (default: PATH, then $(go env GOPATH)/bin)
-#   --live               also the live tests against FerretDB (WORK/VERSION/live.md, not gating)
-#   --live-only          only the live tests
+#   --live, --live-only  also (only) the live tests against FerretDB (WORK/VERSION/live.md, not gating)
 #   --rebuild            build test-libmongoc again even when cached
 #   --allow-config-mismatch  go on when mongoc-config.h differs from the installed one
 set -euo pipefail
@@ -67,7 +63,8 @@ done
 [ -z "$inside_root" ] || root=""
 LIVE=0   # 1 for the live runs
 # The second run: the drop-in preloaded, or a patched libmongoc (--libdir).
-if [ -n "$libdir" ]; then second=patched second_label=patched; else second=dropin second_label=drop-in; fi
+if [ -n "$libdir" ]; then second=patched second_label=patched second_word=loaded second_title=patched
+else second=dropin second_label=drop-in second_word="" second_title="with the drop-in"; fi
 
 # --- --root: this script again, inside the root --------------------------------
 # (a mount namespace of its own with /proc, /dev, the tree and every path
@@ -87,9 +84,7 @@ if [ -n "$root" ]; then
   done
   envs=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
         DEBIAN_FRONTEND=noninteractive TERM="${TERM:-dumb}")
-  for v in $(compgen -e); do
-    case $v in OPMSG_*) envs+=("$v=${!v}") ;; esac
-  done
+  while read -r v; do envs+=("$v=${!v}"); done < <(compgen -e | grep '^OPMSG_' || true)
   made=()   # the mount points created here, removed again afterwards
   for p in "${binds[@]}"; do
     [ -e "$p" ] || continue
@@ -103,40 +98,27 @@ if [ -n "$root" ]; then
   unshare -m --propagation private bash -c '
     set -e
     root=$1 n=$2; shift 2
-    for _ in $(seq 1 "$n"); do
-      if [ -e "$1" ]; then mount --bind "$1" "$root$1"; fi
-      shift
-    done
+    for _ in $(seq 1 "$n"); do if [ -e "$1" ]; then mount --bind "$1" "$root$1"; fi; shift; done
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
     exec chroot "$root" /usr/bin/env -i "$@"' inner "$root" "${#binds[@]}" "${binds[@]}" \
     "${envs[@]}" bash "$top/scripts/libmongoc-suite.sh" "${fwd[@]}" --inside-root "$(basename "$root")" || rc=$?
-  for ((i = ${#made[@]} - 1; i >= 0; i--)); do
-    if [ -f "${made[$i]}" ]; then rm -f "${made[$i]}"; else rmdir "${made[$i]}" 2>/dev/null || true; fi
-  done
+  printf '%s\n' "${made[@]}" | tac | while read -r m; do rm -f "$m" 2>/dev/null || rmdir "$m" 2>/dev/null || true; done
   exit $rc
 fi
 
 # --- The installed libmongoc ----------------------------------------------------
 
 command -v pkg-config >/dev/null || die "pkg-config is missing"
-mongoc_pc=""
-for pc in mongoc2 libmongoc-1.0; do
-  if pkg-config --exists "$pc" 2>/dev/null; then mongoc_pc=$pc; break; fi
-done
+mongoc_pc=$(for pc in mongoc2 libmongoc-1.0; do if pkg-config --exists "$pc"; then echo "$pc"; break; fi; done 2>/dev/null)
 [ -n "$mongoc_pc" ] || die "no libmongoc development files (libmongoc-dev) on this system"
 case $mongoc_pc in mongoc2) bson_pc=bson2 ;; *) bson_pc=libbson-1.0 ;; esac
 version=$(pkg-config --modversion "$mongoc_pc")
 syslib=$(pkg-config --variable=libdir "$mongoc_pc")
 
-shared_lib() {  # PC -> the .so the linker uses
-  local name
-  name=$(pkg-config --libs-only-l "$1" | tr ' ' '\n' | sed -n 's/^-l//p' | head -n 1)
-  [ -e "$syslib/lib$name.so" ] || die "no $syslib/lib$name.so"
-  echo "$syslib/lib$name.so"
-}
-mongoc_so=$(shared_lib "$mongoc_pc")
-bson_so=$(shared_lib "$bson_pc")
+so_of() { echo "$syslib/lib$(pkg-config --libs-only-l "$1" | sed 's/^-l//; s/ .*//').so"; }   # PC: the linker's .so
+mongoc_so=$(so_of "$mongoc_pc") bson_so=$(so_of "$bson_pc")
+for so in "$mongoc_so" "$bson_so"; do [ -e "$so" ] || die "no $so"; done
 # (libmongoc-1.0.so.0, libmongoc2.so.2)
 mongoc_soname=$(objdump -p "$mongoc_so" | awk '$1 == "SONAME" {print $2}')
 [ -n "$mongoc_soname" ] || die "no SONAME in $mongoc_so"
@@ -157,10 +139,8 @@ notes=()     # lines for differences.md
 # --- Build dependencies -----------------------------------------------------------
 # (ICU's headers decide MONGOC_ENABLE_ICU, which must match the installed library's)
 
-installed_config=""
-for d in $(pkg-config --cflags-only-I "$mongoc_pc" | tr ' ' '\n' | sed -n 's/^-I//p'); do
-  [ -f "$d/mongoc/mongoc-config.h" ] && { installed_config=$d/mongoc/mongoc-config.h; break; }
-done
+installed_config=$(pkg-config --cflags-only-I "$mongoc_pc" | tr ' ' '\n' |
+  sed -n 's|^-I\(.*\)|\1/mongoc/mongoc-config.h|p' | while read -r f; do [ ! -f "$f" ] || echo "$f"; done | head -n 1 || true)
 if command -v dpkg-query >/dev/null; then
   deps=(cmake pkg-config gcc libc6-dev libssl-dev libsasl2-dev libsnappy-dev libzstd-dev zlib1g-dev)
   grep -qs '^#define MONGOC_ENABLE_ICU 1' "${installed_config:-/dev/null}" && deps+=(libicu-dev)
@@ -172,19 +152,9 @@ fi
 
 # --- The source ------------------------------------------------------------------
 
-# The version's tag, else the closest older one of the same major.minor, else
-# the closest newer one.
-nearest_tag() {  # VERSION REPO
-  local tags older
-  tags=$(git -C "$2" tag -l "$(echo "$1" | cut -d. -f1,2).*" | grep -E '^[0-9]+\.[0-9]+\.[0-9]+$' | sort -V || true)
-  older=$(for t in $tags; do if dpkg --compare-versions "$t" le "$1"; then echo "$t"; fi; done | tail -n 1)
-  echo "${older:-$(echo "$tags" | head -n 1)}"
-}
-
 note() { say "NOTE: $1"; notes+=("$2"); }   # SAID NOTED
 
-# `apt-get source` through a private apt configuration: apt_source PACKAGE VERSION DEST.
-. "$top/scripts/lib/apt-source.sh"
+. "$top/scripts/lib/apt-source.sh"   # apt_source PACKAGE VERSION DEST: through a private configuration
 # shellcheck disable=SC2034 # (apt-source.sh reads it)
 apt_source_dir=$work/apt
 
@@ -194,7 +164,10 @@ if [ -n "$source" ]; then
   src_origin="source tree $source"
 elif [ -n "$upstream_git" ]; then
   git -C "$upstream_git" rev-parse --git-dir >/dev/null 2>&1 || die "$upstream_git is not a git repository"
-  tag=$(nearest_tag "$version" "$upstream_git")
+  # The version's tag, else the closest older one of the same major.minor, else the closest newer one.
+  tags=$(git -C "$upstream_git" tag -l "${version%.*}.*" | grep -E '^[0-9]+\.[0-9]+\.[0-9]+$' | sort -V || true)
+  tag=$(for t in $tags; do if dpkg --compare-versions "$t" le "$version"; then echo "$t"; fi; done | tail -n 1)
+  tag=${tag:-$(echo "$tags" | head -n 1)}
   [ -n "$tag" ] || die "$upstream_git has no release tag near $version"
   src=$vdir/src-$tag
   if [ ! -f "$src/.opmsg-suite-tag" ]; then
@@ -279,9 +252,8 @@ else
   cmake -S "$src" -B "$bdir" "${cmake_args[@]}" >"$bdir/build.log" 2>&1 ||
     { tail -n 30 "$bdir/build.log" >&2; die "cmake configure failed"; }
   say "build: compiling test-libmongoc with $jobs jobs"
-  # When the link misses private functions that the system's shared
-  # libraries do not export, their defining files from the tree are added
-  # (hidden), and the build goes on; at most three rounds.
+  # When the link misses private functions the shared libraries do not export, their
+  # files from the tree are compiled in (hidden), and the build goes on; at most three rounds.
   private=()
   for round in 1 2 3 4; do
     rc=0
@@ -359,7 +331,7 @@ if [ -n "$libdir" ]; then
   [ -e "$libdir/$mongoc_soname" ] || die "no $mongoc_soname in $libdir"
   got=$(loads "$libdir/$mongoc_soname" LD_LIBRARY_PATH="$libdir:$syslib")
   say "loader: with LD_LIBRARY_PATH, test-libmongoc loads $got"
-  dropin_sum=$(sha256sum "$libdir/$mongoc_soname" | cut -c1-16)
+  second_note="patched: $mongoc_soname of $libdir (sha256 $(sha256sum "$libdir/$mongoc_soname" | cut -c1-16)...), loaded through LD_LIBRARY_PATH"
 else
   [ -f "$dropin" ] || die "no drop-in at $dropin (build it, or pass --dropin PATH)"
   loads "$mongoc_real" LD_PRELOAD="$dropin" >/dev/null
@@ -367,7 +339,7 @@ else
           grep -F "/$mongoc_soname [0] to " | grep -F "$(basename "$dropin") [0]" |
           sed -n "s/.*symbol \`\([^']*\)'.*/\1/p" | sort -u | tr '\n' ' ' || true)
   say "loader: with LD_PRELOAD, libmongoc binds to the drop-in: ${bound:-nothing}"
-  dropin_sum=$(sha256sum "$dropin" | cut -c1-16)
+  second_note="drop-in: $(basename "$dropin") (sha256 $(sha256sum "$dropin" | cut -c1-16)...); libmongoc binds to it: ${bound:-nothing}"
 fi
 
 # --- The tests ------------------------------------------------------------------------
@@ -406,9 +378,7 @@ if [ "$no_ferretdb" -eq 0 ] || [ "$live" -eq 1 ]; then
     fdb_bin="" no_ferretdb=1 live=0
   fi
 fi
-trap suite_stop_ferretdb EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap suite_stop_ferretdb EXIT; trap 'exit 130' INT; trap 'exit 143' TERM
 
 # --- The runs ---------------------------------------------------------------------------
 
@@ -434,9 +404,7 @@ run_tests() {  # MODE LIST OUT JOBS [LABEL]
   rm -rf "$out"
   "$jc" run --exe "$test_bin" --src "$src" --out "$out" --jobs "$4" --timeout "$timeout" --repeat "$repeat" \
     --strip "$src" "${sel[@]}" "${tenv[@]}" -- "${env_run[@]}" || die "ctest did not run (log: $out/ctest.log)"
-  suite_stop_ferretdb
-  rm -rf "$out.ferretdb"
-  echo "$fdb" >"$out.fdb"
+  suite_stop_ferretdb; rm -rf "$out.ferretdb"; echo "$fdb" >"$out.fdb"
   read -r n p f s t <<<"$(counts "$out/results.tsv")"
   [ -z "${5:-}" ] || say "run $5: $n tests in $(cat "$out/seconds") s: passed $p, failed $f, skipped $s, timed out $t"
 }
@@ -477,46 +445,30 @@ if [ "$live_only" -eq 0 ]; then
   # test-libmongoc loads it.)
   active=yes
   if [ "$second" = dropin ] && [ "$CMP_INACTIVE" -ne 0 ]; then
-    active=no
-    say "the drop-in did not report itself active in $CMP_INACTIVE test processes"
-  fi
-  if [ "$second" = patched ]; then
-    line="libmongoc-suite $version: run $n0, stock passed $p0, patched passed $p1, differences $ndiff, explained $nexpl, loaded $active"
-  else
-    line="libmongoc-suite $version: run $n0, stock passed $p0, drop-in passed $p1, differences $ndiff, explained $nexpl, active $active"
-  fi
+    active=no; say "the drop-in did not report itself active in $CMP_INACTIVE test processes"; fi
+  # (the patched library: "loaded")
+  line="libmongoc-suite $version: run $n0, stock passed $p0, $second_label passed $p1, differences $ndiff, explained $nexpl, ${second_word:-active} $active"
   {
-    echo "# libmongoc $version: test-libmongoc, stock and $([ "$second" = patched ] && echo "patched" || echo "with the drop-in")"
-    echo
+    printf '# libmongoc %s: test-libmongoc, stock and %s\n\n' "$version" "$second_title"
     echo "- libmongoc: ${deb_pkg:+Debian package $deb_pkg $deb_version, }$mongoc_soname (loaded from the system's library directory: checked with ldd and LD_DEBUG)${inside_root:+, inside the $inside_root root}"
     echo "- source of the suite: $src_origin"
-    if [ "$second" = patched ]; then
-      echo "- patched: $mongoc_soname of $libdir (sha256 $dropin_sum...), loaded through LD_LIBRARY_PATH"
-    else
-      echo "- drop-in: $(basename "$dropin") (sha256 $dropin_sum...); libmongoc binds to it: ${bound:-nothing}"
-    fi
+    echo "- $second_note"
     echo "- tests: $selection; upstream's CTest registration (build/cmake/LoadTests.cmake), \`ctest -j $jobs --timeout $timeout --repeat until-pass:$repeat --output-junit\`; MONGOC_TEST_SKIP_LIVE=on"
     echo "- FerretDB ${fdb_version:-} on 127.0.0.1:27017 during the runs: $(cat "$vdir/stock.fdb") (tests that still try localhost:27017 fail fast instead of waiting for server selection)"
     echo "- build of test-libmongoc: ${build_secs}$([ "$build_secs" = cached ] || echo " s")"
     for nline in "${notes[@]}"; do echo "- $nline"; done
     echo
     runs_table "" ""
-    echo
-    echo "## Differences: $ndiff, explained $nexpl"
-    echo
+    printf '\n## Differences: %s, explained %s\n\n' "$ndiff" "$nexpl"
     echo "Each try is ctest's until-pass:$repeat; each difference ran once more per mode, one test at a time,"
-    echo "with the same result in every try."
-    echo "Explanations: \`scripts/$(basename "$explained")\`."
-    echo
+    printf "with the same result in every try.\nExplanations: \`scripts/%s\`.\n\n" "$(basename "$explained")"
     if [ "$ndiff" -gt 0 ]; then
       table test stock "$second_label" message explanation <"$vdir/compare/rows.md"
     else
       echo "None."
     fi
-    if [ "$nflaky" -gt 0 ]; then
-      printf '\n## Flaky: %s (results overlap between the modes over the tries; not counted)\n\n' "$nflaky"
-      table test "stock tries" "$second_label tries" message <"$vdir/compare/flaky.md"
-    fi
+    [ "$nflaky" -eq 0 ] || { printf '\n## Flaky: %s (results overlap between the modes over the tries; not counted)\n\n' "$nflaky"
+      table test "stock tries" "$second_label tries" message <"$vdir/compare/flaky.md"; }
   } >"$vdir/differences.md"
 fi
 
@@ -525,19 +477,12 @@ fi
 if [ "$live" -eq 1 ]; then
   LIVE=1 both live- "live "
   {
-    echo "## libmongoc $version: live tests against FerretDB ${fdb_version} (not gating)"
-    echo
-    echo "Without MONGOC_TEST_SKIP_LIVE, against a fresh FerretDB (SQLite) on 127.0.0.1:27017 per run."
-    echo
+    printf '## libmongoc %s: live tests against FerretDB %s (not gating)\n\n' "$version" "$fdb_version"
+    printf 'Without MONGOC_TEST_SKIP_LIVE, against a fresh FerretDB (SQLite) on 127.0.0.1:27017 per run.\n\n'
     runs_table live- "live "
-    echo
-    echo "Differences: $CMP_NDIFF (flaky: $CMP_NFLAKY)"
-    if [ "$CMP_NDIFF" -gt 0 ]; then
-      echo; table test stock "$second_label" message explanation <"$vdir/live-compare/rows.md"
-    fi
-    if [ "$CMP_NFLAKY" -gt 0 ]; then
-      echo; table test "stock tries" "$second_label tries" message <"$vdir/live-compare/flaky.md"
-    fi
+    printf '\nDifferences: %s (flaky: %s)\n' "$CMP_NDIFF" "$CMP_NFLAKY"
+    [ "$CMP_NDIFF" -eq 0 ] || { echo; table test stock "$second_label" message explanation <"$vdir/live-compare/rows.md"; }
+    [ "$CMP_NFLAKY" -eq 0 ] || { echo; table test "stock tries" "$second_label tries" message <"$vdir/live-compare/flaky.md"; }
   } >"$vdir/live.md"
   [ "$live_only" -eq 1 ] || { echo; sed 's/^## libmongoc [^:]*: l/## L/' "$vdir/live.md"; } >>"$vdir/differences.md"
   say "live (FerretDB $fdb_version): run $(wc -l <"$vdir/live-stock/results.tsv"), stock passed $CMP_P0, $second_label passed $CMP_P1, differences $CMP_NDIFF, flaky $CMP_NFLAKY ($vdir/live.md)"
