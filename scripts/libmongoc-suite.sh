@@ -1,340 +1,195 @@
 #!/bin/bash
-# libmongoc's own test suite with the drop-in (docs/libmongoc-suite.md).
-#
-# For the libmongoc installed on this system: builds the suite's
-# test-libmongoc from the source of exactly that version, linked with the
-# system's *shared* libmongoc and libbson (upstream links it statically,
-# where nothing can be interposed); runs every test that needs no live
-# server twice through upstream's CTest registration (build/cmake/LoadTests.cmake:
-# `ctest -j N --timeout S --repeat until-pass:R --output-junit`), stock and
-# with libopmsg-mongoc.so preloaded; compares the two JUnit files
-# (scripts/lib/junit-compare.py); writes the differences to
-# WORK/VERSION/differences.md and ends with one line:
-#
+# libmongoc's own test suite (test-libmongoc, built for the installed libmongoc, linked with its
+# shared libraries) run stock and with the drop-in preloaded, or --libdir's patched libmongoc
+# loaded; the two JUnit files compared (docs/libmongoc-suite.md). The last line:
 #   libmongoc-suite 1.23.1: run N, stock passed P0, drop-in passed P1, differences D, explained E, active yes
-#
-# With --libdir DIR the second run loads a patched libmongoc instead of the
-# drop-in: DIR's libmongoc and libbson shared libraries (the fork's, built
-# from Debian's source with its patches), through LD_LIBRARY_PATH; the same
-# test-libmongoc, built against the stock headers, runs on both. The line
-# then reads "patched passed P1, ..., loaded yes" (the patched library was
-# the one loaded).
-#
-# Exit status: 0 when every difference is explained (EXPLAINED file) and the
-# drop-in was active in every drop-in test process (the patched library
-# loaded, with --libdir); 1 otherwise; 2 for a usage error or when the suite
-# could not be built or run.
+# (--libdir: "patched passed P1, ..., loaded yes"). Exit status 0 when every difference is
+# explained and the drop-in was active; 1 otherwise; 2 when the suite could not be built or run.
 #
 # Usage: scripts/libmongoc-suite.sh [OPTIONS]
 #   --dropin PATH        the drop-in (default build/src/mongoc-dropin/libopmsg-mongoc.so)
-#   --libdir DIR         the second run loads the libmongoc and libbson of DIR
-#                        (LD_LIBRARY_PATH) instead of preloading the drop-in
-#   --source DIR         a libmongoc source tree (an upstream checkout), used
-#                        in place and not modified; default: `apt-get source`
-#                        of the installed Debian version
-#   --upstream-git DIR   a git repository of mongo-c-driver: the tag of the
-#                        installed version, or the nearest one, is exported
-#                        from it into WORK/VERSION/src-TAG
-#   --root DIR           run inside this Debian root (chroot; the source tree,
-#                        the work directory and the paths given are mounted
-#                        at the same places inside)
+#   --libdir DIR         the second run loads DIR's libmongoc and libbson instead
+#   --source DIR         a mongo-c-driver source tree (default: apt-get source)
+#   --upstream-git DIR   a mongo-c-driver repository: its tag of the version, or the nearest
+#   --root DIR           run inside this Debian root (chroot)
 #   --work DIR           work files (default build/libmongoc-suite)
-#   --jobs N             tests run in parallel (ctest -j, default 2)
-#   --timeout SECONDS    time limit per test (default 60)
-#   --repeat N           ctest --repeat until-pass:N (default 3)
-#   --subset FILE        only tests whose names start with one of the prefixes
-#                        in FILE (one per line, # comments) and with none of
-#                        its "!PREFIX" lines
+#   --jobs N --timeout SECONDS --repeat N
+#                        ctest -j N (2), a time limit per test (60), until-pass:N (3)
+#   --subset FILE        test-name prefixes, one a line (# comments, "!PREFIX" excludes)
 #   --match PREFIX       only tests whose names start with PREFIX (repeatable)
-#   --explained FILE     explained differences, "test-name<TAB>reason", the
-#                        name may be a shell pattern
-#                        (default scripts/libmongoc-suite.explained)
-#   --no-ferretdb        do not start FerretDB on 127.0.0.1:27017 (tests that
-#                        try a server there then wait for server selection)
+#   --explained FILE     "test-name<TAB>reason" (default scripts/libmongoc-suite.explained)
+#   --no-ferretdb        no FerretDB on 127.0.0.1:27017
 #   --ferretdb PATH      the FerretDB binary (default: PATH, then $(go env GOPATH)/bin)
-#   --live               also run the live tests against FerretDB (counts and
-#                        differences in WORK/VERSION/live.md, not gating)
-#   --live-only          only the live tests (exit 0 unless they cannot run)
+#   --live, --live-only  also (only) the live tests against FerretDB (WORK/VERSION/live.md, not gating)
 #   --rebuild            build test-libmongoc again even when cached
-#   --allow-config-mismatch
-#                        go on when the suite's mongoc-config.h differs from
-#                        the installed one's (struct layouts may then differ)
+#   --allow-config-mismatch  go on when mongoc-config.h differs from the installed one
 set -euo pipefail
 export LC_ALL=C
 
 prog=libmongoc-suite
-
 top=$(cd "$(dirname "$0")/.." && pwd)
-# say, die, packages, two CTest runs compared, FerretDB (shared with
-# scripts/fork-check.sh).
+# say, die, usage, packages, two CTest runs compared, FerretDB (shared with scripts/fork-check.sh)
 . "$top/scripts/lib/suite-common.sh"
 
-# --- Options -----------------------------------------------------------------
+# --- Options: each sets the variable of its name (--upstream-git: upstream_git) ---
 
-dropin=$top/build/src/mongoc-dropin/libopmsg-mongoc.so
-patched_libdir=""
-source_dir=""
-upstream_git=""
-root_dir=""
-work=$top/build/libmongoc-suite
-jobs=2
-limit=60
-repeat=3
-subset=""
-matches=()
+dropin=$top/build/src/mongoc-dropin/libopmsg-mongoc.so libdir="" source="" upstream_git="" root=""
+work=$top/build/libmongoc-suite jobs=2 timeout=60 repeat=3 subset="" ferretdb="" inside_root=""
 explained=$top/scripts/libmongoc-suite.explained
-use_ferretdb=1
-ferretdb=""
-live=0
-nolive=1
-rebuild=0
-allow_mismatch=0
-inside_root=""
-orig_args=("$@")
-
-abspath() { realpath -m -- "$1"; }
-
+no_ferretdb=0 live=0 live_only=0 rebuild=0 allow_config_mismatch=0
+matches=()
+fwd=()   # the options again, paths absolute, for the run inside --root
 while [ $# -gt 0 ]; do
-  case $1 in
-    --dropin) dropin=$(abspath "${2:?}"); shift 2 ;;
-    --libdir) patched_libdir=$(abspath "${2:?}"); shift 2 ;;
-    --source) source_dir=$(abspath "${2:?}"); shift 2 ;;
-    --upstream-git) upstream_git=$(abspath "${2:?}"); shift 2 ;;
-    --root) root_dir=$(abspath "${2:?}"); shift 2 ;;
-    --work) work=$(abspath "${2:?}"); shift 2 ;;
-    --jobs) jobs=${2:?}; shift 2 ;;
-    --timeout) limit=${2:?}; shift 2 ;;
-    --repeat) repeat=${2:?}; shift 2 ;;
-    --subset) subset=$(abspath "${2:?}"); shift 2 ;;
-    --match) matches+=("${2:?}"); shift 2 ;;
-    --explained) explained=$(abspath "${2:?}"); shift 2 ;;
-    --no-ferretdb) use_ferretdb=0; shift ;;
-    --ferretdb) ferretdb=$(abspath "${2:?}"); shift 2 ;;
-    --live) live=1; shift ;;
-    --live-only) live=1; nolive=0; shift ;;
-    --rebuild) rebuild=1; shift ;;
-    --allow-config-mismatch) allow_mismatch=1; shift ;;
-    --inside-root) inside_root=${2:?}; shift 2 ;;   # set by --root itself
+  o=$1 v=""
+  case $o in
+    --dropin|--libdir|--source|--upstream-git|--root|--work|--subset|--explained|--ferretdb)
+      v=$(realpath -m -- "${2:?$o needs a path}") ;;
+    --jobs|--timeout|--repeat)
+      v=${2:-}; case $v in ''|*[!0-9]*|0) die "$o needs a positive number" ;; esac ;;
+    --match|--inside-root) v=${2:?$o needs a value} ;;   # (--inside-root: set by --root)
+    --no-ferretdb|--live|--live-only|--rebuild|--allow-config-mismatch) ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "$prog: unknown option $1" >&2; usage >&2; exit 2 ;;
+    *) echo "$prog: unknown option $o" >&2; usage >&2; exit 2 ;;
   esac
+  var=${o#--} var=${var//-/_}
+  if [ "$o" = --match ]; then matches+=("$v")
+  elif [ -n "$v" ]; then printf -v "$var" %s "$v"
+  else printf -v "$var" 1; fi
+  [ "$o" = --root ] || fwd+=("$o" ${v:+"$v"})
+  shift $((${#v} > 0 ? 2 : 1))
 done
-case $jobs in ''|*[!0-9]*|0) die "--jobs needs a positive number" ;; esac
-case $limit in ''|*[!0-9]*|0) die "--timeout needs a positive number of seconds" ;; esac
-case $repeat in ''|*[!0-9]*|0) die "--repeat needs a positive number" ;; esac
+[ "$live_only" -eq 0 ] || live=1
 [ -z "$subset" ] || [ -f "$subset" ] || die "no subset file $subset"
-
-find_ferretdb() { suite_find_ferretdb "$ferretdb"; }
-
+[ -z "$inside_root" ] || root=""
+LIVE=0   # 1 for the live runs
 # The second run: the drop-in preloaded, or a patched libmongoc (--libdir).
-if [ -n "$patched_libdir" ]; then
-  second=patched second_label=patched
-else
-  second=dropin second_label=drop-in
-fi
+if [ -n "$libdir" ]; then second=patched second_label=patched second_word=loaded second_title=patched
+else second=dropin second_label=drop-in second_word="" second_title="with the drop-in"; fi
 
-# --- Running inside a Debian root ---------------------------------------------
+# --- --root: this script again, inside the root --------------------------------
+# (a mount namespace of its own with /proc, /dev, the tree and every path
+# given mounted at the same places, then chroot; the network is the machine's)
 
-# Re-runs this script inside DIR: a mount namespace of its own with /proc,
-# /dev, the source tree and every path argument mounted at the same place,
-# then chroot. The network (and so 127.0.0.1:27017) is the machine's.
-if [ -n "$root_dir" ]; then
+if [ -n "$root" ]; then
   [ "$(id -u)" -eq 0 ] || die "--root needs root (chroot, mount)"
-  [ -x "$root_dir/bin/sh" ] || die "$root_dir is not a Debian root"
+  [ -x "$root/bin/sh" ] || die "$root is not a Debian root"
   unshare -m --propagation private true 2>/dev/null || die "--root needs a mount namespace (unshare -m)"
-  if [ "$use_ferretdb" -eq 1 ] || [ "$live" -eq 1 ]; then
-    ferretdb=$(find_ferretdb) || ferretdb=""
+  if [ -z "$ferretdb" ] && { [ "$no_ferretdb" -eq 0 ] || [ "$live" -eq 1 ]; }; then
+    if ferretdb=$(suite_find_ferretdb); then fwd+=(--ferretdb "$ferretdb"); else ferretdb=""; fi
   fi
-  # What must be visible inside: the tree, the work directory, the paths given.
-  binds=("$top")
-  for p in "$work" "$dropin" "$patched_libdir" "$source_dir" "$upstream_git" "$subset" "$explained" "$ferretdb"; do
-    [ -n "$p" ] || continue
-    case $p/ in "$top"/*) continue ;; esac
-    binds+=("$p")
-  done
   mkdir -p "$work"
-  inner=(bash "$top/scripts/libmongoc-suite.sh")
-  skip=0
-  for a in "${orig_args[@]}"; do
-    if [ "$skip" -eq 1 ]; then skip=0; continue; fi
-    case $a in --root) skip=1; continue ;; esac
-    inner+=("$a")
+  binds=("$top")
+  for p in "$work" "$dropin" "$libdir" "$source" "$upstream_git" "$subset" "$explained" "$ferretdb"; do
+    case $p/ in /|"$top"/*) ;; *) binds+=("$p") ;; esac
   done
-  inner+=(--work "$work" --dropin "$dropin" --explained "$explained" --inside-root "$(basename "$root_dir")")
-  [ -z "$patched_libdir" ] || inner+=(--libdir "$patched_libdir")
-  [ -n "$ferretdb" ] && inner+=(--ferretdb "$ferretdb")
   envs=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
         DEBIAN_FRONTEND=noninteractive TERM="${TERM:-dumb}")
-  for v in $(compgen -e); do
-    case $v in OPMSG_*) envs+=("$v=${!v}") ;; esac
-  done
-  # Mount points created here are removed again afterwards.
-  made=()
-  make_dirs() {  # DIR: creates the missing directories, each one noted in made
-    local d=$1
-    [ -e "$d" ] && return 0
-    make_dirs "$(dirname "$d")"
-    mkdir "$d"
-    made+=("$d")
-  }
+  while read -r v; do envs+=("$v=${!v}"); done < <(compgen -e | grep '^OPMSG_' || true)
+  made=()   # the mount points created here, removed again afterwards
   for p in "${binds[@]}"; do
-    if [ -d "$p" ]; then
-      make_dirs "$root_dir$p"
-    elif [ -f "$p" ] && [ ! -e "$root_dir$p" ]; then
-      make_dirs "$(dirname "$root_dir$p")"
-      : >"$root_dir$p"
-      made+=("$root_dir$p")
-    fi
+    [ -e "$p" ] || continue
+    d=$root$p; [ -d "$p" ] || d=$(dirname "$d")
+    mapfile -t -O "${#made[@]}" made < <(mkdir -pv "$d" | sed -n "s/^mkdir: created directory '\(.*\)'\$/\1/p")
+    if [ ! -e "$root$p" ]; then : >"$root$p"; made+=("$root$p"); fi
   done
-  say "running inside $root_dir"
+  say "running inside $root"
   rc=0
   # shellcheck disable=SC2016
   unshare -m --propagation private bash -c '
     set -e
-    root=$1; shift
-    n=$1; shift
-    for _ in $(seq 1 "$n"); do
-      if [ -e "$1" ]; then mount --bind "$1" "$root$1"; fi
-      shift
-    done
+    root=$1 n=$2; shift 2
+    for _ in $(seq 1 "$n"); do if [ -e "$1" ]; then mount --bind "$1" "$root$1"; fi; shift; done
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
-    exec chroot "$root" /usr/bin/env -i "$@"' inner "$root_dir" "${#binds[@]}" "${binds[@]}" \
-    "${envs[@]}" "${inner[@]}" || rc=$?
-  for ((i = ${#made[@]} - 1; i >= 0; i--)); do
-    m=${made[$i]}
-    if [ -f "$m" ]; then rm -f "$m"; else rmdir "$m" 2>/dev/null || true; fi
-  done
+    exec chroot "$root" /usr/bin/env -i "$@"' inner "$root" "${#binds[@]}" "${binds[@]}" \
+    "${envs[@]}" bash "$top/scripts/libmongoc-suite.sh" "${fwd[@]}" --inside-root "$(basename "$root")" || rc=$?
+  printf '%s\n' "${made[@]}" | tac | while read -r m; do rm -f "$m" 2>/dev/null || rmdir "$m" 2>/dev/null || true; done
   exit $rc
 fi
 
-# --- The installed libmongoc ---------------------------------------------------
+# --- The installed libmongoc ----------------------------------------------------
 
 command -v pkg-config >/dev/null || die "pkg-config is missing"
-mongoc_pc=""
-for pc in mongoc2 libmongoc-1.0; do
-  if pkg-config --exists "$pc" 2>/dev/null; then mongoc_pc=$pc; break; fi
-done
+mongoc_pc=$(for pc in mongoc2 libmongoc-1.0; do if pkg-config --exists "$pc"; then echo "$pc"; break; fi; done 2>/dev/null)
 [ -n "$mongoc_pc" ] || die "no libmongoc development files (libmongoc-dev) on this system"
 case $mongoc_pc in mongoc2) bson_pc=bson2 ;; *) bson_pc=libbson-1.0 ;; esac
 version=$(pkg-config --modversion "$mongoc_pc")
-libdir=$(pkg-config --variable=libdir "$mongoc_pc")
+syslib=$(pkg-config --variable=libdir "$mongoc_pc")
 
-# The shared library's file and soname (libmongoc-1.0.so.0, libmongoc2.so.2).
-shared_lib() {  # PC -> path of the .so the linker uses
-  local name
-  name=$(pkg-config --libs-only-l "$1" | tr ' ' '\n' | sed -n 's/^-l//p' | head -n 1)
-  [ -e "$libdir/lib$name.so" ] || die "no $libdir/lib$name.so"
-  echo "$libdir/lib$name.so"
-}
-mongoc_so=$(shared_lib "$mongoc_pc")
-bson_so=$(shared_lib "$bson_pc")
+so_of() { echo "$syslib/lib$(pkg-config --libs-only-l "$1" | sed 's/^-l//; s/ .*//').so"; }   # PC: the linker's .so
+mongoc_so=$(so_of "$mongoc_pc") bson_so=$(so_of "$bson_pc")
+for so in "$mongoc_so" "$bson_so"; do [ -e "$so" ] || die "no $so"; done
+# (libmongoc-1.0.so.0, libmongoc2.so.2)
 mongoc_soname=$(objdump -p "$mongoc_so" | awk '$1 == "SONAME" {print $2}')
 [ -n "$mongoc_soname" ] || die "no SONAME in $mongoc_so"
-mongoc_real=$(realpath "$libdir/$mongoc_soname")
+mongoc_real=$(realpath "$syslib/$mongoc_soname")
 
-deb_pkg=""
-deb_version=""
-src_pkg=""
-src_version=""
-if command -v dpkg-query >/dev/null; then
-  deb_pkg=$(dpkg -S "$libdir/$mongoc_soname" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
-  if [ -n "$deb_pkg" ]; then
-    deb_version=$(dpkg-query -W -f='${Version}' "$deb_pkg")
-    src_pkg=$(dpkg-query -W -f='${source:Package}' "$deb_pkg")
-    src_version=$(dpkg-query -W -f='${source:Version}' "$deb_pkg")
-  fi
+deb_version="" src_pkg="" src_version=""
+deb_pkg=$(dpkg -S "$syslib/$mongoc_soname" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+if [ -n "$deb_pkg" ]; then
+  # shellcheck disable=SC2016
+  read -r deb_version src_pkg src_version < <(dpkg-query -W -f='${Version} ${source:Package} ${source:Version}\n' "$deb_pkg")
 fi
-where=${inside_root:+ (inside the $inside_root root)}
-say "installed: libmongoc $version${deb_pkg:+, Debian package $deb_pkg $deb_version (source $src_pkg $src_version)}$where"
+say "installed: libmongoc $version${deb_pkg:+, Debian package $deb_pkg $deb_version (source $src_pkg $src_version)}${inside_root:+ (inside the $inside_root root)}"
 
 vdir=$work/$version
 mkdir -p "$vdir"
 notes=()     # lines for differences.md
 
-# --- Build dependencies ----------------------------------------------------------
+# --- Build dependencies -----------------------------------------------------------
+# (ICU's headers decide MONGOC_ENABLE_ICU, which must match the installed library's)
 
-# libmongoc-dev brings most of what the suite needs; ICU's headers decide
-# MONGOC_ENABLE_ICU, which must match the installed library's.
-need_pkgs() { suite_need_pkgs "$@"; }
-installed_config=""
-for d in $(pkg-config --cflags-only-I "$mongoc_pc" | tr ' ' '\n' | sed -n 's/^-I//p'); do
-  [ -f "$d/mongoc/mongoc-config.h" ] && { installed_config=$d/mongoc/mongoc-config.h; break; }
-done
+installed_config=$(pkg-config --cflags-only-I "$mongoc_pc" | tr ' ' '\n' |
+  sed -n 's|^-I\(.*\)|\1/mongoc/mongoc-config.h|p' | while read -r f; do [ ! -f "$f" ] || echo "$f"; done | head -n 1 || true)
 if command -v dpkg-query >/dev/null; then
   deps=(cmake pkg-config gcc libc6-dev libssl-dev libsasl2-dev libsnappy-dev libzstd-dev zlib1g-dev)
-  if [ -n "$installed_config" ] && grep -q '^#define MONGOC_ENABLE_ICU 1' "$installed_config"; then
-    deps+=(libicu-dev)
-  fi
+  grep -qs '^#define MONGOC_ENABLE_ICU 1' "${installed_config:-/dev/null}" && deps+=(libicu-dev)
   command -v ninja >/dev/null || deps+=(ninja-build)
-  [ -n "$source_dir$upstream_git" ] || deps+=(dpkg-dev)
+  [ -n "$source$upstream_git" ] || deps+=(dpkg-dev)
   [ -z "$upstream_git" ] || command -v git >/dev/null || deps+=(git)
-  need_pkgs "${deps[@]}"
+  suite_need_pkgs "${deps[@]}"
 fi
 
 # --- The source ------------------------------------------------------------------
 
-# The nearest release tag: the version itself, else the closest older one of
-# the same major.minor, else the closest newer one of it.
-nearest_tag() {
-  local want=$1 repo=$2 mm best="" t
-  mm=$(echo "$want" | cut -d. -f1,2)
-  if git -C "$repo" rev-parse -q --verify "refs/tags/$want^{commit}" >/dev/null; then
-    echo "$want"; return 0
-  fi
-  local tags
-  tags=$(git -C "$repo" tag -l "$mm.*" | grep -E '^[0-9]+\.[0-9]+\.[0-9]+$' | sort -t. -k3,3n || true)
-  for t in $tags; do
-    if dpkg --compare-versions "$t" le "$want"; then best=$t; fi
-  done
-  if [ -z "$best" ]; then
-    for t in $tags; do best=$t; break; done
-  fi
-  [ -n "$best" ] && echo "$best"
-}
+note() { say "NOTE: $1"; notes+=("$2"); }   # SAID NOTED
 
-# `apt-get source` through a private apt configuration (nothing under /etc
-# changes): apt_source PACKAGE VERSION DEST.
-. "$top/scripts/lib/apt-source.sh"
+. "$top/scripts/lib/apt-source.sh"   # apt_source PACKAGE VERSION DEST: through a private configuration
+# shellcheck disable=SC2034 # (apt-source.sh reads it)
 apt_source_dir=$work/apt
 
-src_origin=""
-if [ -n "$source_dir" ]; then
-  [ -f "$source_dir/CMakeLists.txt" ] && [ -d "$source_dir/src/libmongoc" ] ||
-    die "$source_dir is not a mongo-c-driver source tree"
-  src=$source_dir
-  src_origin="source tree $source_dir"
+if [ -n "$source" ]; then
+  [ -f "$source/CMakeLists.txt" ] && [ -d "$source/src/libmongoc" ] || die "$source is not a mongo-c-driver source tree"
+  src=$source
+  src_origin="source tree $source"
 elif [ -n "$upstream_git" ]; then
   git -C "$upstream_git" rev-parse --git-dir >/dev/null 2>&1 || die "$upstream_git is not a git repository"
-  tag=$(nearest_tag "$version" "$upstream_git") || tag=""
+  # The version's tag, else the closest older one of the same major.minor, else the closest newer one.
+  tags=$(git -C "$upstream_git" tag -l "${version%.*}.*" | grep -E '^[0-9]+\.[0-9]+\.[0-9]+$' | sort -V || true)
+  tag=$(for t in $tags; do if dpkg --compare-versions "$t" le "$version"; then echo "$t"; fi; done | tail -n 1)
+  tag=${tag:-$(echo "$tags" | head -n 1)}
   [ -n "$tag" ] || die "$upstream_git has no release tag near $version"
   src=$vdir/src-$tag
   if [ ! -f "$src/.opmsg-suite-tag" ]; then
     rm -rf "$src"
     mkdir -p "$src"
     # A mirror may lack some large blobs: those files are left out (and said).
-    missing_blobs=$(git -C "$upstream_git" ls-tree -r "$tag" | awk '$2 == "blob" {print $3}' |
-              git -C "$upstream_git" cat-file --batch-check | awk '$2 == "missing" {print $1}')
-    excludes=()
-    if [ -n "$missing_blobs" ]; then
-      while read -r path; do
-        excludes+=(":(exclude,literal)$path")
-      done < <(git -C "$upstream_git" ls-tree -r "$tag" | awk -v m="$(echo $missing_blobs)" '
-                 BEGIN { n = split(m, a, " "); for (i = 1; i <= n; i++) miss[a[i]] = 1 }
-                 $2 == "blob" && ($3 in miss) { sub(/^[^\t]*\t/, ""); print }')
-    fi
-    git -C "$upstream_git" archive "$tag" -- . "${excludes[@]}" 2>/dev/null | tar -x -C "$src"
+    git -C "$upstream_git" ls-tree -r "$tag" >"$src.tree"
+    awk '$2 == "blob" {print $3}' "$src.tree" | git -C "$upstream_git" cat-file --batch-check |
+      awk 'NR == FNR { if ($2 == "missing") miss[$1]; next } $3 in miss { sub(/^[^\t]*\t/, ""); print }' - "$src.tree" \
+      >"$src/.opmsg-suite-missing"
+    mapfile -t missing <"$src/.opmsg-suite-missing"
+    git -C "$upstream_git" archive "$tag" -- . "${missing[@]/#/:(exclude,literal)}" 2>/dev/null | tar -x -C "$src"
+    rm -f "$src.tree"
     echo "$tag $(git -C "$upstream_git" rev-parse "$tag^{commit}")" >"$src/.opmsg-suite-tag"
-    for e in "${excludes[@]}"; do echo "${e#:(exclude,literal)}"; done >"$src/.opmsg-suite-missing"
   fi
   if [ -s "$src/.opmsg-suite-missing" ]; then
-    say "NOTE: not in the repository, left out of the tree: $(tr '\n' ' ' <"$src/.opmsg-suite-missing")"
-    notes+=("source: files missing from the repository, left out: $(tr '\n' ' ' <"$src/.opmsg-suite-missing")")
+    m=$(tr '\n' ' ' <"$src/.opmsg-suite-missing")
+    note "not in the repository, left out of the tree: $m" "source: files missing from the repository, left out: $m"
   fi
   src_origin="upstream tag $tag ($(cut -d' ' -f2 "$src/.opmsg-suite-tag" | cut -c1-12))"
   if [ "$tag" != "$version" ]; then
-    say "NOTE: no tag $version in the repository; the nearest one, $tag, is used"
-    notes+=("source: no upstream tag $version; the nearest one, $tag, is used")
+    note "no tag $version in the repository; the nearest one, $tag, is used" "source: no upstream tag $version; the nearest one, $tag, is used"
     src_origin="$src_origin, the nearest tag to $version"
   fi
 else
@@ -351,113 +206,23 @@ else
   src=$(find "$vdir/src" -mindepth 1 -maxdepth 1 -type d -name "$src_pkg-*" | head -n 1)
   [ -n "$src" ] || die "apt-get source left no $src_pkg-* directory in $vdir/src"
   src_origin="Debian source package $src_pkg $got (apt-get source)"
-  if [ "$got" != "$src_version" ]; then
-    say "NOTE: $src_pkg $src_version is not on the mirror; $got is used (same upstream version)"
-    notes+=("source: $src_pkg $src_version is not on the mirror; $got is used (same upstream version)")
-  fi
+  m="$src_pkg $src_version is not on the mirror; $got is used (same upstream version)"
+  [ "$got" = "$src_version" ] || note "$m" "source: $m"
 fi
-src_version_file=$(cat "$src/VERSION_CURRENT" 2>/dev/null || true)
-case $src_version_file in
+case $(cat "$src/VERSION_CURRENT" 2>/dev/null || true) in
   ''|0.0.0) build_version=$version ;;    # Debian's tarball says 0.0.0
-  *) build_version=$src_version_file ;;
+  *) build_version=$(cat "$src/VERSION_CURRENT") ;;
 esac
 [ -z "${tag:-}" ] || build_version=$tag
 say "source: $src_origin"
 
-# --- Building test-libmongoc against the system's libraries -------------------------
+# --- Building test-libmongoc against the system's libraries ---------------------------
 
 bdir=$vdir/build
 test_bin=$bdir/src/libmongoc/test-libmongoc
-hook=$vdir/relink.cmake
-
-# Included right after project(libmongoc): at the end of that directory it
-# swaps the static libmongoc/libbson of test-libmongoc (and of 1.30's
-# test-libmongoc-lib) for the system's shared ones, keeping their include
-# directories, definitions and other dependencies. The source is not changed.
-cat >"$hook.new" <<'EOF'
-# Written by opmsg's scripts/libmongoc-suite.sh (CMAKE_PROJECT_libmongoc_INCLUDE).
-if (CMAKE_VERSION VERSION_LESS 3.19)
-   message (FATAL_ERROR "libmongoc-suite needs CMake 3.19 or later")
-endif ()
-
-function (_opmsg_suite_swap out)
-   set (result)
-   foreach (item IN LISTS ARGN)
-      # (also inside generator expressions: $<$<NOT:...>:mongoc_static>)
-      string (REGEX REPLACE "mongo::(mongoc|bson)_static|(mongoc|bson)::static"
-              "opmsg_suite_system" item "${item}")
-      string (REGEX REPLACE "(^|[^A-Za-z0-9_])(mongoc|bson)_static([^A-Za-z0-9_]|$)"
-              "\\1opmsg_suite_system\\3" item "${item}")
-      list (APPEND result "${item}")
-   endforeach ()
-   set (${out} "${result}" PARENT_SCOPE)
-endfunction ()
-
-function (_opmsg_suite_relink)
-   if (NOT TARGET test-libmongoc)
-      message (FATAL_ERROR "libmongoc-suite: no target test-libmongoc (ENABLE_TESTS off?)")
-   endif ()
-   add_library (opmsg_suite_system INTERFACE)
-   set (deps)
-   foreach (t mongoc_static bson_static)
-      if (TARGET ${t})
-         target_include_directories (opmsg_suite_system INTERFACE
-            $<TARGET_PROPERTY:${t},INTERFACE_INCLUDE_DIRECTORIES>)
-         target_compile_definitions (opmsg_suite_system INTERFACE
-            $<TARGET_PROPERTY:${t},INTERFACE_COMPILE_DEFINITIONS>)
-         get_target_property (l ${t} INTERFACE_LINK_LIBRARIES)
-         if (l)
-            list (APPEND deps ${l})
-         endif ()
-      endif ()
-   endforeach ()
-   set (kept)
-   foreach (d IN LISTS deps)
-      if (NOT d MATCHES "(mongoc|bson)(_static|::static)")
-         list (APPEND kept "${d}")
-      endif ()
-   endforeach ()
-   target_link_libraries (opmsg_suite_system INTERFACE ${OPMSG_SUITE_SYSTEM_LIBS} ${kept})
-   foreach (t test-libmongoc test-libmongoc-lib)
-      if (TARGET ${t})
-         foreach (p LINK_LIBRARIES INTERFACE_LINK_LIBRARIES)
-            get_target_property (v ${t} ${p})
-            if (v)
-               _opmsg_suite_swap (v ${v})
-               if (v MATCHES "(mongoc|bson)(_static|::static)")
-                  message (FATAL_ERROR "libmongoc-suite: ${t} still links a static library: ${v}")
-               endif ()
-               set_property (TARGET ${t} PROPERTY ${p} "${v}")
-            endif ()
-         endforeach ()
-      endif ()
-   endforeach ()
-   # Private functions the shared libraries do not export (1.30's libbson
-   # is built with hidden visibility) but the tests call: their source files
-   # from the tree, compiled like the static library's and hidden, so that
-   # only the test's own calls reach them.
-   set (n 0)
-   foreach (f IN LISTS OPMSG_SUITE_PRIVATE_SOURCES)
-      if (f MATCHES "/libbson/")
-         set (like bson_static)
-      else ()
-         set (like mongoc_static)
-      endif ()
-      math (EXPR n "${n} + 1")
-      add_library (opmsg_suite_private_${n} OBJECT EXCLUDE_FROM_ALL "${f}")
-      set_target_properties (opmsg_suite_private_${n} PROPERTIES
-         C_VISIBILITY_PRESET hidden
-         INCLUDE_DIRECTORIES "$<TARGET_PROPERTY:${like},INCLUDE_DIRECTORIES>"
-         COMPILE_DEFINITIONS "$<TARGET_PROPERTY:${like},COMPILE_DEFINITIONS>")
-      target_sources (test-libmongoc PRIVATE $<TARGET_OBJECTS:opmsg_suite_private_${n}>)
-   endforeach ()
-   message (STATUS "libmongoc-suite: test-libmongoc linked with ${OPMSG_SUITE_SYSTEM_LIBS}")
-endfunction ()
-
-cmake_language (DEFER CALL _opmsg_suite_relink)
-EOF
-mv "$hook.new" "$hook"
-
+# Included right after project(libmongoc): test-libmongoc linked with the
+# system's shared libraries.
+hook=$top/scripts/lib/libmongoc-suite-relink.cmake
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 cmake_args=(
@@ -470,11 +235,10 @@ cmake_args=(
   "-DOPMSG_SUITE_SYSTEM_LIBS=$mongoc_so;$bson_so"
 )
 # Options that show in mongoc-config.h: as the installed library was built.
-if [ -n "$installed_config" ] && grep -q '^#define MONGOC_NO_AUTOMATIC_GLOBALS 1' "$installed_config"; then
-  cmake_args+=(-DENABLE_AUTOMATIC_INIT_AND_CLEANUP=OFF)
-elif [ -n "$installed_config" ] && grep -q '^#define MONGOC_NO_AUTOMATIC_GLOBALS 0' "$installed_config"; then
-  cmake_args+=(-DENABLE_AUTOMATIC_INIT_AND_CLEANUP=ON)
-fi
+case $(grep -s '^#define MONGOC_NO_AUTOMATIC_GLOBALS [01]' "${installed_config:-/dev/null}") in
+  *1) cmake_args+=(-DENABLE_AUTOMATIC_INIT_AND_CLEANUP=OFF) ;;
+  *0) cmake_args+=(-DENABLE_AUTOMATIC_INIT_AND_CLEANUP=ON) ;;
+esac
 build_key=$( { echo "$src $build_version $mongoc_so $bson_so $deb_version"; printf '%s\n' "${cmake_args[@]}";
                cat "$hook"; cmake --version | head -n 1; } | sha256sum | cut -c1-16)
 build_secs=cached
@@ -488,18 +252,15 @@ else
   cmake -S "$src" -B "$bdir" "${cmake_args[@]}" >"$bdir/build.log" 2>&1 ||
     { tail -n 30 "$bdir/build.log" >&2; die "cmake configure failed"; }
   say "build: compiling test-libmongoc with $jobs jobs"
-  # When the link misses private functions that the system's shared
-  # libraries do not export, their defining files from the tree are added
-  # (hidden), and the build goes on; at most three rounds.
+  # When the link misses private functions the shared libraries do not export, their
+  # files from the tree are compiled in (hidden), and the build goes on; at most three rounds.
   private=()
   for round in 1 2 3 4; do
-    : >"$bdir/link.log"
-    if cmake --build "$bdir" --target test-libmongoc -j "$jobs" >"$bdir/link.log" 2>&1; then
-      cat "$bdir/link.log" >>"$bdir/build.log"
-      break
-    fi
+    rc=0
+    cmake --build "$bdir" --target test-libmongoc -j "$jobs" >"$bdir/link.log" 2>&1 || rc=$?
     cat "$bdir/link.log" >>"$bdir/build.log"
-    syms=$(grep -o "undefined reference to \`[^']*'" "$bdir/link.log" | sed "s/.*\`//; s/'$//" | sort -u)
+    [ "$rc" -ne 0 ] || break
+    syms=$(grep -o "undefined reference to \`[^']*'" "$bdir/link.log" | sed "s/.*\`//; s/'$//" | sort -u || true)
     if [ "$round" -eq 4 ] || [ -z "$syms" ] || grep -qE '\.(c|h):[0-9]+:([0-9]+:)? (fatal )?error:' "$bdir/link.log"; then
       grep -E "error|undefined reference" "$bdir/link.log" | head -n 30 >&2
       die "building test-libmongoc failed"
@@ -512,19 +273,18 @@ else
       private+=("$file")
       echo "$sym ${file#"$src"/}" >>"$bdir/private.txt"
     done
-    say "build: the shared libraries do not export $(echo $syms): compiling $(printf '%s\n' "${private[@]}" | sed "s|^$src/||" | sort -u | tr '\n' ' ')into the test (hidden)"
     mapfile -t private < <(printf '%s\n' "${private[@]}" | sort -u)
+    say "build: the shared libraries do not export ${syms//$'\n'/ }: compiling $(printf '%s\n' "${private[@]}" | sed "s|^$src/||" | tr '\n' ' ')into the test (hidden)"
     cmake -S "$src" -B "$bdir" "-DOPMSG_SUITE_PRIVATE_SOURCES=$(IFS=';'; echo "${private[*]}")" >>"$bdir/build.log" 2>&1 ||
       die "cmake configure failed (log: $bdir/build.log)"
   done
   rm -f "$bdir/link.log"
-  [ -x "$test_bin" ] || test_bin=$(find "$bdir" -name test-libmongoc -type f -perm -u+x | head -n 1)
-  [ -x "$test_bin" ] || die "no test-libmongoc after the build"
   build_secs=$(( $(date +%s) - t0 ))
   echo "$build_key" >"$bdir/.opmsg-suite-key"
   say "build: done in $build_secs s"
 fi
 [ -x "$test_bin" ] || test_bin=$(find "$bdir" -name test-libmongoc -type f -perm -u+x | head -n 1)
+[ -x "$test_bin" ] || die "no test-libmongoc after the build"
 if [ -s "$bdir/private.txt" ]; then
   notes+=("compiled into test-libmongoc from the tree, hidden, because the shared libraries do not export them (only the tests' own calls reach them): $(awk '{printf "%s%s (%s)", sep, $1, $2; sep = ", "}' "$bdir/private.txt")")
 fi
@@ -532,77 +292,64 @@ fi
 # The suite's feature macros must be the installed library's: private
 # structs the tests touch depend on them.
 built_config=$(find "$bdir" -path '*/mongoc/mongoc-config.h' | head -n 1)
-config_diff=""
 if [ -n "$installed_config" ] && [ -n "$built_config" ]; then
   pick() { grep -E '^#define MONGOC_' "$1" | grep -vE 'MONGOC_(USER_SET_CFLAGS|USER_SET_LDFLAGS|CC|CONFIG_H)\b' | sort; }
   config_diff=$(diff <(pick "$installed_config") <(pick "$built_config") | grep '^[<>]' || true)
-  if [ -n "$config_diff" ]; then
-    echo "$config_diff" | sed 's/^</  installed:/; s/^>/  suite:    /' >&2
-    if [ "$allow_mismatch" -eq 1 ]; then
-      say "WARNING: mongoc-config.h of the suite differs from the installed one (above)"
-      notes+=("WARNING: the suite's mongoc-config.h differs from the installed one: $(echo "$config_diff" | tr '\n' ' ')")
-    else
-      die "mongoc-config.h of the suite differs from the installed one (above); --allow-config-mismatch goes on"
-    fi
-  else
+  if [ -z "$config_diff" ]; then
     say "build: mongoc-config.h matches the installed library's"
+  else
+    echo "$config_diff" | sed 's/^</  installed:/; s/^>/  suite:    /' >&2
+    [ "$allow_config_mismatch" -eq 1 ] ||
+      die "mongoc-config.h of the suite differs from the installed one (above); --allow-config-mismatch goes on"
+    say "WARNING: mongoc-config.h of the suite differs from the installed one (above)"
+    notes+=("WARNING: the suite's mongoc-config.h differs from the installed one: $(echo "$config_diff" | tr '\n' ' ')")
   fi
 else
   say "WARNING: could not compare mongoc-config.h (installed: ${installed_config:-none}, suite: ${built_config:-none})"
 fi
 
-# --- Which libmongoc gets loaded -----------------------------------------------------
+# --- Which libmongoc gets loaded ----------------------------------------------------
 
-loaded_mongoc() {  # ENV... -> the path of the libmongoc that the loader maps
-  (cd "$src" && env "$@" LD_DEBUG=files "$test_bin" --list-tests 2>&1 >/dev/null) |
-    sed -n "s/.*calling init: \(.*\/$mongoc_soname\)\$/\1/p" | head -n 1
-}
-base_env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 LD_LIBRARY_PATH="$libdir" MONGOC_TEST_SKIP_LIVE=on)
+base_env=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 LD_LIBRARY_PATH="$syslib")
 [ -n "${TMPDIR:-}" ] && base_env+=(TMPDIR="$TMPDIR")
-linked=$(ldd "$test_bin" | awk -v so="$mongoc_soname" '$1 == so {print $3}')
-[ -n "$linked" ] || die "test-libmongoc does not link $mongoc_soname (ldd)"
-got=$(loaded_mongoc env -i "${base_env[@]}")
-[ -n "$got" ] || die "LD_DEBUG shows no $mongoc_soname loaded"
-[ "$(realpath "$got")" = "$mongoc_real" ] || die "test-libmongoc loads $got, not the system's $libdir/$mongoc_soname"
+suite() { (cd "$src" && env -i "${base_env[@]}" MONGOC_TEST_SKIP_LIVE=on "$@"); }   # ENV... TEST-LIBMONGOC ARGS...
+loads() {  # WANT ENV... : dies unless test-libmongoc, run with ENV, maps WANT as its libmongoc
+  local want=$1 got; shift
+  got=$(suite "$@" LD_DEBUG=files "$test_bin" --list-tests 2>&1 >/dev/null |
+        sed -n "s/.*calling init: \(.*\/$mongoc_soname\)\$/\1/p" | head -n 1)
+  [ "$(realpath "${got:-/nonexistent}")" = "$(realpath "$want")" ] ||
+    die "${*:-without LD_PRELOAD}: test-libmongoc loads ${got:-no $mongoc_soname}, not $want"
+  echo "$got"
+}
+ldd "$test_bin" | awk -v so="$mongoc_soname" '$1 == so {f = 1} END {exit !f}' || die "test-libmongoc does not link $mongoc_soname (ldd)"
+got=$(loads "$mongoc_real")
 if [ -n "$(find "$bdir" -name "$mongoc_soname" -o -name 'libmongoc*.a' | head -n 1)" ]; then
   die "the build made its own libmongoc; test-libmongoc must use the system's"
 fi
 say "loader: test-libmongoc loads $got (the system's $mongoc_soname, $(basename "$mongoc_real"))"
-
-if [ -n "$patched_libdir" ]; then
-  [ -e "$patched_libdir/$mongoc_soname" ] || die "no $mongoc_soname in $patched_libdir"
-  got=$(loaded_mongoc env -i "${base_env[@]}" LD_LIBRARY_PATH="$patched_libdir:$libdir")
-  [ "$(realpath "${got:-/nonexistent}")" = "$(realpath "$patched_libdir/$mongoc_soname")" ] ||
-    die "with LD_LIBRARY_PATH=$patched_libdir, test-libmongoc loads ${got:-no libmongoc}"
+if [ -n "$libdir" ]; then
+  [ -e "$libdir/$mongoc_soname" ] || die "no $mongoc_soname in $libdir"
+  got=$(loads "$libdir/$mongoc_soname" LD_LIBRARY_PATH="$libdir:$syslib")
   say "loader: with LD_LIBRARY_PATH, test-libmongoc loads $got"
-  dropin_sum=$(sha256sum "$patched_libdir/$mongoc_soname" | cut -c1-16)
+  second_note="patched: $mongoc_soname of $libdir (sha256 $(sha256sum "$libdir/$mongoc_soname" | cut -c1-16)...), loaded through LD_LIBRARY_PATH"
 else
   [ -f "$dropin" ] || die "no drop-in at $dropin (build it, or pass --dropin PATH)"
-  got=$(loaded_mongoc env -i "${base_env[@]}" LD_PRELOAD="$dropin")
-  [ "$(realpath "${got:-/nonexistent}")" = "$mongoc_real" ] || die "with the drop-in preloaded, test-libmongoc loads ${got:-no libmongoc}"
-  bound=$( (cd "$src" && env -i "${base_env[@]}" LD_PRELOAD="$dropin" LD_DEBUG=bindings "$test_bin" --list-tests 2>&1 >/dev/null) |
-           grep -F "/$mongoc_soname [0] to " | grep -F "$(basename "$dropin") [0]" |
-           sed -n "s/.*symbol \`\([^']*\)'.*/\1/p" | sort -u | tr '\n' ' ' || true)
+  loads "$mongoc_real" LD_PRELOAD="$dropin" >/dev/null
+  bound=$(suite LD_PRELOAD="$dropin" LD_DEBUG=bindings "$test_bin" --list-tests 2>&1 >/dev/null |
+          grep -F "/$mongoc_soname [0] to " | grep -F "$(basename "$dropin") [0]" |
+          sed -n "s/.*symbol \`\([^']*\)'.*/\1/p" | sort -u | tr '\n' ' ' || true)
   say "loader: with LD_PRELOAD, libmongoc binds to the drop-in: ${bound:-nothing}"
-  dropin_sum=$(sha256sum "$dropin" | cut -c1-16)
+  second_note="drop-in: $(basename "$dropin") (sha256 $(sha256sum "$dropin" | cut -c1-16)...); libmongoc binds to it: ${bound:-nothing}"
 fi
 
-# --- The tests --------------------------------------------------------------------------
+# --- The tests ------------------------------------------------------------------------
 
-(cd "$src" && env -i "${base_env[@]}" "$test_bin" --list-tests) | grep '^/' >"$vdir/tests.txt" ||
-  die "test-libmongoc --list-tests failed"
+suite "$test_bin" --list-tests | grep '^/' >"$vdir/tests.txt" || die "test-libmongoc --list-tests failed"
 total=$(wc -l <"$vdir/tests.txt")
-prefixes=()
-if [ -n "$subset" ]; then
-  while IFS= read -r line; do
-    line=${line%%#*}
-    line=$(echo "$line" | sed 's/[[:space:]]*$//; s/^[[:space:]]*//')
-    [ -n "$line" ] && prefixes+=("$line")
-  done <"$subset"
-fi
-prefixes+=("${matches[@]}")
-if [ ${#prefixes[@]} -gt 0 ]; then
-  printf '%s\n' "${prefixes[@]}" >"$vdir/prefixes.txt"
+{ [ -z "$subset" ] || sed 's/#.*//; s/^[[:space:]]*//; s/[[:space:]]*$//; /^$/d' "$subset"
+  [ ${#matches[@]} -eq 0 ] || printf '%s\n' "${matches[@]}"; } >"$vdir/prefixes.txt"
+selection_list=""
+if [ -s "$vdir/prefixes.txt" ]; then
   # A test is run when it starts with one of the prefixes and with none of
   # the "!PREFIX" exclusions.
   awk 'NR == FNR { if (substr($0, 1, 1) == "!") x[++m] = substr($0, 2); else p[++n] = $0; next }
@@ -610,211 +357,141 @@ if [ ${#prefixes[@]} -gt 0 ]; then
          for (i = 1; i <= n; i++) if (index($0, p[i]) == 1) { print; next } }' \
     "$vdir/prefixes.txt" "$vdir/tests.txt" >"$vdir/selected.txt"
   selection_list=$vdir/selected.txt
-  selection="$(wc -l <"$vdir/selected.txt") of $total tests (${#prefixes[@]} prefixes${subset:+ from $(basename "$subset")})"
+  selection="$(wc -l <"$vdir/selected.txt") of $total tests ($(wc -l <"$vdir/prefixes.txt") prefixes${subset:+ from $(basename "$subset")})"
 else
   cp "$vdir/tests.txt" "$vdir/selected.txt"
-  selection_list=""
   selection="all $total tests"
 fi
 count=$(wc -l <"$vdir/selected.txt")
 [ "$count" -gt 0 ] || die "no test selected"
 say "tests: $selection"
 
-# --- FerretDB on 127.0.0.1:27017 ---------------------------------------------------------
+# --- FerretDB on 127.0.0.1:27017 --------------------------------------------------------
 
-fdb_bin=""
-if [ "$use_ferretdb" -eq 1 ] || [ "$live" -eq 1 ]; then
-  fdb_bin=$(find_ferretdb) || fdb_bin=""
-  if [ -z "$fdb_bin" ]; then
-    say "NOTE: FerretDB is not installed (scripts/install-deps.d/peers.sh): tests that try localhost:27017 wait for server selection"
-    notes+=("no FerretDB: tests that try localhost:27017 waited for server selection")
-    use_ferretdb=0; live=0
+fdb_bin="" fdb_version=""
+if [ "$no_ferretdb" -eq 0 ] || [ "$live" -eq 1 ]; then
+  if fdb_bin=$(suite_find_ferretdb "$ferretdb"); then
+    fdb_version=$("$fdb_bin" --version 2>/dev/null | sed -n 's/^version: //p' | head -n 1)
+  else
+    note "FerretDB is not installed (scripts/install-deps.d/peers.sh): tests that try localhost:27017 wait for server selection" \
+      "no FerretDB: tests that try localhost:27017 waited for server selection"
+    fdb_bin="" no_ferretdb=1 live=0
   fi
 fi
-fdb_version=""
-[ -n "$fdb_bin" ] && fdb_version=$("$fdb_bin" --version 2>/dev/null | sed -n 's/^version: //p' | head -n 1)
+trap suite_stop_ferretdb EXIT; trap 'exit 130' INT; trap 'exit 143' TERM
 
-stop_ferretdb() { suite_stop_ferretdb; }
-trap stop_ferretdb EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# A fresh FerretDB (SQLite in DIR) on 127.0.0.1:27017; false when the port is taken.
-start_ferretdb() { suite_start_ferretdb "$fdb_bin" "$1" 27017; }
-
-# --- One run -----------------------------------------------------------------------------
-
-
-# run_tests MODE LIST OUTDIR JOBS: MODE is stock, dropin or patched; live
-# when LIVE=1; LIST "-" the selection (every test, without a subset).
-run_tests() {
-  local mode=$1 list=$2 out=$3 n=$4 env_run
-  local -a sel=(--names "$list") tenv=()
-  [ "$list" != - ] || [ -n "$selection_list" ] || sel=()
-  [ "$list" != - ] || [ -z "$selection_list" ] || sel=(--names "$selection_list")
-  env_run=(PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 LD_LIBRARY_PATH="$libdir")
-  [ -n "${TMPDIR:-}" ] && env_run+=(TMPDIR="$TMPDIR")
-  [ "${LIVE:-0}" -eq 1 ] || env_run+=(MONGOC_TEST_SKIP_LIVE=on)
-  # (The drop-in and the patched library for the tests only, not for ctest.)
-  [ "$mode" = dropin ] && tenv=(--test-env "LD_PRELOAD=$dropin" --test-env OPMSG_MONGOC_DEBUG=1)
-  [ "$mode" = patched ] && tenv=(--test-env "LD_LIBRARY_PATH=$patched_libdir:$libdir")
-  rm -rf "$out"
-  "$jc" run --exe "$test_bin" --src "$src" --out "$out" --jobs "$n" --timeout "$limit" --repeat "$repeat" \
-    --strip "$src" "${sel[@]}" "${tenv[@]}" -- "${env_run[@]}" || die "ctest did not run (log: $out/ctest.log)"
-}
+# --- The runs ---------------------------------------------------------------------------
 
 counts() {  # RESULTS.tsv -> "run passed failed skipped timeout"
   awk -F'\t' '{n++; c[$2]++} END {printf "%d %d %d %d %d\n", n, c["pass"], c["fail"], c["skip"], c["timeout"]}' "$1"
 }
 
-run_mode() {  # MODE OUTDIR LABEL
-  local mode=$1 out=$2 label=$3
-  local fdb_used=no
-  if [ "$use_ferretdb" -eq 1 ] || [ "${LIVE:-0}" -eq 1 ]; then
-    start_ferretdb "$out.ferretdb" && fdb_used=yes
+# MODE is stock, dropin or patched; LIST the tests (empty: the selection);
+# live when LIVE=1; a fresh FerretDB on 127.0.0.1:27017 unless --no-ferretdb.
+# With a LABEL the run is said.
+run_tests() {  # MODE LIST OUT JOBS [LABEL]
+  local mode=$1 out=$3 fdb=no where="" n p f s t
+  local -a sel=(--names "${2:-$selection_list}") tenv=() env_run=("${base_env[@]}")
+  [ -n "${2:-$selection_list}" ] || sel=()
+  [ "$LIVE" -eq 1 ] || env_run+=(MONGOC_TEST_SKIP_LIVE=on)
+  # (The drop-in and the patched library for the tests only, not for ctest.)
+  [ "$mode" != dropin ] || tenv=(--test-env "LD_PRELOAD=$dropin" --test-env OPMSG_MONGOC_DEBUG=1)
+  [ "$mode" != patched ] || tenv=(--test-env "LD_LIBRARY_PATH=$libdir:$syslib")
+  if [ "$no_ferretdb" -eq 0 ] || [ "$LIVE" -eq 1 ]; then
+    suite_start_ferretdb "$fdb_bin" "$out.ferretdb" 27017 && fdb=yes where=", FerretDB on 127.0.0.1:27017"
   fi
-  local where=""
-  [ "$fdb_used" = no ] || where=", FerretDB on 127.0.0.1:27017"
-  say "run $label: $count tests, ctest -j $jobs, ${limit} s each at most, until-pass:$repeat$where"
-  run_tests "$mode" - "$out" "$jobs"
-  stop_ferretdb
-  rm -rf "$out.ferretdb"
-  echo "$fdb_used" >"$out.fdb"
+  [ -z "${5:-}" ] || say "run $5: $count tests, ctest -j $jobs, ${timeout} s each at most, until-pass:$repeat$where"
+  rm -rf "$out"
+  "$jc" run --exe "$test_bin" --src "$src" --out "$out" --jobs "$4" --timeout "$timeout" --repeat "$repeat" \
+    --strip "$src" "${sel[@]}" "${tenv[@]}" -- "${env_run[@]}" || die "ctest did not run (log: $out/ctest.log)"
+  suite_stop_ferretdb; rm -rf "$out.ferretdb"; echo "$fdb" >"$out.fdb"
   read -r n p f s t <<<"$(counts "$out/results.tsv")"
-  say "run $label: $n tests in $(cat "$out/seconds") s: passed $p, failed $f, skipped $s, timed out $t"
+  [ -z "${5:-}" ] || say "run $5: $n tests in $(cat "$out/seconds") s: passed $p, failed $f, skipped $s, timed out $t"
+}
+# A test that differs runs again, one at a time, once per mode (jcompare).
+confirm_stock() { run_tests stock "$1" "$2" 1; }
+confirm_second() { run_tests "$second" "$1" "$2" 1; }
+
+both() {  # PREFIX LABEL-PREFIX: the two runs compared, into PREFIX-compare
+  run_tests stock "" "$vdir/${1}stock" "$jobs" "${2}stock"
+  run_tests "$second" "" "$vdir/$1$second" "$jobs" "$2$second_label"
+  jcompare "$vdir/${1}stock" "$vdir/$1$second" "$vdir/${1}compare" stock "$second_label" \
+    confirm_stock confirm_second "$explained"
 }
 
-# --- Comparing ------------------------------------------------------------------------------
-
-# A test that differs runs again, one at a time, once per mode (jcompare),
-# with FerretDB as the first run had it.
-confirm_run() {  # MODE LIST OUT
-  if [ "$use_ferretdb" -eq 1 ] || [ "${LIVE:-0}" -eq 1 ]; then start_ferretdb "$vdir/confirm.ferretdb" || true; fi
-  run_tests "$1" "$2" "$3" 1
-  stop_ferretdb
-  rm -rf "$vdir/confirm.ferretdb"
+table() {  # COLUMN...: a markdown table, its rows from stdin
+  printf '| %s ' "$@"; echo '|'
+  printf '|---%.0s' "$@"; echo '|'
+  cat
 }
-confirm_stock() { confirm_run stock "$@"; }
-confirm_second() { confirm_run "$second" "$@"; }
+row() {  # LABEL DIR: a run's row
+  echo "| $1 | $(counts "$2/results.tsv" | sed 's/ / | /g') | $(cat "$2/seconds") s |"
+}
+runs_table() {  # PREFIX LABEL-PREFIX
+  { row "${2}stock" "$vdir/${1}stock"; row "$2$second_label" "$vdir/$1$second"; } |
+    table run tests passed failed skipped "timed out" "wall time"
+}
 
-# --- Main -------------------------------------------------------------------------------------
+# --- The runs without a live server, the verdict -----------------------------------------
 
-if [ "$nolive" -eq 1 ]; then
-run_mode stock "$vdir/stock" stock
-run_mode "$second" "$vdir/$second" "$second_label"
-
-LIVE=0 jcompare "$vdir/stock" "$vdir/$second" "$vdir/compare" stock "$second_label" \
-  confirm_stock confirm_second "$explained"
-n0=$(wc -l <"$vdir/stock/results.tsv") p0=$CMP_P0 f0=$CMP_F0 s0=$CMP_S0 t0=$CMP_T0 p1=$CMP_P1 f1=$CMP_F1 s1=$CMP_S1 t1=$CMP_T1
-n1=$(wc -l <"$vdir/$second/results.tsv")
-# (LoadTests.cmake lists the tests with --no-fork: those the suite registers
-# only when it may fork are not CTest tests.)
-[ "$n0" -eq "$count" ] || notes+=("CTest registers $n0 of the $count tests --list-tests names (build/cmake/LoadTests.cmake lists them with --no-fork; not registered: $(cut -f1 "$vdir/stock/results.tsv" | grep -vxF -f - "$vdir/selected.txt" | head -n 5 | tr '\n' ' '))")
-ndiff=$CMP_NDIFF nexpl=$CMP_NEXPL nflaky=$CMP_NFLAKY
-active=yes
-if [ "$second" = dropin ]; then
-  [ "$CMP_INACTIVE" -eq 0 ] || active=no
-  [ "$active" = yes ] || say "the drop-in did not report itself active in $CMP_INACTIVE test processes"
-fi
-# (The patched library: the loader check above stops the run unless
-# test-libmongoc loads it.)
-
-if [ "$second" = patched ]; then
-  line="libmongoc-suite $version: run $n0, stock passed $p0, patched passed $p1, differences $ndiff, explained $nexpl, loaded $active"
-else
-  line="libmongoc-suite $version: run $n0, stock passed $p0, drop-in passed $p1, differences $ndiff, explained $nexpl, active $active"
-fi
-
-{
-  echo "# libmongoc $version: test-libmongoc, stock and $([ "$second" = patched ] && echo "patched" || echo "with the drop-in")"
-  echo
-  echo "- libmongoc: ${deb_pkg:+Debian package $deb_pkg $deb_version, }$mongoc_soname (loaded from the system's library directory: checked with ldd and LD_DEBUG)${inside_root:+, inside the $inside_root root}"
-  echo "- source of the suite: $src_origin"
-  if [ "$second" = patched ]; then
-    echo "- patched: $mongoc_soname of $patched_libdir (sha256 $dropin_sum...), loaded through LD_LIBRARY_PATH"
-  else
-    echo "- drop-in: $(basename "$dropin") (sha256 $dropin_sum...); libmongoc binds to it: ${bound:-nothing}"
-  fi
-  echo "- tests: $selection; upstream's CTest registration (build/cmake/LoadTests.cmake), \`ctest -j $jobs --timeout $limit --repeat until-pass:$repeat --output-junit\`; MONGOC_TEST_SKIP_LIVE=on"
-  echo "- FerretDB ${fdb_version:-} on 127.0.0.1:27017 during the runs: $(cat "$vdir/stock.fdb") (tests that still try localhost:27017 fail fast instead of waiting for server selection)"
-  echo "- build of test-libmongoc: ${build_secs}$([ "$build_secs" = cached ] || echo " s")"
-  for nline in "${notes[@]}"; do echo "- $nline"; done
-  echo
-  echo "| run | tests | passed | failed | skipped | timed out | wall time |"
-  echo "|---|---|---|---|---|---|---|"
-  echo "| stock | $n0 | $p0 | $f0 | $s0 | $t0 | $(cat "$vdir/stock/seconds") s |"
-  echo "| $second_label | $n1 | $p1 | $f1 | $s1 | $t1 | $(cat "$vdir/$second/seconds") s |"
-  echo
-  echo "## Differences: $ndiff, explained $nexpl"
-  echo
-  echo "Each try is ctest's until-pass:$repeat; each difference ran once more per mode, one test at a time,"
-  echo "with the same result in every try."
-  echo "Explanations: \`scripts/$(basename "$explained")\`."
-  echo
-  if [ "$ndiff" -gt 0 ]; then
-    echo "| test | stock | $second_label | message | explanation |"
-    echo "|---|---|---|---|---|"
-    cat "$vdir/compare/rows.md"
-  else
-    echo "None."
-  fi
-  if [ "$nflaky" -gt 0 ]; then
+if [ "$live_only" -eq 0 ]; then
+  both "" ""
+  p0=$CMP_P0 p1=$CMP_P1 ndiff=$CMP_NDIFF nexpl=$CMP_NEXPL nflaky=$CMP_NFLAKY
+  n0=$(wc -l <"$vdir/stock/results.tsv")
+  # (LoadTests.cmake lists the tests with --no-fork: those the suite registers
+  # only when it may fork are not CTest tests.)
+  [ "$n0" -eq "$count" ] || notes+=("CTest registers $n0 of the $count tests --list-tests names (build/cmake/LoadTests.cmake lists them with --no-fork; not registered: $(cut -f1 "$vdir/stock/results.tsv" | grep -vxF -f - "$vdir/selected.txt" | head -n 5 | tr '\n' ' '))")
+  # (The patched library: the loader check above stops the run unless
+  # test-libmongoc loads it.)
+  active=yes
+  if [ "$second" = dropin ] && [ "$CMP_INACTIVE" -ne 0 ]; then
+    active=no; say "the drop-in did not report itself active in $CMP_INACTIVE test processes"; fi
+  # (the patched library: "loaded")
+  line="libmongoc-suite $version: run $n0, stock passed $p0, $second_label passed $p1, differences $ndiff, explained $nexpl, ${second_word:-active} $active"
+  {
+    printf '# libmongoc %s: test-libmongoc, stock and %s\n\n' "$version" "$second_title"
+    echo "- libmongoc: ${deb_pkg:+Debian package $deb_pkg $deb_version, }$mongoc_soname (loaded from the system's library directory: checked with ldd and LD_DEBUG)${inside_root:+, inside the $inside_root root}"
+    echo "- source of the suite: $src_origin"
+    echo "- $second_note"
+    echo "- tests: $selection; upstream's CTest registration (build/cmake/LoadTests.cmake), \`ctest -j $jobs --timeout $timeout --repeat until-pass:$repeat --output-junit\`; MONGOC_TEST_SKIP_LIVE=on"
+    echo "- FerretDB ${fdb_version:-} on 127.0.0.1:27017 during the runs: $(cat "$vdir/stock.fdb") (tests that still try localhost:27017 fail fast instead of waiting for server selection)"
+    echo "- build of test-libmongoc: ${build_secs}$([ "$build_secs" = cached ] || echo " s")"
+    for nline in "${notes[@]}"; do echo "- $nline"; done
     echo
-    echo "## Flaky: $nflaky (results overlap between the modes over the tries; not counted)"
-    echo
-    echo "| test | stock tries | $second_label tries | message |"
-    echo "|---|---|---|---|"
-    cat "$vdir/compare/flaky.md"
-  fi
-} >"$vdir/differences.md"
+    runs_table "" ""
+    printf '\n## Differences: %s, explained %s\n\n' "$ndiff" "$nexpl"
+    echo "Each try is ctest's until-pass:$repeat; each difference ran once more per mode, one test at a time,"
+    printf "with the same result in every try.\nExplanations: \`scripts/%s\`.\n\n" "$(basename "$explained")"
+    if [ "$ndiff" -gt 0 ]; then
+      table test stock "$second_label" message explanation <"$vdir/compare/rows.md"
+    else
+      echo "None."
+    fi
+    [ "$nflaky" -eq 0 ] || { printf '\n## Flaky: %s (results overlap between the modes over the tries; not counted)\n\n' "$nflaky"
+      table test "stock tries" "$second_label tries" message <"$vdir/compare/flaky.md"; }
+  } >"$vdir/differences.md"
 fi
 
-# --- Live tests against FerretDB (reported, not gating) ---------------------------------------------
+# --- Live tests against FerretDB (reported, not gating) -----------------------------------
 
 if [ "$live" -eq 1 ]; then
-  LIVE=1 run_mode stock "$vdir/live-stock" "live stock"
-  LIVE=1 run_mode "$second" "$vdir/live-$second" "live $second_label"
-  LIVE=1 jcompare "$vdir/live-stock" "$vdir/live-$second" "$vdir/live-compare" stock "$second_label" \
-    confirm_stock confirm_second "$explained"
-  read -r ln0 lp0 lf0 ls0 lt0 <<<"$(counts "$vdir/live-stock/results.tsv")"
-  read -r ln1 lp1 lf1 ls1 lt1 <<<"$(counts "$vdir/live-$second/results.tsv")"
-  ldiff=$CMP_NDIFF lflaky=$CMP_NFLAKY
+  LIVE=1 both live- "live "
   {
-    echo "## libmongoc $version: live tests against FerretDB ${fdb_version} (not gating)"
-    echo
-    echo "Without MONGOC_TEST_SKIP_LIVE, against a fresh FerretDB (SQLite) on 127.0.0.1:27017 per run."
-    echo
-    echo "| run | tests | passed | failed | skipped | timed out | wall time |"
-    echo "|---|---|---|---|---|---|---|"
-    echo "| live stock | $ln0 | $lp0 | $lf0 | $ls0 | $lt0 | $(cat "$vdir/live-stock/seconds") s |"
-    echo "| live $second_label | $ln1 | $lp1 | $lf1 | $ls1 | $lt1 | $(cat "$vdir/live-$second/seconds") s |"
-    echo
-    echo "Differences: $ldiff (flaky: $lflaky)"
-    if [ "$ldiff" -gt 0 ]; then
-      echo
-      echo "| test | stock | $second_label | message | explanation |"
-      echo "|---|---|---|---|---|"
-      cat "$vdir/live-compare/rows.md"
-    fi
-    if [ "$lflaky" -gt 0 ]; then
-      echo
-      echo "| test | stock tries | $second_label tries | message |"
-      echo "|---|---|---|---|"
-      cat "$vdir/live-compare/flaky.md"
-    fi
+    printf '## libmongoc %s: live tests against FerretDB %s (not gating)\n\n' "$version" "$fdb_version"
+    printf 'Without MONGOC_TEST_SKIP_LIVE, against a fresh FerretDB (SQLite) on 127.0.0.1:27017 per run.\n\n'
+    runs_table live- "live "
+    printf '\nDifferences: %s (flaky: %s)\n' "$CMP_NDIFF" "$CMP_NFLAKY"
+    [ "$CMP_NDIFF" -eq 0 ] || { echo; table test stock "$second_label" message explanation <"$vdir/live-compare/rows.md"; }
+    [ "$CMP_NFLAKY" -eq 0 ] || { echo; table test "stock tries" "$second_label tries" message <"$vdir/live-compare/flaky.md"; }
   } >"$vdir/live.md"
-  if [ "$nolive" -eq 1 ]; then
-    { echo; sed 's/^## libmongoc [^:]*: l/## L/' "$vdir/live.md"; } >>"$vdir/differences.md"
-  fi
-  say "live (FerretDB $fdb_version): run $ln0, stock passed $lp0, $second_label passed $lp1, differences $ldiff, flaky $lflaky ($vdir/live.md)"
+  [ "$live_only" -eq 1 ] || { echo; sed 's/^## libmongoc [^:]*: l/## L/' "$vdir/live.md"; } >>"$vdir/differences.md"
+  say "live (FerretDB $fdb_version): run $(wc -l <"$vdir/live-stock/results.tsv"), stock passed $CMP_P0, $second_label passed $CMP_P1, differences $CMP_NDIFF, flaky $CMP_NFLAKY ($vdir/live.md)"
 fi
-[ "$nolive" -eq 1 ] || exit 0
+[ "$live_only" -eq 0 ] || exit 0
 
 say "differences: $vdir/differences.md"
 [ "$nflaky" -eq 0 ] || say "flaky (not counted): $nflaky, listed in differences.md"
-if [ "$ndiff" -gt "$nexpl" ]; then
-  sed "s|^|$prog: unexplained: |" "$vdir/compare/unexplained.txt" >&2
-fi
+[ "$ndiff" -le "$nexpl" ] || sed "s|^|$prog: unexplained: |" "$vdir/compare/unexplained.txt" >&2
 echo "$line" >"$vdir/summary.txt"
 echo "$line"
 # The status is the verdict: tests ran, every difference explained, the drop-in active.
