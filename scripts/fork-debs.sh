@@ -201,12 +201,15 @@ gpg -q --armor --export "$key" >"$repo/opmsg-archive-keyring.asc"
 rr() { reprepro -b "$state" --outdir "$repo" "$@" >>"$work/reprepro.log" 2>&1; }
 rr removesrc "$suite" mongo-c-driver && rr deleteunreferenced
 rr include "$suite" "$changes" && rr includedsc "$suite" "$work/local/mongo-c-driver_$local_v.dsc" || die "reprepro failed: $work/reprepro.log"
-# opmsg's own packages (make package's dist/) in the host release's suites.
+# opmsg's own packages (make package's dist/) in the host release's suites,
+# replacing those published (a rebuild of the same version included).
 ours=none
 if [ "$rel" = "$hostrel" ]; then
   compgen -G 'dist/*.deb' >/dev/null || scripts/package.sh >"$work/package.log" 2>&1 || die "make package failed: $work/package.log"
-  rr includedeb "$suite" dist/*.deb || die "reprepro failed: $work/reprepro.log"
   ours=$(cd dist && ls *.deb | sed 's/_.*//' | xargs)
+  suites=$(printf '%s\n' "$rel-fixes" "$rel-features" "$suite" | sort -u)
+  for s in $suites; do rr remove "$s" $ours; done && rr deleteunreferenced && for s in $suites; do rr includedeb "$s" dist/*.deb; done ||
+    die "reprepro failed: $work/reprepro.log"
 fi
 aptsig() {  # KEYRING: apt-get update of the suite alone, Signed-By KEYRING
   local d=$work/aptsig/${1##*/} && mkdir -p "$d/lists/partial"
