@@ -136,4 +136,4 @@ fork-patches-check:
 	@scripts/fork-patches.sh --check $(FORK_SOURCE_ARG) $(FORK_CHECK_TARGETS)
 # Each release of FORK_DEBS and track of FORK_DEBS_TRACKS, as root.
 fork-debs: deps
-	@for rel in $(FORK_DEBS); do for track in $(FORK_DEBS_TRACKS); do packaging/debian/versions-test.sh >/dev/null && scripts/fork-debs.sh $$rel $$track || exit 1; done; done
+	@for rel in $(FORK_DEBS); do for track in $(FORK_DEBS_TRACKS); do [ -d fork/debian/$$rel/$$track ] || { echo "fork-debs: no $$track track for $$rel"; continue; }; packaging/debian/versions-test.sh >/dev/null && scripts/fork-debs.sh $$rel $$track || exit 1; done; done
