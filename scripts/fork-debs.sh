@@ -150,6 +150,14 @@ lint_errors=$(grep -c '^E: ' "$work/lintian.log" || true)
 # the exported symbols and prototypes it can read).
 libs=$(cd "$work/out" && ls lib*.deb | sed -n '/-\(dev\|doc\|dbgsym\)_/!s/_.*//p')
 (cd "$work" && apt-get "${apt[@]}" download $libs && for l in $libs; do apt-get "${apt[@]}" download "$l-dbgsym" || true; done) >>"$work/apt.log" 2>&1
+# With debug symbols (a test build's stock build has them), the installed
+# headers tell abidiff which types are public (an internal struct's layout
+# is no break).
+hdrs=()
+if compgen -G "$old/*-dbgsym_*.deb" >/dev/null && compgen -G "$old/*-dev_*.deb" >/dev/null; then
+  for d in "$old"/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/old-h"; done && for d in "$work"/out/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/new-h"; done
+  hdrs=(--hd1 "$work/abi/old-h/usr/include" --hd2 "$work/abi/new-h/usr/include" --drop-private-types)
+fi
 abi=0 justified=0
 for lib in $libs; do
   mkdir -p "$work/abi/old-$lib" "$work/abi/new-$lib"
@@ -157,13 +165,7 @@ for lib in $libs; do
   for d in "$work"/out/${lib}_*.deb "$work"/out/${lib}-dbgsym_*.deb; do dpkg-deb -x "$d" "$work/abi/new-$lib"; done
   so=$(cd "$work/abi/new-$lib" && find usr/lib -name 'lib*.so.*' -type l | sort | head -n 1)
   rc=0
-  # With debug symbols, the installed headers tell abidiff which types are
-  # public (an internal struct's layout is no break).
-  dbg=() && [ -d "$work/abi/old-$lib/usr/lib/debug" ] && dbg=(--d1 "$work/abi/old-$lib/usr/lib/debug" --d2 "$work/abi/new-$lib/usr/lib/debug")
-  if [ ${#dbg[@]} -gt 0 ] && compgen -G "$old/*-dev_*.deb" >/dev/null; then
-    for d in "$old"/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/old-h"; done && for d in "$work"/out/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/new-h"; done
-    dbg+=(--hd1 "$work/abi/old-h/usr/include" --hd2 "$work/abi/new-h/usr/include" --drop-private-types)
-  fi
+  dbg=() && [ -d "$work/abi/old-$lib/usr/lib/debug" ] && dbg=(--d1 "$work/abi/old-$lib/usr/lib/debug" --d2 "$work/abi/new-$lib/usr/lib/debug" "${hdrs[@]}")
   abidiff "${dbg[@]}" "$work/abi/old-$lib/$so" "$work/abi/new-$lib/$so" >"$work/abi/$lib.txt" 2>&1 || rc=$?
   # A break: abidiff failing (1, 2), or each [D]eleted or [C]hanged function
   # or symbol (4 alone with [A]dded ones is compatible), or an incompatible
