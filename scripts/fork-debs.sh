@@ -155,7 +155,9 @@ libs=$(cd "$work/out" && ls lib*.deb | sed -n '/-\(dev\|doc\|dbgsym\)_/!s/_.*//p
 # is no break).
 hdrs=()
 if compgen -G "$old/*-dbgsym_*.deb" >/dev/null && compgen -G "$old/*-dev_*.deb" >/dev/null; then
-  for d in "$old"/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/old-h"; done && for d in "$work"/out/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/new-h"; done
+  mkdir -p "$work/abi/old-h" "$work/abi/new-h"
+  for d in "$old"/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/old-h"; done
+  for d in "$work"/out/*-dev_*.deb; do dpkg-deb -x "$d" "$work/abi/new-h"; done
   hdrs=(--hd1 "$work/abi/old-h/usr/include" --hd2 "$work/abi/new-h/usr/include" --drop-private-types)
 fi
 abi=0 justified=0
