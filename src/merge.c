@@ -225,12 +225,12 @@ write_path_level(const opmsg_op_msg_t *m, const char *path, size_t path_len, con
    return o;
 }
 
-/* The common dotted case (parse.c found it): one sequence, at a path the
- * body holds whole. The merged document is the body with the array
- * written before the terminator of the sub-document `splice`, and every
- * document around that point, the body and each one on the path, longer
- * by the array's size: the same bytes write_path_level() writes, without
- * its search. */
+/* The common dotted case (parse.c found it): one sequence, one dot in its
+ * identifier ("cursor.firstBatch"), at a path the body holds. The merged
+ * document is the body with the array written before the terminator of
+ * the sub-document `splice`, which rules.c found, and only the body and
+ * that sub-document longer by the array's size: the same bytes
+ * write_path_level() writes, with no search at all. */
 static void
 write_spliced(const opmsg_op_msg_t *m, uint8_t *out, size_t size)
 {
@@ -238,30 +238,20 @@ write_spliced(const opmsg_op_msg_t *m, uint8_t *out, size_t size)
    const uint8_t *sub = m->data + m->splice;
    const uint8_t *at = sub + opmsg_read_u32(sub) - 1; /* sub's terminator */
    size_t head = (size_t) (at - body);
-   size_t added = size - m->body_len;
    const uint8_t *s = opmsg_op_msg_sections(m);
    opmsg_section_t seq;
 
    if (!opmsg_op_msg_next_seq(m, &s, &seq)) {
       return; /* not reached: a splice is the only sequence's place */
    }
-   const char *id = seq.identifier;
-   const char *last = strrchr(id, '.') + 1;
+   const char *last = (const char *) memchr(seq.identifier, '.', seq.identifier_len) + 1;
 
    memcpy(out, body, head);
-   uint8_t *o = write_sequence(out + head, out + size, last, (size_t) (id + seq.identifier_len - last), seq.documents,
-                               seq.documents_len, m->data + m->len);
+   uint8_t *o = write_sequence(out + head, out + size, last, (size_t) (seq.identifier + seq.identifier_len - last),
+                               seq.documents, seq.documents_len, m->data + m->len);
    memcpy(o, at, (size_t) (body + m->body_len - at));
-
-   /* The lengths on the way down: the body's, then each sub-document's,
-    * followed by paths.c (rules.c accepted the path). */
    opmsg_write_u32(out, (uint32_t) size);
-   const uint8_t *doc = body;
-   for (const char *comp = id, *dot; (dot = strchr(comp, '.')); comp = dot + 1) {
-      doc = opmsg_path_sub(doc, comp, (size_t) (dot - comp));
-      size_t off = (size_t) (doc - body);
-      opmsg_write_u32(out + off, opmsg_read_u32(doc) + (uint32_t) added);
-   }
+   opmsg_write_u32(out + (sub - body), opmsg_read_u32(sub) + (uint32_t) (size - m->body_len));
 }
 
 

@@ -35,9 +35,9 @@ typedef struct {
    uint32_t sections_end; /* the byte after the last section: len, or len - 4 before a checksum */
    uint32_t n_sequences;  /* kind-1 sections */
    uint32_t merged_size;  /* the exact size of the merged document */
-   /* One dotted sequence whose path the body holds whole: the offset of the
-    * body's sub-document it goes at the end of (merge.c splices it in), or
-    * 0. */
+   /* One sequence whose identifier has one dot, at a path the body holds:
+    * the offset of the body's sub-document it goes at the end of, as
+    * rules.c found it (merge.c splices it in), or 0. */
    uint32_t splice;
    /* The offset of the body's first "$db" element, 0 when there is none;
     * known only with db_known (a walk of the body's whole top level, or one
@@ -298,14 +298,8 @@ const char *opmsg_path_through(const opmsg_op_msg_t *m, const char *path, size_t
  * elements sound up to the one found): the first element called comp from
  * from (an element of doc; doc + 4 for the first) on, into *found. False
  * when there is none from there. rules.c checks a path with it
- * (opmsg_rule_path(): there, once, a document), the merge follows one down
- * with it (opmsg_path_sub()). */
+ * (opmsg_rule_path(): there, once, a document), and notes where the path
+ * ends (the splice below). */
 bool opmsg_path_field(const uint8_t *doc, uint32_t len, const uint8_t *from, const char *comp, size_t comp_len,
                       opmsg_element_t *found);
-/* The sub-document of doc that the path component comp (comp_len bytes)
- * enters, on a path opmsg_rule_path() accepted (so the field is there, a
- * document, and once): opmsg_path_field()'s, how the merge follows a path
- * down. */
-const uint8_t *opmsg_path_sub(const uint8_t *doc, const char *comp, size_t comp_len);
-
 #endif /* OPMSG_MSG_H */

@@ -90,6 +90,7 @@ typedef struct {
    /* The first sequence past OPMSG_MAX_DOTTED_SEQUENCES, where a message
     * with dotted identifiers breaks that bound. */
    size_t over_off;
+   bool one_dot; /* the last sequence's identifier has one dot */
    /* At the spec level, the walk of the body's keys for the
     * first sequence's identifier, made while its documents are framed (see
     * scan_sequence()): clean when it reached the body's end over sound
@@ -202,6 +203,7 @@ scan_sequence_add(opmsg_op_msg_t *m, scan_t *scan, const opmsg_seq_ref_t *seq, b
    }
    scan->n_seq++;
    scan->n_dotted += dotted;
+   scan->one_dot = dotted && strchr(seq->id, '.') + 1 == last;
    m->seq_count = count;
    m->seq_off = (uint32_t) seq->n;
 }
@@ -565,6 +567,7 @@ parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
    bool ok;
 
    scan.n_seq = scan.n_dotted = scan.body_keys = 0;
+   scan.one_dot = false;
    scan.seq_out = scan.over_off = 0;
    scan.walked_id = NULL;
    scan.walked_clean = false;
@@ -603,10 +606,13 @@ parse_sections(opmsg_op_msg_t *m, const opmsg_limits_t *limits, opmsg_report_t *
       return false;
    }
 
-   if (scan.n_dotted > 0 && scan.n_seq == 1 && place) {
-      /* A cursor reply's batch: one sequence at a path the body holds
-       * ("cursor.firstBatch" in {cursor: {id, ns}}). The merge splices it
-       * in. */
+   if (scan.n_seq == 1 && scan.one_dot && place) {
+      /* A cursor reply's batch: one sequence at a path of one dot the body
+       * holds ("cursor.firstBatch" in {cursor: {id, ns}}). The merge
+       * splices it in where rules.c found its place, growing only the
+       * body and that sub-document; a deeper path would need every
+       * sub-document between them, which opmsg_op_msg_t has no room to
+       * keep, so it goes through the merge's walk. */
       m->splice = (uint32_t) (place - m->data);
    }
    /* The body and the arrays: a parent is never created (rules.c), so

@@ -68,12 +68,3 @@ opmsg_path_field(const uint8_t *doc, uint32_t len, const uint8_t *from, const ch
    }
    return false;
 }
-
-const uint8_t *
-opmsg_path_sub(const uint8_t *doc, const char *comp, size_t comp_len)
-{
-   opmsg_element_t e;
-   /* rules.c accepted the path: the field is there, a document, once. */
-   (void) opmsg_path_field(doc, opmsg_read_u32(doc), doc + 4, comp, comp_len, &e);
-   return e.value;
-}
