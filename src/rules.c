@@ -298,18 +298,10 @@ opmsg_rule_dotted_count(opmsg_report_t *r, size_t n_seq, size_t n_dotted, size_t
  * Identifiers against the body
  * ------------------------------------------------------------------------- */
 
-/* The element called key[0..key_len) at the top level of a checked
- * document doc, among the elements from p on: where the path goes,
- * decided in one place (paths.c: opmsg_path_field()). */
-static bool
-find_key_from(const uint8_t *doc, uint32_t len, const uint8_t *p, name_t key, opmsg_element_t *found)
-{
-   return opmsg_path_field(doc, len, p, key.s, key.len, found);
-}
-
-/* find_key_from() on the body, whose elements nobody checked yet: each
- * element from p to the body's terminator at end is checked on the way, to
- * the end when key is not there. 1 found (in *found), 0 not there, -1 an
+/* The element called key in the body (paths.c: opmsg_path_field()'s
+ * match), whose elements nobody checked yet: each element from p to the
+ * body's terminator at end is checked on the way, to the end when key is
+ * not there. 1 found (in *found), 0 not there, -1 an
  * unsound element (reported, the document called the body). */
 static int
 find_key_checked(opmsg_report_t *r, const uint8_t *p, const uint8_t *end, name_t key, opmsg_element_t *found,
@@ -358,14 +350,6 @@ path_missing_fail(opmsg_report_t *r, const opmsg_seq_ref_t *seq, const char *com
                        "%s: the %s has no field \"%s\", so the path has no place (a parent is never created)",
                        seq_name(where, seq), body_noun(r),
                        opmsg_printable(field, seq->id, (size_t) (comp_end - seq->id)));
-}
-
-/* The first element called key[0..key_len) at the top level of a checked
- * document, if there is one. */
-static bool
-find_key(const uint8_t *doc, uint32_t len, name_t key, opmsg_element_t *found)
-{
-   return find_key_from(doc, len, doc + 4, key, found);
 }
 
 /* What opmsg_rule_path()'s steps share: the report, the body up to its
@@ -452,7 +436,7 @@ path_step(const path_t *w, opmsg_element_t *e, const char **dot, const uint8_t *
    const name_t next = {comp, (size_t) ((*dot ? *dot : id_end) - comp)};
    const uint8_t *sub = e->value;
    uint32_t sub_len = e->value_len;
-   if (!find_key(sub, sub_len, next, e)) {
+   if (!opmsg_path_field(sub, sub_len, sub + 4, next.s, next.len, e)) {
       /* The body holds the whole path: the sequence goes at the end of
        * sub. A component missing before the last is refused: the merge
        * never creates a parent. */
@@ -467,7 +451,7 @@ path_step(const path_t *w, opmsg_element_t *e, const char **dot, const uint8_t *
     * may hold one twice. On a path that would leave two places for the
     * sequence, and the merge one. */
    opmsg_element_t again;
-   if (find_key_from(sub, sub_len, e->value + e->value_len, next, &again)) {
+   if (opmsg_path_field(sub, sub_len, e->value + e->value_len, next.s, next.len, &again)) {
       char holder[96];
       snprintf(holder, sizeof holder, "%s sub-document at offset %zu", body_noun(r), opmsg_report_at(r, sub));
       (void) path_twice_fail(r, seq, holder, next, e->start, again.start);
