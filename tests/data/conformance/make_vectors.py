@@ -315,6 +315,7 @@ DOCUMENT_SEQUENCES_ALLOWED = 1 << 17  # flagBits bit 17, optional
 # libopmsg's rule name -> what the specification says is wrong.
 REASONS = {
     "length-too-small": "messageLength is below the smallest OP_MSG",
+    "length-too-large": "messageLength is above maxMessageSizeBytes (48,000,000 by default)",
     "truncated": "the message is shorter than its messageLength",
     "required-flags": "an undefined required flag bit (0-15) is set",
     "checksum-missing": "checksumPresent is set but the message has no room for the checksum",
@@ -372,7 +373,7 @@ UNSPECIFIED = {
 }
 for _n in ("lvl_body_bad_element", "lvl_body_bad_bool", "lvl_body_ends_early", "lvl_body_string_len",
            "lvl_seq_bad_element", "lvl_seq_bad_bool", "lvl_seq_nested_utf8", "lvl_body_nested_utf8",
-           "lvl_body_nested_bool", "lvl_body_nested_bad_type"):
+           "lvl_body_nested_bool", "lvl_body_nested_bad_type", "lvl_seq_nested_key_utf8", "lvl_body_nested_binary_old"):
     UNSPECIFIED[_n] = BSON_INSIDE
 
 # Where each folder's messages come from and under which licence (the
