@@ -8,9 +8,9 @@ included: OP_MSG, or OP_COMPRESSED around one. The legal replies are built
 here (define()). Each rule vector is a row of tests/data/rules/cases.tsv,
 the table test_offsets.c also reads: a legal reply with "ok": 1.0 in its body
 that breaks one rule, the way a case of the library's tests does (the
-"source" column names the test), as hex, with the expected verdict at each
-check level written by hand from those tests' assertions (never read back
-from the library). The legal messages of tests/data are listed too: files
+"source" column names the test, or is "opmsg: RULE" for a case the table
+alone holds), as hex, with the expected verdict at each check level written
+by hand from the tests' assertions (never read back from the library). The legal messages of tests/data are listed too: files
 that are one message by reference, and the OP_MSG replies inside the
 captures' server-to-client streams extracted to cap_*.bin.
 
