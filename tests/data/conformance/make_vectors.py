@@ -373,8 +373,14 @@ UNSPECIFIED = {
 }
 for _n in ("lvl_body_bad_element", "lvl_body_bad_bool", "lvl_body_ends_early", "lvl_body_string_len",
            "lvl_seq_bad_element", "lvl_seq_bad_bool", "lvl_seq_nested_utf8", "lvl_body_nested_utf8",
-           "lvl_body_nested_bool", "lvl_body_nested_bad_type", "lvl_seq_nested_key_utf8", "lvl_body_nested_binary_old"):
+           "lvl_body_nested_bool", "lvl_body_nested_bad_type", "lvl_seq_nested_key_utf8", "lvl_body_nested_binary_old",
+           "lvl_seq_nested_bool"):
     UNSPECIFIED[_n] = BSON_INSIDE
+# The bson_* rows: a nested value that breaks BSON's own rules (the full level's), in a body with no
+# sequence.
+for _n in read_rule_cases():
+    if _n.startswith("bson_"):
+        UNSPECIFIED[_n] = BSON_INSIDE
 
 # Where each folder's messages come from and under which licence (the
 # folders' README.md files say so at length).
