@@ -415,62 +415,37 @@ static void
 test_top_level_elements(void **state)
 {
    (void) state;
-   /* Unknown types. */
+   /* The faults, each as a body alone, a sequence document and a body
+    * beside a sequence (unknown types, a double cut short, string lengths,
+    * a boolean 2, nested lengths and terminators, binary lengths, a 0 type
+    * byte early, a key into the terminator, an element nested in a
+    * document): rules/cases.tsv elem_* (and lvl_body_bad_bool,
+    * lvl_body_string_len, lvl_body_nested_bad_type). Here: what passes. */
    uint8_t eight[8] = {0};
-   uint8_t types[] = {0x14, 0x20, 0x7E, 0x80, 0xFE};
-   for (size_t i = 0; i < sizeof types; i++) {
-      check_raw(types[i], eight, 8, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   }
-   /* A double cut short, and whole. */
-   check_raw(BSON_TYPE_DOUBLE, eight, 7, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    check_raw(BSON_TYPE_DOUBLE, eight, 8, 0, 0);
-   /* String lengths: negative, zero, past the end, one byte too long (its
-    * "NUL" would be the document's terminator), no NUL. */
-   uint8_t s1[] = {0xFF, 0xFF, 0xFF, 0xFF, 'a', 0};
-   uint8_t s2[] = {0, 0, 0, 0, 'a', 0};
-   uint8_t s3[] = {9, 0, 0, 0, 'a', 0};
-   uint8_t s4[] = {2, 0, 0, 0, 'a', 'b'};
-   uint8_t s5[] = {3, 0, 0, 0, 'a', 0};
-   uint8_t *ss[] = {s1, s2, s3, s4, s5};
-   for (size_t i = 0; i < 5; i++) {
-      check_raw(BSON_TYPE_UTF8, ss[i], 6, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   }
    uint8_t ok[] = {2, 0, 0, 0, 'a', 0};
    check_raw(BSON_TYPE_UTF8, ok, 6, 0, 0);
-   /* Boolean must be 0 or 1, at the top level even without full mode. */
-   uint8_t two = 2, one = 1;
-   check_raw(BSON_TYPE_BOOL, &two, 1, 0, OPMSG_ERR_INVALID_BOOLEAN);
+   uint8_t one = 1;
    check_raw(BSON_TYPE_BOOL, &one, 1, 0, 0);
-   /* A nested document with a bad length; its contents stay opaque. */
-   uint8_t nested_bad[] = {6, 0, 0, 0, 0};
-   check_raw(BSON_TYPE_DOCUMENT, nested_bad, 5, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   uint8_t nested_short[] = {4, 0, 0, 0, 0};
-   check_raw(BSON_TYPE_ARRAY, nested_short, 5, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   uint8_t nested_open[] = {5, 0, 0, 0, 1};
-   check_raw(BSON_TYPE_DOCUMENT, nested_open, 5, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   uint8_t nested_garbage[] = {8, 0, 0, 0, 0x99, 'x', 0, 0};
-   check_raw_full(BSON_TYPE_DOCUMENT, nested_garbage, 8, 0, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   check_raw(BSON_TYPE_DOCUMENT, nested_garbage, 8, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_DOCUMENT_ELEMENT);
-   /* Binary: int32 length, subtype, bytes; the length must fit. */
    uint8_t bin_ok[] = {2, 0, 0, 0, 0, 0xAA, 0xBB};
-   uint8_t bin_long[] = {3, 0, 0, 0, 0, 0xAA, 0xBB};
-   uint8_t bin_negative[] = {0xFE, 0xFF, 0xFF, 0xFF, 0, 0xAA, 0xBB};
    check_raw(BSON_TYPE_BINARY, bin_ok, sizeof bin_ok, 0, 0);
-   check_raw(BSON_TYPE_BINARY, bin_long, sizeof bin_long, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   check_raw(BSON_TYPE_BINARY, bin_negative, sizeof bin_negative, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   check_raw(BSON_TYPE_BINARY, bin_ok, 4, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
    /* Old binary (subtype 2) must repeat its length exactly: libbson's
     * iterator stops at a wrong one, so a merged document would end there. */
    uint8_t old_ok[] = {6, 0, 0, 0, 2, 2, 0, 0, 0, 0xAA, 0xBB};
-   uint8_t old_bad[] = {6, 0, 0, 0, 2, 3, 0, 0, 0, 0xAA, 0xBB};
    check_raw(BSON_TYPE_BINARY, old_ok, sizeof old_ok, 0, 0);
-   check_raw(BSON_TYPE_BINARY, old_bad, sizeof old_bad, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
-   /* A 0 type byte before the end. */
-   uint8_t early[] = {1, 0, 0, 0, 0, 'x', 0};
-   check_raw(BSON_TYPE_INT32, early, 7, 0, OPMSG_ERR_DOCUMENT_TERMINATOR);
-   /* A second element whose key runs into the document's terminator. */
-   uint8_t keyrun[] = {BSON_TYPE_INT32, 'x', 'y'};
-   check_raw(BSON_TYPE_NULL, keyrun, sizeof keyrun, 0, OPMSG_ERR_DOCUMENT_ELEMENT);
+   /* The flag asks for the full level: a nested fault at every level. */
+   uint8_t nested_garbage[] = {8, 0, 0, 0, 0x99, 'x', 0, 0};
+   check_raw(BSON_TYPE_DOCUMENT, nested_garbage, 8, OPMSG_PARSE_FULL_VALIDATE, OPMSG_ERR_DOCUMENT_ELEMENT);
+   /* A nested document whose last byte is 1, in a body beside a sequence,
+    * is refused at every level (the body's top level is read to place the
+    * sequence). Not a row: the patched libmongoc (the fork's conformance
+    * program) takes it. In a body alone or a sequence document:
+    * elem_body_doc_no_terminator, elem_seq_doc_no_terminator. */
+   uint8_t nested_open[] = {5, 0, 0, 0, 1};
+   tu_buf_t open_doc;
+   build_raw_body_seq(&open_doc, BSON_TYPE_DOCUMENT, nested_open, 5);
+   tu_assert_rejects_from(open_doc.data, open_doc.len, 0, OPMSG_ERR_DOCUMENT_ELEMENT, OPMSG_CHECK_SPEC);
+   tu_buf_free(&open_doc);
    /* Keys of every length around the 16 bytes searched at a time. */
    for (size_t n = 1; n <= 40; n++) {
       char json[200];

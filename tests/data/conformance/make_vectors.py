@@ -329,6 +329,8 @@ REASONS = {
     "document-length": "a document's length does not fit its section",
     "document-terminator": "a document does not end with its terminating 0",
     "document-element": "a document the driver must read to place a sequence is not valid BSON",
+    "invalid-boolean": "a document the driver must read to place a sequence is not valid BSON (a boolean other "
+                       "than 0 or 1)",
     "sequence-identifier": "an identifier that is empty, has an empty component, is not valid UTF-8 or is not "
                            "terminated",
     "duplicate-identifier": "two identifiers are equal, or one is a path prefix of the other",
@@ -376,10 +378,11 @@ for _n in ("lvl_body_bad_element", "lvl_body_bad_bool", "lvl_body_ends_early", "
            "lvl_body_nested_bool", "lvl_body_nested_bad_type", "lvl_seq_nested_key_utf8", "lvl_body_nested_binary_old",
            "lvl_seq_nested_bool"):
     UNSPECIFIED[_n] = BSON_INSIDE
-# The bson_* rows: a nested value that breaks BSON's own rules (the full level's), in a body with no
-# sequence.
-for _n in read_rule_cases():
-    if _n.startswith("bson_"):
+# The bson_* rows (a nested value that breaks BSON's own rules, the full level's, in a body with no
+# sequence) and the elem_* rows the spec level accepts (a bad element in a body alone, in a sequence
+# document, or nested in a body beside a sequence).
+for _n, (_data, _verdicts, _source, _what) in read_rule_cases().items():
+    if _n.startswith(("bson_", "elem_")) and _verdicts["spec"] == "ok":
         UNSPECIFIED[_n] = BSON_INSIDE
 
 # Where each folder's messages come from and under which licence (the
@@ -643,6 +646,9 @@ def yaml_lines(v, indent=""):
 
 # Vectors the specification's tests leave out: a limit of libopmsg's, not of the text.
 SPEC_SKIP = {"seq_id_too_deep"}
+# ... and the sweep of elem_bodyseq_*: every kind of bad top-level element in a body beside a sequence,
+# which the specification's tests have once (doc_body_bad_element_seq, doc_body_bad_element_seq_first).
+SPEC_SKIP |= {_n for _n in read_rule_cases() if _n.startswith("elem_bodyseq_")}
 
 SPEC_FILES = (
     ("replies-valid", "OP_MSG replies a driver MUST accept: each gives the merged document (canonical Extended "
