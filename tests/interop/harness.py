@@ -294,6 +294,8 @@ def main():
                     help="a command line to run first (builds the client)")
     ap.add_argument("--need", action="append", default=[],
                     help="a file or command the client needs; skip without it")
+    ap.add_argument("--need-node", metavar="VERSION",
+                    help="the oldest Node.js the client runs on; skip on an older one")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -302,6 +304,15 @@ def main():
         if not (os.path.exists(need) or shutil.which(need)):
             print("SKIP: %s client: %s is missing (scripts/install-deps.sh "
                   "installs it)" % (args.client, need))
+            return SKIP
+    if args.need_node:
+        out = subprocess.run(["node", "--version"], stdout=subprocess.PIPE,
+                             universal_newlines=True).stdout.strip()
+        have = tuple(int(x) for x in re.findall(r"\d+", out)[:3])
+        want = tuple(int(x) for x in args.need_node.split("."))
+        if have < want:
+            print("SKIP: %s client: needs Node.js >= %s, node is %s"
+                  % (args.client, args.need_node, out or "unknown"))
             return SKIP
     state = os.path.join(os.environ.get("OPMSG_FERRETDB_STATE", "/nonexistent"), "port")
     if not os.environ.get("OPMSG_FERRETDB_URI") and os.path.exists(state):
