@@ -1,9 +1,7 @@
 #!/bin/sh
 # Usage: packaging/debian/versions-test.sh
-# The local suffix of scripts/fork-debs.sh (docs/debian.md, "Versions"):
-# Debian's next stable revision with ~opmsgN, which sorts above the
-# installed revision and below Debian's next, checked with
-# dpkg --compare-versions. Exit 1 when an ordering is not as stated.
+# The local versions of scripts/fork-debs.sh (docs/debian.md, "Versions"),
+# checked with dpkg --compare-versions; exit 1 when one is not as stated.
 # (set -u alone: every ordering is checked, the failures counted.)
 set -u
 fail=0
@@ -18,8 +16,7 @@ check 1.23.1-1+deb12u4~opmsg1 gt 1.23.1-1+deb12u3+b1    # above a binNMU of the 
 check 1.23.1-1+deb12u4~opmsg1 lt 1.23.1-1+deb12u5~opmsg1 # the rebuild on Debian's next revision
 check 1.23.1-1+deb12u4~opmsg1+features gt 1.23.1-1+deb12u3  # the features track: above the installed revision
 check 1.23.1-1+deb12u4~opmsg1+features lt 1.23.1-1+deb12u4  # and below Debian's next
-# Test builds (trixie, sid: made on Debian's older packaging trees) sort
-# below the archive's revision: never an upgrade, hence their -test suites.
+# Test builds (trixie, sid: on Debian's older trees) sort below the archive's.
 check 1.30.4-1+deb13u3~opmsg1 lt 1.30.4-1+deb13u5
 check 2.5.0-2~opmsg1 lt 2.5.7-1
 exit $fail
