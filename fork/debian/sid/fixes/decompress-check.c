@@ -13,19 +13,15 @@
 #include <string.h>
 
 typedef struct _mcd_rpc_message mcd_rpc_message;
-mcd_rpc_message *
-mcd_rpc_message_new(void);
-bool
-mcd_rpc_message_from_data_in_place(mcd_rpc_message *rpc, const void *data, size_t length, const void **data_end);
-bool
-mcd_rpc_message_decompress(mcd_rpc_message *rpc, void **data, size_t *data_len, int32_t max_msg_size);
-void
-mcd_rpc_message_destroy(mcd_rpc_message *rpc);
+mcd_rpc_message *mcd_rpc_message_new(void);
+bool mcd_rpc_message_from_data_in_place(mcd_rpc_message *rpc, const void *data, size_t length, const void **data_end);
+bool mcd_rpc_message_decompress(mcd_rpc_message *rpc, void **data, size_t *data_len, int32_t max_msg_size);
+void mcd_rpc_message_destroy(mcd_rpc_message *rpc);
 
 static size_t
 put32(uint8_t *p, int32_t v)
 {
-   uint32_t u = (uint32_t)v;
+   uint32_t u = (uint32_t) v;
    p[0] = u & 0xff, p[1] = (u >> 8) & 0xff, p[2] = (u >> 16) & 0xff, p[3] = u >> 24;
    return 4;
 }
@@ -42,10 +38,10 @@ main(void)
    uint8_t buf[64];
    size_t n = 16;
    n += put32(buf + n, 2013);
-   n += put32(buf + n, (int32_t)m);
+   n += put32(buf + n, (int32_t) m);
    buf[n++] = 0; /* noop */
    memcpy(buf + n, inner, m), n += m;
-   put32(buf, (int32_t)n), put32(buf + 4, 1), put32(buf + 8, 0), put32(buf + 12, 2012);
+   put32(buf, (int32_t) n), put32(buf + 4, 1), put32(buf + 8, 0), put32(buf + 12, 2012);
 
    mcd_rpc_message *rpc = mcd_rpc_message_new();
    if (!mcd_rpc_message_from_data_in_place(rpc, buf, n, NULL)) {
