@@ -83,10 +83,10 @@ else
 fi
 cp -a "$sub" "$loc"
 export DEBFULLNAME="mongo-c-driver contributor" DEBEMAIL=contributor@example.invalid
-entry() {  # TREE VERSION [ITEM]: dch, the fork's items then ITEM, distribution the release's
+entry() {  # TREE VERSION [ITEM]: dch, the fork's items then ITEM, distribution the release's (sid's: unstable)
   local first=-v$2
   { grep -v '^#' "$fork/changelog"; [ -z "${3:-}" ] || echo "$3"; } | while read -r item; do
-    (cd "$1" && dch "$first" -D "$rel" --force-distribution -u medium "$item") 2>>"$work/dch.log"; first=-a
+    (cd "$1" && dch "$first" -D "${rel/#sid/unstable}" --force-distribution -u medium "$item") 2>>"$work/dch.log"; first=-a
   done
   (cd "${1%/*}" && dpkg-source -b "${1##*/}" >/dev/null)
 }
