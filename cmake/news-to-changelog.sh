@@ -26,22 +26,40 @@ rfc_date() {
   LC_ALL=C date -u -d "$d 12:00 UTC $2 minutes ago" '+%a, %d %b %Y %H:%M:%S +0000'
 }
 
+# A leading "* Unreleased" entry holds the items of the version being built
+# (VERSION), when NEWS has no entry of that version yet: its distribution
+# is UNRELEASED, as dch writes one, and it has no date of its own, so it
+# takes the newest release's day (the entries below it a minute earlier
+# each, see rfc_date()): the package stays reproducible from the tree.
 newest=$(sed -n 's/^\* opmsg \([^ ]*\).*/\1/p' "$news" | head -n 1)
+unreleased=0
 if [ "$newest" != "${version%-*}" ]; then
-  echo "news-to-changelog: the newest NEWS entry is ${newest:-missing}, the version ${version%-*}" >&2
+  if [ "$(sed -n '/^\* /{p;q}' "$news")" = "* Unreleased" ]; then
+    unreleased=1
+  else
+    echo "news-to-changelog: the newest NEWS entry is ${newest:-missing}, the version ${version%-*}" >&2
+  fi
 fi
 
 {
   entries=0
-  date=""
+  last=""
   while IFS= read -r line; do
     case $line in
+      '* Unreleased')
+        [ $unreleased -eq 1 ] && [ $entries -eq 0 ] || continue
+        printf 'opmsg (%s) UNRELEASED; urgency=medium\n\n' "$version"
+        entries=1
+        ;;
       '* opmsg '*)
-        if [ $entries -gt 0 ]; then
-          printf '\n -- %s  %s\n\n' "$maint" "$(rfc_date "$date" $((entries - 1)))"
-        fi
-        ver=$(printf '%s\n' "$line" | sed -n 's/^\* opmsg \([^ ]*\).*/\1/p')
         date=$(printf '%s\n' "$line" | sed -n 's/.*(\([0-9-]*\)).*/\1/p')
+        if [ $entries -gt 0 ]; then
+          # The unreleased entry's date is this first release's.
+          [ -n "${last:-}" ] || last=$date
+          printf '\n -- %s  %s\n\n' "$maint" "$(rfc_date "$last" $((entries - 1)))"
+        fi
+        last=$date
+        ver=$(printf '%s\n' "$line" | sed -n 's/^\* opmsg \([^ ]*\).*/\1/p')
         if [ $entries -eq 0 ]; then debver=$version; else debver=$ver-1; fi
         printf 'opmsg (%s) unstable; urgency=medium\n\n' "$debver"
         entries=$((entries + 1))
@@ -58,6 +76,6 @@ fi
     echo "news-to-changelog: no '* opmsg X.Y.Z (date)' entry in $news" >&2
     exit 1
   fi
-  printf '\n -- %s  %s\n' "$maint" "$(rfc_date "$date" $((entries - 1)))"
+  printf '\n -- %s  %s\n' "$maint" "$(rfc_date "$last" $((entries - 1)))"
 } > "$out/changelog.Debian"
 gzip -9nf "$out/changelog.Debian"
