@@ -86,9 +86,8 @@ bin=$(find "$build" -type f -name "$target" -perm -u+x | head -1)
 
 # 1. The CTest test, as CI upstream would call it.
 ctest_rc=0
-(cd "$build" && ctest -L fuzz -V --timeout 1800) >"$run/ctest.log" 2>&1 || ctest_rc=$?
+(cd "$build" && ctest -L fuzz -V --timeout 1800 --no-tests=error) >"$run/ctest.log" 2>&1 || ctest_rc=$?
 ctest_runs=$(sed -n 's/.*Done \([0-9]*\) runs in .*/\1/p' "$run/ctest.log" | tail -1)
-grep -q "tests passed, 0 tests failed out of" "$run/ctest.log" || [ "$ctest_rc" -ne 0 ] || ctest_rc=1
 ctest_word=passed
 [ "$ctest_rc" -eq 0 ] || ctest_word=failed
 crashes=$(grep -c "ERROR: libFuzzer\|ERROR: AddressSanitizer\|runtime error:\|Assert\|deadly signal" "$run/ctest.log" || true)
