@@ -6,8 +6,8 @@
 # failing unpatched, passing patched; then all applied: the hostile-reply
 # harness, live tests against FerretDB, encryption, conformance, symbols.
 # docs/fork.md says how, step by step, and what each printed line means.
-# Writes WORK/report.md; exit status 0 when all holds, 1 when something does
-# not, 2 when the check could not run.
+# Each step's data stays in WORK (docs/fork.md names the files); exit status
+# 0 when all holds, 1 when something does not, 2 when the check could not run.
 #
 # Usage: scripts/fork-check.sh [OPTIONS]
 #   --target NAME       master (default), or a Debian port on Debian's tree:
@@ -107,7 +107,7 @@ pristine=$("$top/scripts/fork-source.sh" "$target" ${source_dir:+--source "$sour
 # port's upstream version (1.23.1's in its changelog, as BUILD_VERSION).
 base_ref=$(git -C "$pristine" rev-parse opmsg-series-base)
 upstream_commit=$(git -C "$pristine" log -1 --format=%s opmsg-base | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p')
-short=${upstream_commit:0:8} label=${upstream_commit:0:8} build_version=()
+label=${upstream_commit:0:8} build_version=()
 if [ "$target" != master ]; then
   label=$(git -C "$pristine" show opmsg-base:VERSION_CURRENT 2>/dev/null) || {
     label=$(git -C "$pristine" show opmsg-base:debian/changelog | sed -n '1s/^[^(]*(\([0-9]*:\)\{0,1\}\([^)-]*\).*/\2/p')
@@ -272,7 +272,6 @@ if [ ! -f "$bdir/CMakeCache.txt" ] || [ "$(cat "$bdir/.fork-key" 2>/dev/null)" !
   echo "$key_cfg ${launcher[*]}" >"$bdir/.fork-key"
 fi
 
-total_warnings=0
 build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
   local label=$1 log=$work/logs/build-$1.log
   shift
@@ -285,7 +284,6 @@ build() {  # LABEL TARGET...: an incremental build in $bdir; fails naming LABEL
   touch "$work/base-warnings.txt"
   BUILD_WARNINGS=$(comm -23 "$log.warnings" "$work/base-warnings.txt" | wc -l)
   BUILD_STEPS=$(grep -c '^\[[0-9]*/[0-9]*\] Building' "$log" || true)
-  total_warnings=$((total_warnings + BUILD_WARNINGS))
   [ "$label" = base ] || [ "$BUILD_WARNINGS" -eq 0 ] || fail "$label: $BUILD_WARNINGS compiler warnings (log: $log)"
   [ "$label" != base ] || [ ! -s "$log.warnings" ] || say "build: the pristine tree's own warnings, not counted: $(wc -l <"$log.warnings") ($log.warnings)"
 }
@@ -403,7 +401,6 @@ run_bin() {  # BIN SRC LIST OUT JOBS [ENV...]
     --strip "$src" --strip "$tree" --strip ../tree "${sel[@]}" ${RUN_STOP:+--stop-file "$RUN_STOP"} -- "$@" ||
     die "ctest did not run (log: $out/ctest.log)"
 }
-md_cell() { sed 's/|/\\|/g; s/`/'"'"'/g' <<<"$1"; }
 counts() {  # RESULTS.tsv -> "run passed failed skipped timeout"
   awk -F'\t' '{n++; c[$2]++} END {printf "%d %d %d %d %d\n", n, c["pass"], c["fail"], c["skip"], c["timeout"]}' "$1"
 }
@@ -576,7 +573,6 @@ suite_state() {  # NAME
   phase "suite-$1"
 }
 [ ${#matches[@]} -eq 0 ] || say "suite: only the tests under ${matches[*]} (--match)"
-thead() { local h; printf -v h ' %s |' "$@"; printf '|%s\n|%s\n' "$h" "$(printf -- '---|%.0s' "$@")"; }
 
 # Fails on an unexplained difference or a crash of B (of jcompare's runs).
 cmp_verdict() {  # WHO B-NAME
@@ -596,33 +592,19 @@ compare() {  # A B WHO EXPLANATION-FILE...: two kept builds' suites
   cmp_verdict "$who" "$b's test-libmongoc"
   say "suite: $who ($a against $b): run $CMP_RUN, passed $CMP_P0 and $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
 }
-cmp_table() {  # A B: the report's tables of the last compare
-  thead run tests passed failed skipped "timed out" crashed "wall time"
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s s |\n' \
-    "$1" "$(wc -l <"$runs/$1.list")" "$CMP_P0" "$CMP_F0" "$CMP_S0" "$CMP_T0" "$CMP_C0" "$(cat "$runs/$1/seconds")" \
-    "$2" "$(wc -l <"$runs/$2.list")" "$CMP_P1" "$CMP_F1" "$CMP_S1" "$CMP_T1" "$CMP_C1" "$(cat "$runs/$2/seconds")"
-  printf '\nDifferences: %s, explained %s (each try is ctest --repeat until-pass:%s; a test\n%s\n' "$CMP_NDIFF" \
-    "$CMP_NEXPL" "$repeat" "that differs runs once more per side, one at a time, with the same result in every try)."
-  [ "$CMP_NDIFF" -eq 0 ] || { echo; thead test "$1" "$2" message explanation; cat "$CMP_DIR/rows.md"; }
-  [ "$CMP_NFLAKY" -eq 0 ] || {
-    printf '\nFlaky (results overlap between the sides over the tries; not counted): %s\n\n' "$CMP_NFLAKY"
-    thead test "$1 tries" "$2 tries" message
-    cat "$CMP_DIR/flaky.md"; }
-}
 
 case ${#units[@]} in 2) all_words=two ;; 3) all_words=three ;; 4) all_words=four ;; *) all_words=${#units[@]} ;; esac
 all_expl=("${units[@]/#/$work/units/}")  # (every unit's explanations)
 all_expl=("${all_expl[@]/%//explained}" "$explained")
 
 # All against the base first: in CI mode its figures stand on every line.
-declare -A u_suite u_report
-all_suite="" all_report="" patched_crashes=0
+declare -A u_suite
+all_suite="" patched_crashes=0
 if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
   compare base "$all_state" "all" "${all_expl[@]}"
   all_suite="suite run $CMP_RUN (all $all_words), unpatched passed $CMP_P0, patched passed $CMP_P1"
   all_diff="differences $CMP_NDIFF, explained $CMP_NEXPL"
   patched_crashes=$CMP_C1
-  all_report=$(cmp_table base "$all_state")
 fi
 for name in "${checked[@]}"; do
   [ "${u_built[$name]:-0}" = 1 ] || continue
@@ -635,42 +617,39 @@ for name in "${checked[@]}"; do
   [ "$bstate" = base ] || [ "${u_built[$b]:-0}" = 1 ] || continue
   compare "$bstate" "$name" "${u_label[$name]}" "$work/units/$name/explained" "$explained"
   u_suite[$name]="suite run $CMP_RUN, unpatched passed $CMP_P0, patched passed $CMP_P1, NEW, differences $CMP_NDIFF, explained $CMP_NEXPL"
-  u_report[$name]=$(cmp_table "$bstate" "$name")
 done
 phase compare
 
 # --- The new tests: fail on the base, pass patched --------------------------------------------
-declare -A u_new u_new_rows
+declare -A u_new
 for name in "${checked[@]}"; do
   w=$work/units/$name u=$runs/new-$name-unpatched p=$runs/new-$name-patched
   nt=$(wc -l <"$w/new-tests.names")
-  fu=0 pp=0 gd=0 rows=""
+  fu=0 pp=0 gd=0
   if [ "${u_newtests[$name]:-0}" = 1 ] && [ "${u_built[$name]:-0}" = 1 ] && [ "$nt" -gt 0 ]; then
     run_state "$name.newtests" "$w/new-tests.names" "$u" "$jobs"
     run_state "$name" "$w/new-tests.names" "$p" "$jobs"
-    while IFS=$'\t' read -r t ures _ _ _ umsg; do
-      IFS=$'\t' read -r _ pres _ _ _ pmsg < <(awk -F'\t' -v n="$t" '$1 == n' "$p/results.tsv")
+    while IFS=$'\t' read -r t ures _; do
+      IFS=$'\t' read -r _ pres _ < <(awk -F'\t' -v n="$t" '$1 == n' "$p/results.tsv")
       guard=0
       ! grep -qxF -- "$t" "$w/guard-tests.names" || guard=1
       case $guard:$ures in
         *:absent) verdict="not registered on the base" ;;
         0:fail|0:timeout) fu=$((fu + 1)) verdict=right ;;
-        1:fail|1:timeout) fu=$((fu + 1)) verdict="**declared a guard, but $ures on the base**" ;;
+        1:fail|1:timeout) fu=$((fu + 1)) verdict="declared a guard, but $ures on the base" ;;
         1:pass) gd=$((gd + 1)) verdict="right (a guard: passes on both, as declared)" ;;
-        *) verdict="**$ures on the base: it does not test the change**" ;;
+        *) verdict="$ures on the base: it does not test the change" ;;
       esac
       case $pres in
         absent) verdict="not registered patched" ;;
         pass) pp=$((pp + 1)) ;;
-        *) verdict="**$pres patched**" umsg="patched: $pmsg" ;;
+        *) verdict="$pres patched" ;;
       esac
-      [ "${verdict%% *}" = right ] || fail "${u_label[$name]}: new test $t: ${verdict//\*/}"
-      rows+="| \`$t\` | $ures | $pres | $verdict | $(md_cell "$umsg") |"$'\n'
+      [ "${verdict%% *}" = right ] || fail "${u_label[$name]}: new test $t: $verdict"
     done <"$u/results.tsv"
   elif [ "$nt" -gt 0 ]; then
     fail "${u_label[$name]}: its new tests could not run (a build is missing)"
   fi
-  u_new_rows[$name]=$rows
   u_new[$name]="new tests $nt (fail unpatched $fu, guards $gd, pass patched $pp)"
   # T = F + G = S; and, but for a speed change, F >= 2 and G <= T/4.
   [ $((fu + gd)) -eq "$nt" ] && [ "$pp" -eq "$nt" ] ||
@@ -684,8 +663,8 @@ done
 phase new-tests
 
 # --- Every pull request applied: live tests, harness, encryption ------------------------------
-live_line="live: not run (--no-live)" live_rows="" live_word="not run"
-harness_right="-" harness_line="harness: not run (--no-harness)" harness_rows=""
+live_line="live: not run (--no-live)" live_word="not run"
+harness_right="-" harness_line="harness: not run (--no-harness)"
 enc_line="encryption: not run (--no-encryption)" enc_word="not run"
 if [ -z "$all_state" ] || [ "$whole" -eq 0 ]; then
   why="not run (no build of every pull request applied)"
@@ -752,7 +731,6 @@ if [ -n "$fdb" ]; then
     live_unpatched live_patched "${all_expl[@]}"
   [ ! -s "$runs/live.failures" ] || while IFS= read -r f; do fail "$f"; done <"$runs/live.failures"
   rm -rf "$runs"/ferretdb-*
-  live_rows=$(cat "$CMP_DIR/rows.md" "$CMP_DIR/flaky.md")
   cmp_verdict live "patched test-libmongoc"
   patched_crashes=$((patched_crashes + CMP_C1))
   live_line="live (FerretDB $fdb_version): run $CMP_RUN, unpatched passed $CMP_P0, patched passed $CMP_P1, differences $CMP_NDIFF, explained $CMP_NEXPL, flaky $CMP_NFLAKY"
@@ -816,14 +794,6 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   [ "$hp_crash" -eq 0 ] || fail "harness: patched crashed or hung in $hp_crash modes"
   [ "$hp_mfail" -eq 0 ] || fail "harness: patched wrong in $hp_mfail of the $nmon monitor and OP_REPLY modes"
   harness_line="harness (no preload): patched right in $hp_right of $nmodes modes, crashed or hung in $hp_crash, and right in $((nmon - hp_mfail)) of the $nmon monitor and OP_REPLY modes; unpatched right in $hu_right, crashed or hung in $hu_crash, and right in $((nmon - hu_mfail)) of the $nmon"
-  # The two sides by mode, for the report.
-  harness_rows=$(awk '
-    FNR == 1 { side++ }
-    /^(PASS|FAIL) [a-z_0-9]+[:\/]/ { r = $0; sub(/^[A-Z]+ [^ ]+ /, "", r); split($2, a, "/"); m = a[1]; sub(/:$/, "", m)
-                                     if (!(m in seen)) { seen[m] = 1; order[++n] = m }
-                                     cell[m, side] = $2 ~ /\// ? cell[m, side] (cell[m, side] == "" ? "" : "; ") a[2] " " r : r }
-    END { for (i = 1; i <= n; i++) printf "| %s | %s | %s |\n", order[i], cell[order[i], 1], cell[order[i], 2] }' \
-    "$work/harness/unpatched.out" "$work/harness/patched.out")
   say "$harness_line"
   phase harness
 fi
@@ -868,7 +838,7 @@ fi
 
 # The exported symbols (public: a word of the installed headers) and the
 # installed headers of base and all; Debian's symbols files (sid's for master).
-sym_line="" sym_rows=""
+sym_line=""
 if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
   sd=$work/symbols pa=$work/builds/base/prefix pb=$work/builds/$all_state/prefix
   rm -rf "$sd" && mkdir -p "$sd"
@@ -904,12 +874,11 @@ if [ -n "$all_state" ] && [ "$whole" -eq 1 ]; then
   fi
   say "symbols: $deb_note"
   sym_line="fork symbols: public added $npa, removed $npr, internal added $nia, internal removed $nir"
-  sym_rows=$( { sed 's/^/| added | /; s/$/ |/' "$sd/added"; sed 's/^/| removed | /; s/$/ |/' "$sd/removed"; } )
   say "$sym_line"
   phase symbols
 fi
 
-# --- The lines, and the report -------------------------------------------------------------------
+# --- The lines -------------------------------------------------------------------------
 lines=()
 for name in "${checked[@]}"; do
   b=${u_base[$name]} ok=${u_applied[$name]}
@@ -927,69 +896,6 @@ fi
 pristine_dirty=$(git -C "$pristine" status --porcelain | head -n 5)
 [ -z "$pristine_dirty" ] || say "NOTE: the runs left files in the pristine tree: $pristine_dirty"
 total=$(( $(date +%s) - phase_start ))
-section() { printf '\n%s\n\n' "$@"; }
-{
-  echo "# The fork on mongo-c-driver $target ${short}"
-  echo
-  echo "- ${series#"$top"/}: ${#units[@]} pull requests$([ "$ci" -eq 0 ] || echo "; CI mode (--ci): the whole suite once, base against all")"
-  echo "- built with upstream's CMake, ENABLE_MAINTAINER_FLAGS=ON, $(gcc --version | head -n 1)${launcher[*]:+, through ccache}"
-  printf -- '- compiler warnings: %s\n- total time: %s s\n\n```\n' "$total_warnings" "$total"
-  printf '%s\n' "${lines[@]}" '```' ''
-  thead phase "wall s" "CPU s"
-  for i in "${!phase_names[@]}"; do echo "| ${phase_names[$i]} | ${phase_secs[$i]} | ${phase_cpu[$i]} |"; done
-  for name in "${checked[@]}"; do
-    w=$work/units/$name
-    section "## ${u_label[$name]} (${u_dir[$name]#"$top"/}, on ${u_base[$name]})"
-    echo "### Each commit alone"
-    section "Applied with \`git am\`, built incrementally, the touched files checked with upstream's
-tools/format.py and clang-format $cf_version, upstream's check-preludes.py, and the tests of
-its lists registered at that commit run."
-    thead "#" commit subject files format preludes build "its tests"
-    [ ! -f "$w/commits.tsv" ] ||
-      awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}' "$w/commits.tsv"
-    if [ -n "${u_report[$name]:-}" ]; then
-      section "### test-libmongoc without a server"
-      echo "Every test each build registers (upstream's build/cmake/LoadTests.cmake: \`--ctest-run NAME\`),"
-      echo "run by \`ctest -j $jobs --timeout $limit --repeat until-pass:$repeat --output-junit\`,"
-      printf '%s\n\n' "MONGOC_TEST_SKIP_LIVE=on MONGOC_TEST_OFFLINE=on."
-      echo "${u_report[$name]}"
-    fi
-    section "### The new tests"
-    printf '%s\n\n' "Each on the base built with these test sources, and patched: each must fail on the base and
-pass patched, except the guards new-tests.txt declares, which pass on both."
-    if [ -n "${u_new_rows[$name]:-}" ]; then
-      thead test base patched verdict "message (why it fails on the base)"
-      printf '%s' "${u_new_rows[$name]}"
-    else
-      echo "None run."
-    fi
-  done
-  [ -z "$all_report" ] || { section "## All the pull requests: test-libmongoc without a server, master against all"; echo "$all_report"; }
-  section "## Live tests against FerretDB"
-  echo "$live_line"
-  [ -z "$live_rows" ] || { echo; thead test unpatched patched message explanation; echo "$live_rows"; }
-  section "## The hostile-reply harness"
-  echo "$harness_line"
-  if [ -n "$harness_rows" ]; then
-    section "\"right\": a legal reply gave the right result (merged fields visible, find returned its
-documents, insert_many counted 3); an illegal one gave a clean error. Each client runs with
-LD_LIBRARY_PATH set to its build's libraries (tests/dropin/run_case.py --all, then the
-streaming monitor's and the OP_REPLY modes)."
-    thead mode unpatched patched
-    echo "$harness_rows"
-  fi
-  section "## Client-side encryption ($enc_suite root)"
-  echo "$enc_line"
-  [ -z "$conf_line" ] || { section "## Conformance"; echo "$conf_line (log: $clog)"; }
-  if [ -n "$sym_line" ]; then
-    section "## Exported symbols of libmongoc, $target's tree against all"
-    printf '%s\n\n' "$deb_note."
-    if [ -n "$sym_rows" ]; then printf '| | symbol |\n|---|---|\n%s\n' "$sym_rows"; else echo "The same symbols."; fi
-  fi
-  [ ${#failures[@]} -eq 0 ] || { section "## Failures"; printf -- '- %s\n' "${failures[@]}"; }
-} >"$work/report.md"
-
-say "report: $work/report.md"
 for i in "${!phase_names[@]}"; do
   printf '%s  %-24s %5s s  CPU %5s s\n' "$prog:" "${phase_names[$i]}" "${phase_secs[$i]}" "${phase_cpu[$i]}"
 done
