@@ -137,11 +137,9 @@ bool opmsg_rule_dotted_count(opmsg_report_t *r, size_t n_seq, size_t n_dotted, s
  * never created. OPMSG_ERR_IDENTIFIER_CLASH, reported at the sequence.
  * When found is not NULL, found->place receives, for a dotted identifier,
  * the sub-document the sequence goes at the end of; NULL for a plain one.
- * Without keys the body's top level is walked here; found->db, when still
- * NULL, receives the first "$db" string element the walk passes, if any. */
+ * Without keys the body's top level is checked here first. */
 typedef struct {
    const uint8_t *place;
-   const uint8_t *db;
 } opmsg_path_found_t;
 bool opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, uint32_t len,
                      const opmsg_seq_ref_t *seq, opmsg_path_found_t *found);

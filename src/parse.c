@@ -473,7 +473,8 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
    opmsg_keyset_t ids;
    const uint8_t *p, *q;
    opmsg_section_t seq, other;
-   opmsg_path_found_t found = {NULL, NULL};
+   opmsg_path_found_t found = {NULL};
+   const uint8_t *db = NULL;
    bool ok = false;
 
    /* One sequence (the common case) has no other to repeat. */
@@ -513,17 +514,17 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
       }
       if (!keys && seq.identifier == scan->walked_id && scan->walked_clean) {
          /* Walked while the documents were framed: not a body field. */
-         found.db = found.db ? found.db : scan->walked_db;
+         db = scan->walked_db;
          continue;
       }
       if (!opmsg_rule_path(r, keys, m->body, m->body_len, &b, &found)) {
          goto done;
       }
    }
-   if (found.db) {
-      /* The walk of the spec level for an identifier passed "$db": noted, so
-       * opmsg_op_msg_db() need not walk the body again. */
-      m->db = (uint32_t) (found.db - m->data);
+   if (db) {
+      /* That walk passed "$db": noted, so opmsg_op_msg_db() need not walk
+       * the body again. */
+      m->db = (uint32_t) (db - m->data);
       m->db_known = true;
    }
    *place = found.place;

@@ -298,35 +298,6 @@ opmsg_rule_dotted_count(opmsg_report_t *r, size_t n_seq, size_t n_dotted, size_t
  * Identifiers against the body
  * ------------------------------------------------------------------------- */
 
-/* The element called key in the body (paths.c: opmsg_path_field()'s
- * match), whose elements nobody checked yet: each element from p to the
- * body's terminator at end is checked on the way, to the end when key is
- * not there. 1 found (in *found), 0 not there, -1 an
- * unsound element (reported, the document called the body). */
-static int
-find_key_checked(opmsg_report_t *r, const uint8_t *p, const uint8_t *end, name_t key, opmsg_element_t *found,
-                 const uint8_t **db)
-{
-   while (p < end) {
-      const uint8_t *k = p;
-      const uint8_t *next = opmsg_skip_element(p, end, &k);
-      if (OPMSG_UNLIKELY(!next)) {
-         (void) opmsg_element_error(r, body_noun(r), p, end);
-         (void) body_fault(r);
-         return -1;
-      }
-      if ((size_t) (k - p - 1) == key.len && memcmp(p + 1, key.s, key.len) == 0) {
-         (void) opmsg_next_element(&p, end, found); /* sound */
-         return 1;
-      }
-      if (db && !*db && opmsg_is_db_key(p, k)) {
-         *db = p;
-      }
-      p = next;
-   }
-   return 0;
-}
-
 /* A path's component name[0..len) found twice in holder (at a and b): the
  * sequence seq would have two places. */
 static OPMSG_COLD bool
@@ -363,13 +334,15 @@ typedef struct {
 
 /* The body's element called first, the path's first component, in *e: 1
  * found, 0 not there (no clash), -1 a fault (reported). With keys, looked
- * up there; without, the body's top level is walked and checked. Where
- * nothing refused duplicate keys (the spec level), a dotted
- * path's first component may be in the body twice: looked for past its
- * first place. */
+ * up there (the body's top level was checked as they were taken); without
+ * (the spec level), the top level is checked here, as path_step() checks a
+ * sub-document, then searched. Where nothing refused duplicate keys (the
+ * spec level), a dotted path's first component may be in the body twice:
+ * looked for past its first place. */
 static int
-path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opmsg_element_t *e, const uint8_t **db)
+path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opmsg_element_t *e)
 {
+   const uint32_t len = (uint32_t) (w->body_end + 1 - w->body);
    if (keys) {
       /* The identifier's NUL follows it, in the message or the C string:
        * the hash may read up to there. */
@@ -383,22 +356,18 @@ path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opm
       const uint8_t *p = keys->base + key_off - 1;
       (void) opmsg_next_element(&p, w->body_end, e); /* checked */
    } else {
-      /* No key table (the spec level): the body's top level,
-       * walked and checked here. */
-      int found = find_key_checked(w->r, w->body + 4, w->body_end, first, e, db);
-      if (found <= 0) {
-         return found;
-      }
-   }
-   if (dotted && (!keys || !keys->unique)) {
-      opmsg_element_t again;
-      int twice = find_key_checked(w->r, e->value + e->value_len, w->body_end, first, &again, db);
-      if (twice > 0) {
-         (void) path_twice_fail(w->r, w->seq, body_noun(w->r), first, e->start, again.start);
-      }
-      if (twice != 0) {
+      if (!top_ok(w->r, w->body, len, body_noun(w->r), NULL)) {
          return -1;
       }
+      if (!opmsg_path_field(w->body, len, w->body + 4, first.s, first.len, e)) {
+         return 0;
+      }
+   }
+   opmsg_element_t again;
+   if (dotted && (!keys || !keys->unique) &&
+       opmsg_path_field(w->body, len, e->value + e->value_len, first.s, first.len, &again)) {
+      (void) path_twice_fail(w->r, w->seq, body_noun(w->r), first, e->start, again.start);
+      return -1;
    }
    return 1;
 }
@@ -464,7 +433,7 @@ bool
 opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, uint32_t len, const opmsg_seq_ref_t *seq,
                 opmsg_path_found_t *found)
 {
-   opmsg_path_found_t unused = {NULL, NULL};
+   opmsg_path_found_t unused = {NULL};
    if (!found) {
       found = &unused;
    }
@@ -474,7 +443,7 @@ opmsg_rule_path(opmsg_report_t *r, opmsg_keyset_t *keys, const uint8_t *body, ui
    const name_t first = {seq->id, (size_t) ((dot ? dot : seq->id + seq->len) - seq->id)};
    opmsg_element_t e = {0}; /* set on every path that reads it; gcc -O3 cannot tell */
 
-   int step = path_first(&w, keys, first, dot != NULL, &e, &found->db);
+   int step = path_first(&w, keys, first, dot != NULL, &e);
    if (step == 0 && dot) {
       return path_missing_fail(r, seq, dot);
    }
