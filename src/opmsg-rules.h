@@ -137,7 +137,8 @@ bool opmsg_rule_dotted_count(opmsg_report_t *r, size_t n_seq, size_t n_dotted, s
  * never created. OPMSG_ERR_IDENTIFIER_CLASH, reported at the sequence.
  * When found is not NULL, found->place receives, for a dotted identifier,
  * the sub-document the sequence goes at the end of; NULL for a plain one.
- * Without keys the body's top level is checked here first. */
+ * The body's top level must be checked before (opmsg_rule_body_top(); the
+ * keys are taken by a checked walk). */
 typedef struct {
    const uint8_t *place;
 } opmsg_path_found_t;

@@ -475,6 +475,7 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
    opmsg_section_t seq, other;
    opmsg_path_found_t found = {NULL};
    const uint8_t *db = NULL;
+   bool top_checked = keys != NULL; /* the keys were taken by a checked walk */
    bool ok = false;
 
    /* One sequence (the common case) has no other to repeat. */
@@ -516,6 +517,14 @@ check_identifiers(opmsg_op_msg_t *m, opmsg_keyset_t *keys, const scan_t *scan, c
          /* Walked while the documents were framed: not a body field. */
          db = scan->walked_db;
          continue;
+      }
+      /* The paths read the body's top level: checked once, when the
+       * first of them needs it. */
+      if (!top_checked) {
+         if (!opmsg_rule_body_top(r, m->body, m->body_len, NULL)) {
+            goto done;
+         }
+         top_checked = true;
       }
       if (!opmsg_rule_path(r, keys, m->body, m->body_len, &b, &found)) {
          goto done;

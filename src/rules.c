@@ -334,11 +334,9 @@ typedef struct {
 
 /* The body's element called first, the path's first component, in *e: 1
  * found, 0 not there (no clash), -1 a fault (reported). With keys, looked
- * up there (the body's top level was checked as they were taken); without
- * (the spec level), the top level is checked here, as path_step() checks a
- * sub-document, then searched. Where nothing refused duplicate keys (the
- * spec level), a dotted path's first component may be in the body twice:
- * looked for past its first place. */
+ * up there; without (the spec level), searched like any component. Where
+ * nothing refused duplicate keys (the spec level), a dotted path's first
+ * component may be in the body twice: looked for past its first place. */
 static int
 path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opmsg_element_t *e)
 {
@@ -355,13 +353,8 @@ path_first(const path_t *w, opmsg_keyset_t *keys, name_t first, bool dotted, opm
       /* The stored offset is the key's; its element starts one byte earlier. */
       const uint8_t *p = keys->base + key_off - 1;
       (void) opmsg_next_element(&p, w->body_end, e); /* checked */
-   } else {
-      if (!top_ok(w->r, w->body, len, body_noun(w->r), NULL)) {
-         return -1;
-      }
-      if (!opmsg_path_field(w->body, len, w->body + 4, first.s, first.len, e)) {
-         return 0;
-      }
+   } else if (!opmsg_path_field(w->body, len, w->body + 4, first.s, first.len, e)) {
+      return 0;
    }
    opmsg_element_t again;
    if (dotted && (!keys || !keys->unique) &&
