@@ -1,7 +1,7 @@
 #!/bin/sh
 # libopmsg's ABI check, run after every link of libopmsg.so.
 #
-# check-abi.sh LIB SYMBOLS [MAP [OBJECT...]]
+# Usage: abi/check-abi.sh LIB SYMBOLS [MAP [OBJECT...]]
 #   Fails when LIB no longer exports a symbol listed in SYMBOLS (name@@version,
 #   one per line, # comments), when a symbol's version changed (that is a
 #   disappearance too), or when LIB exports anything outside the versioned

@@ -1,5 +1,5 @@
 #!/bin/bash
-# dropin-overhead.sh BENCH DROPIN [N] [ROUNDS]
+# Usage: bench/dropin-overhead.sh BENCH DROPIN [N] [ROUNDS]
 #
 # The cost of libopmsg-mongoc.so to an ordinary libmongoc program:
 #  1. ping and find round trips against FerretDB (tests/peers/with-ferretdb.sh)
@@ -29,8 +29,8 @@ if [ -z "${OPMSG_BENCH_URI:-}" ]; then
   /usr/bin/env python3 "$root/tests/dropin/hostile_server.py" plain >"$portfile" &
   server=$!
   for _ in $(seq 50); do [ -s "$portfile" ] && break; sleep 0.1; done
-  export OPMSG_BENCH_URI="mongodb://127.0.0.1:$(cat "$portfile")/"
-  export OPMSG_BENCH_SERVER="the local test server (FerretDB not installed)"
+  OPMSG_BENCH_URI="mongodb://127.0.0.1:$(cat "$portfile")/"
+  export OPMSG_BENCH_URI OPMSG_BENCH_SERVER="the local test server (FerretDB not installed)"
 fi
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }

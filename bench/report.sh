@@ -2,7 +2,7 @@
 # bench/report.sh - runs opmsg-bench, charts it, and refreshes the results in
 # docs/benchmarks.md. `make bench-report` calls it after building.
 #
-#   bench/report.sh [BUILD_DIR]        (default: build)
+# Usage: bench/report.sh [BUILD_DIR]   (default: build)
 #
 # Writes BUILD_DIR/bench-report/{results.jsonl,summary.txt,main.dat,extra.dat}
 # then docs/bench.png (gnuplot, png terminal) and the part of

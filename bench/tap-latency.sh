@@ -1,5 +1,5 @@
 #!/bin/bash
-# tap-latency.sh BENCH OPMSG [N] [ROUNDS]
+# Usage: bench/tap-latency.sh BENCH OPMSG [N] [ROUNDS]
 #
 # What `opmsg tap` adds to a round trip on loopback: ROUNDS rounds of N pings
 # (bench/tap-latency.c), direct and through the tap alternately so drift hits
@@ -50,10 +50,10 @@ start_tap() { # upstream port; sets tport to the tap's port
 }
 
 measure() { # name port
-  local name=$1 port=$2 r
+  local name=$1 port=$2
   start_tap "$port"
   : >"$tmp/direct" ; : >"$tmp/tap"
-  for r in $(seq "$rounds"); do
+  for _ in $(seq "$rounds"); do
     "$bench" ping "$port" "$n" >>"$tmp/direct" || exit 1
     "$bench" ping "$tport" "$n" >>"$tmp/tap" || exit 1
   done

@@ -1,5 +1,6 @@
 #!/bin/sh
-# news-to-changelog.sh NEWS VERSION OUTDIR: writes OUTDIR/changelog.gz (NEWS
+# Usage: cmake/news-to-changelog.sh NEWS VERSION OUTDIR
+# Writes OUTDIR/changelog.gz (NEWS
 # itself, the upstream changelog) and OUTDIR/changelog.Debian.gz (every NEWS
 # entry in Debian's changelog format, newest first), both compressed
 # reproducibly (gzip -9n). VERSION is the Debian version of the newest entry

@@ -3,7 +3,7 @@
 # by scripts/debian-root.sh): `make check-distros` runs this (Makefile,
 # docs/distros.md).
 #
-#   scripts/check-distros.sh [--no-tests] [--no-package] [SUITE...]
+# Usage: scripts/check-distros.sh [--no-tests] [--no-package] [SUITE...]
 #
 # For each SUITE (default: trixie sid):
 #  1. make the root, or reuse it (build/roots/SUITE);
@@ -33,8 +33,8 @@
 # Environment: OPMSG_ROOTS (directory of the roots, default build/roots),
 # DISTRO_CTEST_ARGS (extra ctest arguments, e.g. "-L dropin"),
 # JOBS (parallel build and test jobs, default nproc).
-# set -uo pipefail, not -e: every release is checked; each step's status goes into its summary line.
-set -uo pipefail
+# Every release is checked: each step's status goes into its summary line (if, || rc=$?).
+set -euo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 tests=1
@@ -81,7 +81,7 @@ ctest_counts() {
   local log=$1 total failed skipped
   total=$(sed -n 's/.*tests passed, [0-9]* tests\{0,1\} failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
   failed=$(sed -n 's/.*tests passed, \([0-9]*\) tests\{0,1\} failed out of.*/\1/p' "$log" | tail -n 1)
-  skipped=$(grep -cE '^[[:space:]]+[0-9]+ - .* \((Skipped|Disabled|Not Run)\)$' "$log")
+  skipped=$(grep -cE '^[[:space:]]+[0-9]+ - .* \((Skipped|Disabled|Not Run)\)$' "$log" || true)
   total=${total:-0}; failed=${failed:-0}
   echo "$((total - failed - skipped)) $failed $skipped"
 }
@@ -116,7 +116,11 @@ for suite in "${suites[@]}"; do
 
   # --- build ----------------------------------------------------------------
   t0=$(now)
-  copy_tree "$dir/src/opmsg"
+  if ! copy_tree "$dir/src/opmsg"; then
+    summaries+=("$line FAILED: the tree was not copied in")
+    status=1
+    continue
+  fi
   if [ -n "$ferretdb" ]; then
     install -m 755 "$ferretdb" "$dir/usr/local/bin/ferretdb"
   fi
@@ -189,7 +193,7 @@ for suite in "${suites[@]}"; do
       grep -m 1 "^opmsg-mongoc: \(active\|inactive\)"
     kill $server 2>/dev/null; rm -f "$port_file"'
   gate=$(in_root bash -c "$probe" probe /src/opmsg/build/src/mongoc-dropin/libopmsg-mongoc.so \
-           /src/opmsg/build/tests/dropin/dropin-client 2>/dev/null)
+           /src/opmsg/build/tests/dropin/dropin-client 2>/dev/null || true)
   gate=${gate#opmsg-mongoc: }
   say "$suite: drop-in (build tree): ${gate:-no answer}"
   case $gate in
@@ -239,7 +243,7 @@ for suite in "${suites[@]}"; do
       apt-get purge -y -q $(for d in dist/*.deb; do dpkg-deb -f "$d" Package; done) >/dev/null'
     if in_root bash -c "$pkg_script" >"$logs/$suite-package.log" 2>&1; then
       deps=$(sed -n 's/^libopmsg-mongoc: //p' "$logs/$suite-package.log" | cut -d, -f1-2)
-      installed=$(grep -m 1 '^opmsg-mongoc: ' "$logs/$suite-package.log")
+      installed=$(grep -m 1 '^opmsg-mongoc: ' "$logs/$suite-package.log" || true)
       say "$suite: installed drop-in: ${installed:-no debug line}"
       line="$line packages ok ($(( $(now) - t0 )) s, libopmsg-mongoc: $deps)"
       sed -n '/^== control/,/^== remove/p' "$logs/$suite-package.log" | grep -v '^== remove'

@@ -44,12 +44,12 @@ run_on() (
   preload=$PWD/$build/src/mongoc-dropin/libopmsg-mongoc.so
   for p in $PEERS; do
     case $p in
-      pymongo) cmd=(/usr/bin/python3 tests/interop/client_pymongo.py {uri} {coll}) ;;
-      node) cmd=(node tests/interop/client_node.js {uri} {coll}) ;;
-      mongosh) cmd=("$node_bin/mongosh" --quiet --norc {uri}interop --file tests/interop/client_mongosh.js) ;;
-      go) cmd=("$build/tests/interop/interop-go" {uri} {coll}) ;;
-      mongoc) cmd=("$build/tests/interop/interop-client-mongoc" {uri} {coll}) ;;
-      mongoc-preload) cmd=(env "LD_PRELOAD=$preload" "$build/tests/interop/interop-client-mongoc" {uri} {coll}) ;;
+      pymongo) cmd=(/usr/bin/python3 tests/interop/client_pymongo.py "{uri}" "{coll}") ;;
+      node) cmd=(node tests/interop/client_node.js "{uri}" "{coll}") ;;
+      mongosh) cmd=("$node_bin/mongosh" --quiet --norc "{uri}interop" --file tests/interop/client_mongosh.js) ;;
+      go) cmd=("$build/tests/interop/interop-go" "{uri}" "{coll}") ;;
+      mongoc) cmd=("$build/tests/interop/interop-client-mongoc" "{uri}" "{coll}") ;;
+      mongoc-preload) cmd=(env "LD_PRELOAD=$preload" "$build/tests/interop/interop-client-mongoc" "{uri}" "{coll}") ;;
     esac
     rc=0
     timeout 600 /usr/bin/python3 tests/interop/harness.py --tap "$opmsg" --client "$p" \

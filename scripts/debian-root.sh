@@ -3,10 +3,10 @@
 # testing and packaging opmsg needs, for checking opmsg on releases other
 # than the machine's own (docs/distros.md).
 #
-#   scripts/debian-root.sh SUITE [DIR]            make DIR, or reuse it
-#   scripts/debian-root.sh --exec SUITE [DIR] -- COMMAND...
-#                                                  run COMMAND inside DIR
-#   scripts/debian-root.sh --path SUITE [DIR]     print DIR
+# Usage: scripts/debian-root.sh SUITE [DIR]          make DIR, or reuse it
+#        scripts/debian-root.sh --exec SUITE [DIR] -- COMMAND...
+#                                                   run COMMAND inside DIR
+#        scripts/debian-root.sh --path SUITE [DIR]   print DIR
 #
 # SUITE is trixie or sid (any suite debootstrap knows works); DIR defaults
 # to build/roots/SUITE of this source tree ($OPMSG_ROOTS/SUITE when set). The root is made with `debootstrap --variant=minbase`

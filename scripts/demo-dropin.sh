@@ -1,10 +1,12 @@
 #!/bin/bash
-# demo-dropin.sh BUILD_DIR - part of `make demo`: the same unmodified libmongoc
+# Usage: scripts/demo-dropin.sh [BUILD_DIR]
+#
+# Part of `make demo`: the same unmodified libmongoc
 # program against a local server that sends a few rare-but-legal and hostile
 # OP_MSG replies, first with Debian's libmongoc as it is, then with
 # LD_PRELOAD=libopmsg-mongoc.so.
-# set -u, not -e: stock libmongoc crashes on purpose here; each run's exit status is described.
-set -u
+# Stock libmongoc crashes on purpose here: each run's exit status is kept (|| rc=$?) and described.
+set -eu
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 client="$build/tests/dropin/dropin-client"
@@ -37,12 +39,13 @@ run_mode() { # MODE OP LEGAL WHAT-THE-REPLY-IS
   uri="mongodb://127.0.0.1:$port/?serverSelectionTimeoutMS=5000&socketTimeoutMS=20000"
   echo
   echo "== $mode: $what ($op)"
-  out=$("$client" "$uri" "$op" 2>/dev/null); rc=$?
+  rc=0; out=$("$client" "$uri" "$op" 2>/dev/null) || rc=$?
   printf '   stock libmongoc 1.23:  %s %s\n' "$(describe $rc "$legal")" "$(echo "$out" | sed -n 's/^RESULT \(ok\|error\) //p')"
-  out=$(OPMSG_MONGOC_DEBUG=1 LD_PRELOAD=$dropin "$client" "$uri" "$op" 2>&1); rc=$?
+  rc=0; out=$(OPMSG_MONGOC_DEBUG=1 LD_PRELOAD=$dropin "$client" "$uri" "$op" 2>&1) || rc=$?
   printf '   with libopmsg-mongoc:  %s %s\n' "$(describe $rc "$legal")" "$(echo "$out" | sed -n 's/^RESULT \(ok\|error\) //p')"
-  echo "$out" | grep "opmsg-mongoc: rejected" | head -1 | sed 's/^/      /'
-  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  echo "$out" | grep "opmsg-mongoc: rejected" | head -1 | sed 's/^/      /' || true
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
   rm -f "$portfile"
 }
 

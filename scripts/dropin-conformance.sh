@@ -20,7 +20,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build OUT= PRELOAD=yes
+BUILD=$ROOT/build OUT='' PRELOAD=yes
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;

@@ -59,6 +59,7 @@ if [ "${1:-}" = --inside ]; then
   libdir=$(dirname "$(dirname "$pc")")
   # enc-client against the patched headers; at run time it finds the root's
   # own libmongoc unless LD_LIBRARY_PATH points at the patched one.
+  # shellcheck disable=SC2046 # pkg-config's flags, one word each
   cc -std=c11 -O2 opmsg/tests/encryption/enc-client.c -o enc-client \
     $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs "$(basename "$pc" .pc)") ||
     { echo "enc-client does not build against the patched headers"; exit 2; }

@@ -776,6 +776,7 @@ print(" ".join(list(h.MONITOR_MODES) + list(h.OP_REPLY_MODES)))' "$top/tests/dro
   hpid=$!
   harness_side patched "$all_state"
   wait "$hpid"
+  h_unpatched='' h_patched=''
   for side in unpatched patched; do
     out=$work/harness/$side.out
     read -r r m c < <(sed -n 's|^harness \([0-9]*\)/\([0-9]*\), crashes \([0-9]*\)$|\1 \2 \3|p' "$out")

@@ -38,7 +38,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TREE= BUILD= OPMSG=$ROOT/build/tools/opmsg LEVEL= OUT=$ROOT/build/fork/conformance/out
+TREE='' BUILD='' OPMSG=$ROOT/build/tools/opmsg LEVEL='' OUT=$ROOT/build/fork/conformance/out
 while [ $# -gt 0 ]; do
   case $1 in
     --tree) TREE=$2; shift 2 ;;

@@ -1,5 +1,6 @@
 #!/bin/bash
-# fork-debs-libdir.sh OUT: the libraries of the fixes track's packages of
+# Usage: scripts/fork-debs-libdir.sh OUT
+# The libraries of the fixes track's packages of
 # make fork-debs (build/fork-debs/RELEASE-fixes/out/, sbuild's output),
 # unpacked (dpkg-deb -x, nothing installed; not -dev, not dbgsym) into
 # OUT/RELEASE, shared objects and SONAME links flattened, for the soak's fork
@@ -12,7 +13,10 @@ out=$(realpath -m "$1") found=0
 say() { echo "fork-debs-libdir: $*"; }
 for rel in bookworm trixie sid; do
   debs=build/fork-debs/$rel-fixes/out
-  pkgs=$(ls "$debs"/lib*.deb 2>/dev/null | grep -E '/lib(bson|mongoc)[^/_]*_' | grep -v -E -- '-(dev|dbgsym)_' || true)
+  pkgs=""
+  for p in "$debs"/lib*.deb; do
+    case ${p##*/} in *-dev_*|*-dbgsym_*) ;; libbson*_*|libmongoc*_*) pkgs="$pkgs $p" ;; esac
+  done
   [ -n "$pkgs" ] || { say "$rel: no packages in $debs (make fork-debs builds them)"; continue; }
   tmp=$(mktemp -d) && rm -rf "${out:?}/$rel" && mkdir -p "$out/$rel"
   for p in $pkgs; do dpkg-deb -x "$p" "$tmp"; done

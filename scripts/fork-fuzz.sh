@@ -12,8 +12,8 @@
 #
 #   fork fuzz: target T, seeds K, ctest -L fuzz runs R1 (passed|failed), libFuzzer seconds S runs R2, crashes C
 #
-#   scripts/fork-fuzz.sh TREE SECONDS SEED_DIR [NAME]
-#   scripts/fork-fuzz.sh --edit [--source DIR] SECONDS SEED_DIR [NAME]
+# Usage: scripts/fork-fuzz.sh TREE SECONDS SEED_DIR [NAME]
+#        scripts/fork-fuzz.sh --edit [--source DIR] SECONDS SEED_DIR [NAME]
 #
 # TREE      a mongo-c-driver tree carrying PR 4
 # --edit    (make fork-fuzz) TREE is made first: build/fork/fuzz-src, a fresh
@@ -71,13 +71,14 @@ nseeds=$(find "$run/seeds" -type f | wc -l)
 # (Configured every time: FUZZ_RPC_REPLY_CORPUS is copied into the build
 # tree's corpus at configure time.)
 rm -rf "$build/src/libmongoc/fuzz/rpc-reply-corpus"
+ccache=$(command -v ccache || true)
 cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMONGO_FUZZ=ON \
   -DENABLE_STATIC=ON -DENABLE_SHARED=OFF -DENABLE_TESTS=OFF -DENABLE_EXAMPLES=OFF \
   -DENABLE_MAN_PAGES=OFF -DENABLE_HTML_DOCS=OFF -DENABLE_SSL=OFF -DENABLE_SASL=OFF \
   -DENABLE_SRV=OFF -DENABLE_ZLIB=SYSTEM -DENABLE_SNAPPY=ON -DENABLE_ZSTD=ON \
   -DENABLE_CLIENT_SIDE_ENCRYPTION=OFF -DFUZZ_RPC_REPLY_CORPUS="$run/seeds" \
-  $(command -v ccache >/dev/null && echo -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
+  ${ccache:+-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache} \
   >"$build.cmake.log" 2>&1 || { tail -20 "$build.cmake.log" >&2; exit 2; }
 nice -n 10 ninja -C "$build" -j"${JOBS:-2}" "$target" >"$build.ninja.log" 2>&1 || {
   tail -30 "$build.ninja.log" >&2; exit 2; }

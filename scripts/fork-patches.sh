@@ -6,7 +6,7 @@
 # applies on (docs/fork.md says more). Their one source is the
 # committed patches; to change them, edit them as branches:
 #
-#   scripts/fork-patches.sh --edit [--source DIR]
+# Usage: scripts/fork-patches.sh --edit [--source DIR]
 #       build/fork/edit/master: a clone of the pristine tree
 #       (scripts/fork-source.sh) with one branch per folder, named after it
 #       (1-no-abort, 2-section-rules, ...), made from the committed patches
@@ -52,7 +52,7 @@ say() { echo "fork-patches: $*" >&2; }
 die() { echo "fork-patches: error: $*" >&2; exit 1; }
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-mode=write
+mode='write'
 source_args=()
 master_dir=$top/fork/master
 edit_dir=$top/build/fork/edit/master
@@ -189,7 +189,7 @@ pristine() {  # TARGET -> the pristine tree
 
 # A clone of the pristine tree with one branch per folder, from its patches.
 applied_clone() {  # TARGET DIR SERIES-DIR: fails (saying why) when a folder does not apply
-  local target=$1 dir=$2 sdir=$3 name p status=0
+  local target=$1 dir=$2 sdir=$3 name status=0
   git clone -q "$(pristine "$target")" "$dir"
   git -C "$dir" fetch -q origin "+refs/tags/*:refs/tags/*"
   for name in $(pr_folders "$sdir"); do

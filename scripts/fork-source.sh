@@ -2,7 +2,7 @@
 # The pristine mongo-c-driver tree a fork series applies to, as a git
 # repository of its own under build/fork/src/REF/ (made once, then reused).
 #
-#   scripts/fork-source.sh REF [--source DIR] [--fresh]
+# Usage: scripts/fork-source.sh REF [--source DIR] [--fresh]
 #
 # REF is one of
 #   master     mongo-c-driver master at a047e0bc10f1 (2.6.0-dev), the base of

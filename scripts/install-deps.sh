@@ -22,6 +22,7 @@ if [ "$codename" != bookworm ] && command -v apt-cache >/dev/null 2>&1; then
   [ -n "$v" ] && clang_major=$v
 fi
 
+# The test unit.shell_lint runs shellcheck (tests/lint-shell.sh).
 # pandoc: docs/opmsg.1 is generated from docs/cli.md (scripts/gen-man.sh,
 # checked by the test docs.man_page).
 PACKAGES="build-essential cmake ninja-build pkg-config git
@@ -31,7 +32,7 @@ PACKAGES="build-essential cmake ninja-build pkg-config git
   lintian debhelper fakeroot dpkg-dev file tcpdump abigail-tools
   gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-user
   sbuild mmdebstrap uidmap reprepro autopkgtest devscripts libdistro-info-perl
-  patchutils gnupg pandoc"
+  patchutils gnupg pandoc shellcheck"
 
 # Node.js for the interop peers: Debian's only where no Node is installed
 # already (a newer one from elsewhere must not be replaced).

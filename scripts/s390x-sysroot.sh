@@ -55,6 +55,7 @@ if [ -f "$sysroot/.versions" ] && [ "$(cat "$sysroot/.versions")" = "$versions" 
 fi
 rm -rf "$sysroot" "$apt_dir/debs"
 mkdir -p "$sysroot" "$apt_dir/debs"
+# shellcheck disable=SC2046 # one word per package
 (cd "$apt_dir/debs" && apt_private -qq download $(for p in $packages; do echo "$p:s390x"; done))
 for deb in "$apt_dir"/debs/*.deb; do
   dpkg-deb -x "$deb" "$sysroot"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/fork/run.sh [--build [FORK-CHECK OPTIONS] --] [FORK-BENCH OPTIONS]
+# Usage: bench/fork/run.sh [--build [FORK-CHECK OPTIONS] --] [FORK-BENCH OPTIONS]
 #
 # The fork's benchmark (`make bench-fork`, docs/benchmarks.md): mongo-c-driver
 # master unpatched against master with the four pull requests applied

@@ -2,8 +2,8 @@
 # Usage: packaging/debian/versions-test.sh
 # The local versions of scripts/fork-debs.sh (docs/debian.md, "Versions"),
 # checked with dpkg --compare-versions; exit 1 when one is not as stated.
-# (set -u alone: every ordering is checked, the failures counted.)
-set -u
+# Every ordering is checked, the failures counted.
+set -eu
 fail=0
 check() {  # A OP B
   if dpkg --compare-versions "$1" "$2" "$3"; then echo "ok   $1 $2 $3"; else echo "FAIL $1 $2 $3"; fail=1; fi

@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# Usage: . scripts/lib/apt-source.sh, then apt_source PACKAGE VERSION DEST
 # Sourced: `apt-get source` of a package of this machine's release, through a
 # private apt configuration: deb-src entries made from the machine's own apt
 # sources (the entries for its release), with their own lists and cache in

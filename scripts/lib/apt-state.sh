@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# Usage: . scripts/lib/apt-state.sh, then apt_state_save DIR ... apt_state_restore DIR
 # Sourced by scripts that install packages for a while (the CI package
 # step): what dpkg has installed, saved before and put back after,
 # so the machine (or a Debian root) is left as it was found: the same

@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# Usage: . scripts/lib/copy-tree.sh, then copy_tree DEST
 # Sourced: copy_tree DEST copies the working tree of the current directory
 # into DEST (emptied first) as git sees it: the files git knows, tracked or
 # untracked but not ignored, that exist; outside a git checkout, everything

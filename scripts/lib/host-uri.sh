@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# Usage: . scripts/lib/host-uri.sh, then host_uri SUITE
 # Sourced: host_uri SUITE prints the URI of this machine's apt entry (deb)
 # that carries SUITE (e.g. bookworm, bookworm-security), as apt itself reads
 # its sources: the Debian mirror the machine already uses, so that no

@@ -1,9 +1,12 @@
+# shellcheck shell=bash
+# Usage: prog=NAME; . scripts/lib/suite-common.sh
 # Sourced, not run: what scripts/libmongoc-suite.sh, scripts/fork-check.sh
 # and scripts/fork-check-encryption.sh share. The caller sets prog (its name
 # in messages) first: say, die and usage (its "# Usage:" comment); the Debian
 # packages a script needs; two CTest runs compared; FerretDB. The runs are
 # upstream's CTest registration of test-libmongoc, through
 # scripts/lib/junit-compare.py (its "run" and "compare").
+: "${prog:?the caller sets prog first}"
 jc=$(dirname "${BASH_SOURCE[0]}")/junit-compare.py
 
 say() { echo "$prog: $*"; }
@@ -38,6 +41,7 @@ suite_need_pkgs() {  # PACKAGE...
 # the verdict (a test whose results overlap over the tries is flaky). Sets
 # CMP_* (the counts; a test killed by a signal other than its own abort
 # crashed) and CMP_DIR (rows.md, flaky.md, unexplained.txt, crashes.txt).
+# shellcheck disable=SC2034 # the CMP_* results are the caller's to read
 jcompare() {  # A-DIR B-DIR DIR LABEL-A LABEL-B RUN-A RUN-B EXPLANATION-FILE...
   local a=$1 b=$2 c=$3 la=$4 lb=$5 ra=$6 rb=$7 f out
   shift 7
@@ -123,6 +127,7 @@ suite_watch_ferretdb() {  # PORT STOP-FILE REASON
     while suite_port_open "$port"; do sleep 2; done
     echo "$reason" >"$stop"
   ) &
+  # shellcheck disable=SC2034 # the caller's, to stop the watcher
   SUITE_WATCH_PID=$!
 }
 

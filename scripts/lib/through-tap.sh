@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# Usage: . scripts/lib/through-tap.sh, then through_tap OPMSG OUT NAME SECONDS PROGRAM [ARGS...]
 # Sourced: through_tap OPMSG OUT NAME SECONDS PROGRAM [ARGS...]
 #
 # Runs PROGRAM through `opmsg tap` in front of the FerretDB that

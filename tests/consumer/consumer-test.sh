@@ -1,5 +1,5 @@
 #!/bin/sh
-# consumer-test.sh MODE BUILD_DIR SOURCE_DIR WORK_DIR
+# Usage: tests/consumer/consumer-test.sh MODE BUILD_DIR SOURCE_DIR WORK_DIR
 #
 # Uses libopmsg the way a program outside this tree would: installed, then
 # found through pkg-config or find_package(opmsg). The consumer programs are

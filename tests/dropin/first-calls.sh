@@ -1,6 +1,6 @@
 #!/bin/sh
-# first-calls.sh GATE_TEST DROPIN [RUNS] [THREADS]: the first calls into the
-# drop-in, made at once by THREADS threads (16) of a fresh process, in RUNS
+# Usage: tests/dropin/first-calls.sh GATE_TEST DROPIN [RUNS] [THREADS]
+# The first calls into the drop-in, made at once by THREADS threads (16) of a fresh process, in RUNS
 # fresh processes (40). libmongoc (the fake) is dlopen()ed after start-up, so
 # no constructor has decided the gate: the threads race to make it decide,
 # and each must still get libmongoc's contract. Passes when no thread of any

@@ -1,5 +1,6 @@
 #!/bin/sh
-# gate-test.sh GATE_TEST DROPIN FORK_FAKE: the drop-in is active for the libmongoc
+# Usage: tests/dropin/gate-test.sh GATE_TEST DROPIN FORK_FAKE
+# The drop-in is active for the libmongoc
 # series it is tested with (1.23.x on the rpc path; 1.30.x and 2.5.x on the
 # mcd-rpc path, which also needs libmongoc's mcd_rpc_* functions), decided at the first call when libmongoc is dlopen()ed after start-up
 # (globally or privately), says why with OPMSG_MONGOC_DEBUG=1, once, names

@@ -1,5 +1,6 @@
 #!/bin/sh
-# payload-shape.sh PROGRAM DROPIN: _mongoc_cmd_append_payload_as_array gives
+# Usage: tests/dropin/payload-shape.sh PROGRAM DROPIN
+# _mongoc_cmd_append_payload_as_array gives
 # the same bytes with the drop-in as libmongoc's own.
 set -eu
 rc=0; stock=$("$1") || rc=$?

@@ -1,5 +1,5 @@
 #!/bin/bash
-# check-encryption.sh CLIENT DROPIN [SUITE...]
+# Usage: tests/encryption/check-encryption.sh CLIENT DROPIN [SUITE...]
 #
 # `make check-encryption`: the encryption test with this machine's libmongoc
 # (run-encryption.sh CLIENT DROPIN; DROPIN may be ""), then inside the Debian

@@ -1,5 +1,5 @@
 #!/bin/bash
-# in-root.sh SUITE
+# Usage: tests/encryption/in-root.sh SUITE
 #
 # The encryption test on another Debian release: inside the root that
 # scripts/debian-root.sh made for SUITE (build/roots/SUITE, usable when

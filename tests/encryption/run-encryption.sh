@@ -1,5 +1,5 @@
 #!/bin/bash
-# run-encryption.sh CLIENT [DROPIN]
+# Usage: tests/encryption/run-encryption.sh CLIENT [DROPIN]
 #
 # Client-side encryption end to end against FerretDB: runs CLIENT (enc-client,
 # linked with the system's libmongoc only) once stock and once with
@@ -33,8 +33,8 @@
 # scripts/fork-check-encryption.sh): it must report another libmongoc
 # version than the stock run, pass the same checks and print the same
 # output; the line then says "equal patched" and names that version.
-# set -u, not -e: each run's exit status is collected (rc_*) and judged with its RESULT line.
-set -u
+# Each run's exit status is collected (|| rc_*=$?) and judged with its RESULT line.
+set -eu
 
 client=${1:?usage: run-encryption.sh CLIENT [DROPIN]}
 dropin=${2:-}
@@ -81,11 +81,11 @@ same_output() { # OUT WITH-WHAT
 }
 
 echo "== stock libmongoc"
-"$client" "$OPMSG_FERRETDB_URI" "s$run_id" >"$work/stock.out" 2>"$work/stock.err"
-rc_stock=$?
-grep -v '^DOC ' "$work/stock.out"
+rc_stock=0
+"$client" "$OPMSG_FERRETDB_URI" "s$run_id" >"$work/stock.out" 2>"$work/stock.err" || rc_stock=$?
+grep -v '^DOC ' "$work/stock.out" || true
 if [ "$rc_stock" -eq 77 ]; then
-  grep -h '^SKIP' "$work/stock.out" "$work/stock.err"
+  grep -h '^SKIP' "$work/stock.out" "$work/stock.err" || true
   exit 77
 fi
 version=$(sed -n 's/^enc-client: libmongoc \([^,]*\),.*/\1/p' "$work/stock.err" | head -n 1)
@@ -97,7 +97,7 @@ equal_stock=no
 if run_passed "$work/stock.out"; then
   equal_stock=yes
 else
-  echo "FAIL: stock run (exit $rc_stock)"; grep -v endSessions "$work/stock.err"
+  echo "FAIL: stock run (exit $rc_stock)"; grep -v endSessions "$work/stock.err" || true
 fi
 cipher_stock=$(result_field "$work/stock.out" ciphertext)
 
@@ -109,17 +109,17 @@ if [ -n "$dropin" ]; then
     echo "FAIL: $dropin not found"
     equal_dropin=no
   else
+    rc_dropin=0
     OPMSG_MONGOC_DEBUG=1 LD_PRELOAD=$dropin "$client" "$OPMSG_FERRETDB_URI" "d$run_id" \
-      >"$work/dropin.out" 2>"$work/dropin.err"
-    rc_dropin=$?
-    grep -v '^DOC ' "$work/dropin.out"
-    grep '^opmsg-mongoc:' "$work/dropin.err"
+      >"$work/dropin.out" 2>"$work/dropin.err" || rc_dropin=$?
+    grep -v '^DOC ' "$work/dropin.out" || true
+    grep '^opmsg-mongoc:' "$work/dropin.err" || true
     cipher_dropin=$(result_field "$work/dropin.out" ciphertext)
     if grep -q '^opmsg-mongoc: active' "$work/dropin.err"; then
       equal_dropin=yes
       if ! run_passed "$work/dropin.out"; then
         echo "FAIL: run with the drop-in (exit $rc_dropin)"
-        grep -v endSessions "$work/dropin.err"
+        grep -v endSessions "$work/dropin.err" || true
         equal_dropin=no
       fi
       if grep -q '^opmsg-mongoc: rejected' "$work/dropin.err"; then
@@ -130,14 +130,14 @@ if [ -n "$dropin" ]; then
     elif [ "${version#1.23.}" != "$version" ] || [ "${version#1.30.}" != "$version" ] ||
          [ "${version#2.5.}" != "$version" ]; then
       echo "FAIL: the drop-in did not say it is active on libmongoc $version"
-      grep -v endSessions "$work/dropin.err"
+      grep -v endSessions "$work/dropin.err" || true
       equal_dropin=no
     else
       equal_dropin=inactive
       # It forwards to libmongoc: the run must still pass.
       if ! run_passed "$work/dropin.out"; then
         echo "FAIL: run with the (inactive) drop-in (exit $rc_dropin)"
-        grep -v endSessions "$work/dropin.err"
+        grep -v endSessions "$work/dropin.err" || true
         equal_dropin=no
       fi
     fi
@@ -148,10 +148,10 @@ libdir=${OPMSG_ENC_LIBDIR:-}
 patched_version=""
 if [ -n "$libdir" ]; then
   echo "== with LD_LIBRARY_PATH=$libdir"
+  rc_patched=0
   LD_LIBRARY_PATH=$libdir "$client" "$OPMSG_FERRETDB_URI" "p$run_id" \
-    >"$work/patched.out" 2>"$work/patched.err"
-  rc_patched=$?
-  grep -v '^DOC ' "$work/patched.out"
+    >"$work/patched.out" 2>"$work/patched.err" || rc_patched=$?
+  grep -v '^DOC ' "$work/patched.out" || true
   patched_version=$(sed -n 's/^enc-client: libmongoc \([^,]*\),.*/\1/p' "$work/patched.err" | head -n 1)
   cipher_dropin=$(result_field "$work/patched.out" ciphertext)
   equal_dropin=yes
@@ -165,7 +165,7 @@ if [ -n "$libdir" ]; then
   esac
   if ! run_passed "$work/patched.out"; then
     echo "FAIL: run with libmongoc $patched_version (exit $rc_patched)"
-    grep -v endSessions "$work/patched.err"
+    grep -v endSessions "$work/patched.err" || true
     equal_dropin=no
   fi
   same_output "$work/patched.out" "libmongoc $patched_version" || equal_dropin=no
@@ -185,8 +185,8 @@ trace() { # LABEL [LD_PRELOAD]
     -x "$work/gdb.cmds" --args "$client" "$OPMSG_FERRETDB_URI" "t$1$run_id" \
     >"$out" 2>&1 </dev/null || true
   local calls by_cse where
-  calls=$(grep -c '^#0 ' "$out")
-  by_cse=$(grep -c '^#1 .*_mongoc_cse_auto_encrypt' "$out")
+  calls=$(grep -c '^#0 ' "$out" || true)
+  by_cse=$(grep -c '^#1 .*_mongoc_cse_auto_encrypt' "$out" || true)
   where=$(sed -n 's/^#0 .* \(from\|at\) \([^ :]*\).*/\2/p' "$out" |
           sed 's|.*mongoc-dropin/.*|libopmsg-mongoc.so|; s|.*/||' |
           sort | uniq -c | awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')

@@ -9,7 +9,7 @@
 # continued. Prints one summary line per target (executions, seconds, final
 # cov/ft, findings) for docs/fuzzing.md.
 #
-#   tests/fuzz/campaign.sh [TARGET...]     (after `make fuzz-build`)
+# Usage: tests/fuzz/campaign.sh [TARGET...]   (after `make fuzz-build`)
 set -eu
 cd "$(dirname "$0")/../.."
 

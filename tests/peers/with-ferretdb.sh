@@ -18,9 +18,9 @@
 #
 # Environment: OPMSG_FERRETDB (path of the binary, optional),
 #              OPMSG_FERRETDB_LOG (keep FerretDB's log in this file, optional).
-# set -u, not -e: FerretDB is stopped whatever its state (kill may find it gone), and the
+# FerretDB is stopped whatever its state (a kill may find it gone: || true), and the
 # exit status is CMD's.
-set -u
+set -eu
 
 if [ $# -eq 0 ]; then
   echo "usage: $0 CMD [ARGS...] | --start DIR | --stop DIR" >&2
@@ -35,9 +35,9 @@ if [ "$1" = --stop ]; then
   state=${2:?usage: $0 --stop DIR}
   if [ -f "$state/pid" ]; then
     pid=$(cat "$state/pid")
-    kill -TERM "$pid" 2>/dev/null
+    kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
+    kill -KILL "$pid" 2>/dev/null || true
   fi
   rm -rf "$state"
   exit 0
@@ -84,10 +84,10 @@ start=""
 if [ "$1" = --start ]; then
   start=${2:?usage: $0 --start DIR}
   rm -rf "$start"
-  mkdir -p "$start" || exit 1
+  mkdir -p "$start"
   WORK=$start
 else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/opmsg-ferretdb.XXXXXX") || exit 1
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/opmsg-ferretdb.XXXXXX")
 fi
 mkdir -p "$WORK/data" "$WORK/state"
 LOG=${OPMSG_FERRETDB_LOG:-$WORK/ferretdb.log}
@@ -95,10 +95,10 @@ PID=""
 
 cleanup() {
   if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-    kill -TERM "$PID" 2>/dev/null
+    kill -TERM "$PID" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$PID" 2>/dev/null
-    wait "$PID" 2>/dev/null
+    kill -KILL "$PID" 2>/dev/null || true
+    wait "$PID" 2>/dev/null || true
   fi
   rm -rf "$WORK"
 }
@@ -123,7 +123,9 @@ for attempt in 1 2 3 4 5; do
     sleep 0.1
   done
   [ "$started" -eq 1 ] && break
-  kill -KILL "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=""
+  kill -KILL "$PID" 2>/dev/null || true
+  wait "$PID" 2>/dev/null || true
+  PID=""
   echo "with-ferretdb: FerretDB did not start on port $PORT (attempt $attempt)" >&2
 done
 if [ "$started" -ne 1 ]; then
@@ -140,6 +142,6 @@ fi
 
 export OPMSG_FERRETDB_URI="mongodb://127.0.0.1:$PORT/"
 export OPMSG_FERRETDB_PORT="$PORT"
-"$@"
-rc=$?
+rc=0
+"$@" || rc=$?
 exit "$rc"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# check-soak.sh: `make check-soak` (and CTest's soak.short; docs/soak.md).
+# Usage: tests/soak/check-soak.sh   (`make check-soak`, CTest's soak.short; docs/soak.md)
 #
 # For each release of SOAK_RELEASES (host: this machine; trixie, sid: the
 # Debian roots of scripts/debian-root.sh, needing root) and each kind of
@@ -31,9 +31,9 @@
 #   check-soak.sh --inside SUITE
 # with the settings passed as OPMSG_SOAK_* (the only variables a root lets
 # through).
-# set -u, not -e: every release and kind runs; each run's status is recorded (fail), and the
+# Every release and kind runs: each run's status is recorded (PIPESTATUS, fail), and the
 # stock kind crashes by design.
-set -u
+set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 python=/usr/bin/python3
@@ -84,7 +84,7 @@ run_kinds() { # RELEASE BUILD SRC LOGS FORKDIR
       preload) args+=(--dropin "$build/src/mongoc-dropin/libopmsg-mongoc.so" --require-clean) ;;
       preload-asan)
         local runtime
-        runtime=$(readlink -f "$(cc -print-file-name=libasan.so)")
+        runtime=$(readlink -f "$(cc -print-file-name=libasan.so)" || true)
         if [ ! -f "$runtime" ]; then
           fail "soak $release preload-asan: FAILED: no ASan runtime (cc -print-file-name=libasan.so)"
           continue
@@ -184,7 +184,8 @@ for release in $SOAK_RELEASES; do
   rc=${PIPESTATUS[0]}
   [ -f "$work/results" ] && cat "$work/results" >>"$results"
   [ "$rc" -eq 0 ] || fail "soak $release: FAILED (exit $rc in the root, $logs/$release.txt)" 3>>"$results"
-  rm -rf "$logs/$release" && cp -a "$work/logs" "$logs/$release" 2>/dev/null
+  rm -rf "${logs:?}/$release"
+  [ ! -d "$work/logs" ] || cp -a "$work/logs" "$logs/$release"
 done
 
 echo
