@@ -41,6 +41,6 @@ say "Speed: opmsg against a full libbson decode and re-encode (ns per message)"
 "$build/bench/opmsg-bench" --quick --cpu-time --brief --case flat,deep,seq --check spec,top-level 2>&1 || true
 
 if [ -x "$top/scripts/demo-dropin.sh" ]; then
-  say "The libmongoc drop-in: stock libmongoc 1.23 against hostile replies, then with libopmsg-mongoc.so"
+  say "The libmongoc drop-in: the stock libmongoc against hostile replies, then with libopmsg-mongoc.so"
   "$top/scripts/demo-dropin.sh" "$build"
 fi

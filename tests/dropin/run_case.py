@@ -15,6 +15,10 @@ result.
   run_case.py --client C --dropin D --table OUT.md
       runs every mode stock and with the drop-in and writes the comparison
       table (recorded, not asserted: exit 0 unless the harness itself fails).
+  run_case.py --client C --dropin D --demo
+      make demo's part (scripts/demo-dropin.sh): a few of the replies, stock
+      and with the drop-in, each answer shown with its verdict, and a count
+      of each side. Exit 1 when the drop-in got one wrong.
   run_case.py --client C [--dropin D] --all
       asserts every mode (as --mode does) and ends with the line
       "harness RIGHT/MODES, crashes N". Without --dropin (here and with
@@ -300,6 +304,53 @@ def all_modes(client, dropin):
     return 0 if right == len(hs.MODES) and crashes == 0 else 1
 
 
+# make demo's replies: the mode, the operation, what the reply is.
+DEMO = (
+    ("checksum_ok", "ping", "a legal reply with a correct CRC-32C checksum"),
+    ("seq_before", "ping", "a legal reply whose document sequence comes before the body"),
+    ("find_seq", "find", "a legal find reply whose batch is a cursor.firstBatch sequence"),
+    ("trailing_bytes", "ping", "an illegal reply with 3 stray bytes after the last section"),
+    ("noop_wrong_size", "ping", "an illegal OP_COMPRESSED (noop) whose uncompressedSize is too small"),
+    ("size_lie_huge", "ping", "an illegal OP_COMPRESSED claiming an uncompressed size near 2^31"),
+)
+
+
+def demo(client, dropin):
+    """DEMO's replies to the libmongoc the client loads, then with the
+    drop-in, judged as the harness judges them (judge())."""
+    version = mongoc_version(client, dropin)
+    print("libopmsg-mongoc.so: the OP_MSG reply path of this system's libmongoc %s, replaced\n"
+          "without rebuilding anything (LD_PRELOAD). Same program, same server, same replies:"
+          % version)
+    sides = (("stock libmongoc " + version, None), ("with libopmsg-mongoc", dropin))
+    right, crashed = [0, 0], [0, 0]
+    for mode, op, what in DEMO:
+        print("\n== %s: %s (%s)" % (mode, what, op))
+        for i, (name, pre) in enumerate(sides):
+            server = hs.Server(mode).start()
+            try:
+                kind, detail, stderr = run_op(client, server.port, op, pre)
+            finally:
+                server.stop()
+            ok, why = judge(mode, op, kind, detail)
+            right[i] += ok
+            crashed[i] += kind in ("crash", "hang")
+            if kind in ("crash", "hang"):
+                said = why
+            else:
+                head = "right" if ok else "WRONG" if why.startswith(kind) else "WRONG (%s)" % why
+                said = "%s, %s %s" % (head, "answered" if kind == "ok" else kind + ":", detail)
+            print("   %-28s %s" % (name + ":", said))
+            rejected = [l for l in stderr.splitlines() if l.startswith("opmsg-mongoc: rejected")]
+            if pre and rejected:
+                print("      " + rejected[0])
+    print()
+    for i, (name, _) in enumerate(sides):
+        print("%s: %d of %d right, %d crashed or hung" % (name, right[i], len(DEMO), crashed[i]))
+    print("Every case, per libmongoc version: tests/dropin, docs/dropin.md.")
+    return 0 if right[1] == len(DEMO) else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--client", required=True)
@@ -308,6 +359,7 @@ def main():
     ap.add_argument("--valgrind", action="store_true")
     ap.add_argument("--table")
     ap.add_argument("--all", action="store_true", help="every mode, then a summary line")
+    ap.add_argument("--demo", action="store_true", help="make demo's few replies, shown")
     ap.add_argument("--ops", help="comma-separated: ping,find,insert,threads,stream "
                     "(default ping,find,insert; stream for a monitor mode)")
     args = ap.parse_args()
@@ -315,6 +367,10 @@ def main():
         if not args.dropin:
             ap.error("--table needs --dropin")
         return table(args.client, args.dropin, args.table)
+    if args.demo:
+        if not args.dropin:
+            ap.error("--demo needs --dropin")
+        return demo(args.client, args.dropin)
     if args.all:
         return all_modes(args.client, args.dropin)
     runnable = list(hs.MODES) + list(hs.MONITOR_MODES) + list(hs.OP_REPLY_MODES)
