@@ -15,5 +15,4 @@ if [ ! -x "$client" ] || [ ! -f "$dropin" ]; then
   echo "demo-dropin: $client or $dropin not built; skipping the drop-in demo"
   exit 0
 fi
-ulimit -c 0   # the stock crashes are the point; no core files
 exec /usr/bin/env python3 "$root/tests/dropin/run_case.py" --client "$client" --dropin "$dropin" --demo

@@ -342,7 +342,7 @@ def demo(client, dropin):
                 said = "%s, %s %s" % (head, "answered" if kind == "ok" else kind + ":", detail)
             print("   %-28s %s" % (name + ":", said))
             rejected = [l for l in stderr.splitlines() if l.startswith("opmsg-mongoc: rejected")]
-            if pre and rejected:
+            if rejected:
                 print("      " + rejected[0])
     print()
     for i, (name, _) in enumerate(sides):
